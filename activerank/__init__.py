@@ -1,0 +1,40 @@
+"""activerank: active evaluation of ranking functions with graded relevance.
+
+Estimate how good a ranker is (mean DCG@k / ERR@k over a query population), or
+how much better one ranker is than another, from as few relevance judgments as
+possible, following Sawade et al. (ECML PKDD 2012).
+
+Pipeline: relevance model -> exact moments -> costs -> sampling -> estimation.
+"""
+
+from .metrics import METRICS, Metric, metric_value, parse_metric, pool_metric_values
+from .moments import (
+    PairMoments,
+    PoolMoments,
+    PoolPairMoments,
+    QueryMoments,
+    pair_moments,
+    pool_moments,
+    pool_pair_moments,
+    query_moments,
+)
+from .ragged import Rankings
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "METRICS",
+    "Metric",
+    "PairMoments",
+    "PoolMoments",
+    "PoolPairMoments",
+    "QueryMoments",
+    "Rankings",
+    "metric_value",
+    "pair_moments",
+    "parse_metric",
+    "pool_metric_values",
+    "pool_moments",
+    "pool_pair_moments",
+    "query_moments",
+]

@@ -1,0 +1,149 @@
+"""Ragged (CSR) per-query arrays: the layout every pool-level kernel works on.
+
+A pool of ``m`` queries is stored as flat arrays plus ``offsets`` of length
+``m + 1``; query ``q`` owns ``flat[offsets[q]:offsets[q + 1]]``.  Rankings use
+the same layout: ``items`` holds global document-row indices, best first.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ["PositionMajor", "Rankings", "offsets_from_lengths", "segment_ids", "segment_positions"]
+
+
+def segment_ids(offsets: np.ndarray) -> np.ndarray:
+    """Query index of every flat entry, shape ``(offsets[-1],)``."""
+    lengths = np.diff(offsets)
+    return np.repeat(np.arange(lengths.size, dtype=np.int64), lengths)
+
+
+def segment_positions(offsets: np.ndarray) -> np.ndarray:
+    """0-based position of every flat entry inside its own segment."""
+    n = int(offsets[-1])
+    lengths = np.diff(offsets)
+    return np.arange(n, dtype=np.int64) - np.repeat(offsets[:-1], lengths)
+
+
+def offsets_from_lengths(lengths) -> np.ndarray:
+    lengths = np.asarray(lengths, dtype=np.int64)
+    offsets = np.zeros(lengths.size + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    return offsets
+
+
+@dataclass(frozen=True, eq=False)
+class Rankings:
+    """Rankings of many queries in CSR form.
+
+    Parameters
+    ----------
+    items : ndarray of shape (n_entries,), int64
+        Global document-row indices, query by query, best first.
+    offsets : ndarray of shape (n_queries + 1,), int64
+        Query ``q`` ranks ``items[offsets[q]:offsets[q + 1]]``.
+
+    Examples
+    --------
+    >>> r = Rankings.from_list([[2, 0, 1], [4, 3]])
+    >>> r.n_queries, r[1].tolist()
+    (2, [4, 3])
+    >>> r.truncate(1).items.tolist()
+    [2, 4]
+    """
+
+    items: np.ndarray
+    offsets: np.ndarray
+
+    def __post_init__(self):
+        items = np.ascontiguousarray(self.items, dtype=np.int64)
+        offsets = np.ascontiguousarray(self.offsets, dtype=np.int64)
+        if offsets.ndim != 1 or offsets.size < 1 or offsets[0] != 0:
+            raise ValueError("`offsets` must be a 1-d array starting at 0.")
+        if np.any(np.diff(offsets) < 0) or offsets[-1] != items.size:
+            raise ValueError(
+                "`offsets` must be non-decreasing and end at len(items) "
+                f"({items.size}); got last offset {offsets[-1]}."
+            )
+        items.setflags(write=False)
+        offsets.setflags(write=False)
+        object.__setattr__(self, "items", items)
+        object.__setattr__(self, "offsets", offsets)
+
+    @classmethod
+    def from_list(cls, rankings) -> "Rankings":
+        """Build from a sequence of 1-d integer sequences (one per query)."""
+        arrays = [np.asarray(r, dtype=np.int64).reshape(-1) for r in rankings]
+        offsets = offsets_from_lengths([a.size for a in arrays])
+        items = np.concatenate(arrays) if arrays else np.zeros(0, dtype=np.int64)
+        return cls(items, offsets)
+
+    @property
+    def n_queries(self) -> int:
+        return self.offsets.size - 1
+
+    @property
+    def lengths(self) -> np.ndarray:
+        return np.diff(self.offsets)
+
+    def __len__(self) -> int:
+        return self.n_queries
+
+    def __getitem__(self, q: int) -> np.ndarray:
+        return self.items[self.offsets[q] : self.offsets[q + 1]]
+
+    def to_list(self) -> list[np.ndarray]:
+        return [self[q] for q in range(self.n_queries)]
+
+    def positions(self) -> np.ndarray:
+        """0-based rank position of every entry of ``items``."""
+        return segment_positions(self.offsets)
+
+    def query_index(self) -> np.ndarray:
+        """Query index of every entry of ``items``."""
+        return segment_ids(self.offsets)
+
+    def truncate(self, k: int | None) -> "Rankings":
+        """Keep the top ``k`` of every query (``None`` keeps everything)."""
+        if k is None or np.all(self.lengths <= k):
+            return self
+        keep = self.positions() < k
+        return Rankings(self.items[keep], offsets_from_lengths(np.minimum(self.lengths, k)))
+
+    def subset(self, queries) -> "Rankings":
+        """Rankings of the selected queries (indices or boolean mask), in that order."""
+        queries = np.arange(self.n_queries)[np.asarray(queries)]
+        lengths = self.lengths[queries]
+        starts = self.offsets[queries]
+        idx = np.repeat(starts - offsets_from_lengths(lengths)[:-1], lengths) + np.arange(lengths.sum())
+        return Rankings(self.items[idx], offsets_from_lengths(lengths))
+
+
+class PositionMajor:
+    """Walk ragged segments rank position by rank position.
+
+    Segments are sorted by length (longest first), so the segments still
+    active at position ``i`` are always a prefix of the sorted order; kernels
+    keep per-query state in that order and loop over positions only.
+    """
+
+    def __init__(self, offsets: np.ndarray):
+        lengths = np.diff(offsets)
+        self.order = np.argsort(-lengths, kind="stable")
+        self.starts = offsets[:-1][self.order]
+        sorted_len = lengths[self.order]
+        self.n_queries = lengths.size
+        self.max_len = int(sorted_len[0]) if sorted_len.size else 0
+        # counts[i] = number of segments longer than i
+        self.counts = np.searchsorted(-sorted_len, -np.arange(self.max_len), side="left")
+
+    def entries(self, i: int) -> np.ndarray:
+        """Flat indices of the entries at position ``i`` (sorted-segment order)."""
+        return self.starts[: self.counts[i]] + i
+
+    def unsort(self, values: np.ndarray) -> np.ndarray:
+        out = np.empty_like(values)
+        out[self.order] = values
+        return out
