@@ -70,7 +70,9 @@ def _integer_array(values, name: str) -> np.ndarray:
         ok = np.isfinite(arr) & (arr == np.round(arr))
         if not ok.all():
             pos = int(np.flatnonzero(~ok.reshape(-1))[0])
-            raise ValueError(f"`{name}` must hold integer indices; entry {pos} is {arr.reshape(-1)[pos]!r}.")
+            raise ValueError(
+                f"`{name}` must hold integer indices; entry {pos} is {arr.reshape(-1)[pos].item()!r}."
+            )
     return arr.astype(np.int64, copy=False).reshape(-1)
 
 
@@ -79,8 +81,7 @@ def ranking_iv(ranking, n_items: int, *, name: str = "ranking") -> np.ndarray:
     arr = np.asarray(ranking)
     if arr.ndim > 1:
         raise ValueError(f"`{name}` must be a 1-d sequence of item indices; got shape {arr.shape}.")
-    rankings = rankings_iv([arr], n_items, name=name)
-    return rankings.items
+    return rankings_iv([_integer_array(arr, name)], n_items, name=name).items
 
 
 def rankings_iv(rankings, n_items: int, *, name: str = "rankings") -> Rankings:
