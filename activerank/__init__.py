@@ -7,6 +7,11 @@ possible, following Sawade et al. (ECML PKDD 2012).
 Pipeline: relevance model -> exact moments -> costs -> sampling -> estimation.
 """
 
+from . import costs, data, estimation, labelers, metrics, models, moments, rankers, sampling
+from .api import Design, Pool, compare, design, estimate
+from .data import LetorData, letor_fold, load_letor, load_partitions, load_sample
+from .estimation import ComparisonResult, ConfidenceInterval, EstimateResult, LowEffectiveSampleSizeWarning
+from .labelers import CallableLabeler, KnownLabels, LabelingError
 from .metrics import METRICS, Metric, metric_value, parse_metric, pool_metric_values
 from .moments import (
     PairMoments,
@@ -23,6 +28,23 @@ from .ragged import Rankings
 __version__ = "0.1.0"
 
 __all__ = [
+    "CallableLabeler",
+    "ComparisonResult",
+    "ConfidenceInterval",
+    "Design",
+    "EstimateResult",
+    "KnownLabels",
+    "LabelingError",
+    "LetorData",
+    "LowEffectiveSampleSizeWarning",
+    "Pool",
+    "compare",
+    "design",
+    "estimate",
+    "letor_fold",
+    "load_letor",
+    "load_partitions",
+    "load_sample",
     "METRICS",
     "Metric",
     "PairMoments",

@@ -1,0 +1,396 @@
+"""Public entry points: ``estimate`` (one ranker) and ``compare`` (two rankers).
+
+Both follow the same pipeline -- relevance model probabilities -> exact moments
+-> costs -> sampling distribution -> budgeted draws -> labels -> estimator --
+split into a :class:`Design` (everything decided before any label is bought)
+and the labeling/estimation step, so a labeling campaign can persist the
+design and estimate later from stored judgments.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from ._validation import probs_iv
+from .costs import QueryCosts, document_costs, query_costs
+from .estimation import ComparisonResult, EstimateResult, snis, warn_if_low_ess
+from .labelers import LabelingError, check_grades
+from .metrics import Metric, parse_metric, pool_metric_values
+from .moments import _moments, _pair_moments
+from .ragged import Rankings, offsets_from_lengths, segment_ids
+from .rankers import rank_by_scores
+from .sampling import (
+    DEFAULT_DEFENSIVE,
+    DrawPlan,
+    draw_budgeted,
+    expected_squared_error,
+    optimal_distribution,
+    query_weights_iv,
+)
+
+__all__ = ["Pool", "Design", "METHODS", "design", "estimate", "compare", "label_plan", "estimate_from_labels"]
+
+METHODS = ("active", "passive", "active_uniform_costs")
+
+
+@dataclass(frozen=True, eq=False)
+class Pool:
+    """The unlabeled query pool: which document rows belong to which query.
+
+    Any object with ``offsets`` and ``query_ids`` (such as
+    :class:`~activerank.data.LetorData`) can be used as a pool; this class is
+    the minimal one.
+
+    Examples
+    --------
+    >>> pool = Pool.from_qids([7, 7, 9])
+    >>> pool.query_ids.tolist(), pool.offsets.tolist()
+    ([7, 9], [0, 2, 3])
+    """
+
+    query_ids: np.ndarray
+    offsets: np.ndarray
+    doc_ids: np.ndarray | None = None
+    doc_length: np.ndarray | None = None
+
+    @classmethod
+    def from_qids(cls, qids, *, doc_ids=None, doc_length=None) -> "Pool":
+        """Pool from one query id per document row (rows of a query contiguous)."""
+        qids = np.asarray(qids).reshape(-1)
+        if qids.size == 0:
+            raise ValueError("`qids` must not be empty.")
+        starts = np.r_[0, np.flatnonzero(qids[1:] != qids[:-1]) + 1]
+        query_ids = qids[starts]
+        _, counts = np.unique(query_ids, return_counts=True)
+        if (counts > 1).any():
+            dup = np.unique(query_ids, return_counts=True)[0][counts > 1][0]
+            raise ValueError(f"`qids` must group each query's rows contiguously; query {dup!r} is split.")
+        offsets = np.r_[starts, qids.size].astype(np.int64)
+        return cls(query_ids, offsets, doc_ids, doc_length)
+
+    @property
+    def n_queries(self) -> int:
+        return self.offsets.size - 1
+
+    @property
+    def n_docs(self) -> int:
+        return int(self.offsets[-1])
+
+
+def _pool_iv(pool):
+    if not (hasattr(pool, "offsets") and hasattr(pool, "query_ids")):
+        raise TypeError(
+            "`pool` must have `offsets` and `query_ids` (e.g. a LetorData or activerank.Pool); "
+            f"got {type(pool).__name__}."
+        )
+    offsets = np.asarray(pool.offsets, dtype=np.int64)
+    if offsets.size < 2:
+        raise ValueError("`pool` must contain at least one query.")
+    return pool
+
+
+def _rankings_for_pool(scores, pool, name: str) -> Rankings:
+    """Per-query rankings from per-document scores, or validated given Rankings."""
+    offsets = np.asarray(pool.offsets, dtype=np.int64)
+    n_docs = int(offsets[-1])
+    if isinstance(scores, Rankings):
+        if scores.n_queries != offsets.size - 1:
+            raise ValueError(
+                f"`{name}` ranks {scores.n_queries} queries but the pool has {offsets.size - 1}."
+            )
+        q = scores.query_index()
+        outside = (scores.items < offsets[q]) | (scores.items >= offsets[q + 1])
+        if outside.any():
+            e = int(np.flatnonzero(outside)[0])
+            raise ValueError(
+                f"`{name}` must rank each query's own documents; query {pool.query_ids[q[e]]!r} "
+                f"lists row {scores.items[e]}, outside rows [{offsets[q[e]]}, {offsets[q[e] + 1]})."
+            )
+        from ._validation import rankings_iv
+
+        return rankings_iv(scores, n_docs, name=name)
+    s = np.asarray(scores, dtype=np.float64)
+    if s.ndim != 1 or s.size != n_docs:
+        raise ValueError(
+            f"`{name}` must have one score per pool document ({n_docs}); got shape {s.shape}."
+        )
+    nan = np.flatnonzero(np.isnan(s))
+    if nan.size:
+        q = int(np.searchsorted(offsets, nan[0], side="right") - 1)
+        raise ValueError(
+            f"`{name}` must not contain NaN; query {pool.query_ids[q]!r} (document row {nan[0]}) has NaN."
+        )
+    return rank_by_scores(s, offsets)
+
+
+@dataclass(frozen=True, eq=False)
+class Design:
+    """Everything fixed before labeling: rankings, p, q, costs.
+
+    Attributes
+    ----------
+    rankings : tuple of Rankings
+        The evaluated ranking(s), truncated at the metric's cutoff.
+    metric : Metric
+    method : str
+    p, q : ndarray of shape (n_queries,)
+        Target and sampling distributions.
+    costs : QueryCosts
+        Costs of judging each query's documents (union over rankings).
+    predicted_mean : ndarray of shape (n_queries,)
+        ``E_theta[L | x]`` (or of ``delta`` for a comparison) under the model.
+    """
+
+    rankings: tuple
+    metric: Metric
+    method: str
+    p: np.ndarray
+    q: np.ndarray
+    costs: QueryCosts
+    predicted_mean: np.ndarray
+    n_grades: int
+
+    def documents(self, query: int) -> np.ndarray:
+        """Global rows to judge for pool query ``query`` (union of the top-k lists)."""
+        rows = np.concatenate([r[query] for r in self.rankings])
+        _, first = np.unique(rows, return_index=True)
+        return rows[np.sort(first)]
+
+
+def design(pool, rankings, probs, *, metric, k=None, method="active", costs="auto",
+           query_weights=None, defensive=DEFAULT_DEFENSIVE) -> Design:
+    """Compute the sampling design for one ranking (``len(rankings) == 1``) or a pair."""
+    m = parse_metric(metric, k, require_moments=True)
+    if method not in METHODS:
+        raise ValueError(f"`method` must be one of {list(METHODS)}, got {method!r}.")
+    P = probs_iv(probs)
+    n_docs = int(pool.offsets[-1])
+    if P.shape[0] != n_docs:
+        raise ValueError(f"`probs` has {P.shape[0]} rows but the pool has {n_docs} documents.")
+    tops = tuple(r.truncate(m.k) for r in rankings)
+    p = query_weights_iv(query_weights, tops[0].n_queries)
+    per_query = isinstance(costs, str) and costs == "uniform"
+    doc_costs, cost_name = document_costs(pool, n_docs, "constant" if per_query else costs)
+    qc = query_costs(doc_costs, list(tops), model=cost_name, per_query=per_query)
+    if len(tops) == 1:
+        mom = _moments(P, tops[0], m)
+        mean, variance = mom.mean, mom.variance
+    else:
+        pm = _pair_moments(P, tops[0], tops[1], m)
+        mean, variance = pm.delta_mean, pm.delta_variance
+    if method == "passive":
+        q = p.copy()
+    else:
+        lam = np.ones_like(qc.cost) if method == "active_uniform_costs" else qc.cost
+        q = optimal_distribution(expected_squared_error(mean, variance, p), lam, p, defensive=defensive)
+    return Design(tops, m, method, p, q, qc, mean, P.shape[1])
+
+
+def label_plan(pool, dsg: Design, plan: DrawPlan, labeler, *, judgments=None) -> dict:
+    """Ask ``labeler`` for every newly drawn query; returns ``{query index: grades}``.
+
+    ``judgments`` (``{query index: grades}``) are reused instead of asking again.
+    On failure a :class:`LabelingError` carries everything acquired so far.
+    """
+    acquired = {} if judgments is None else dict(judgments)
+    doc_ids = getattr(pool, "doc_ids", None)
+    n_grades = dsg.n_grades
+    for j in np.flatnonzero(plan.new):
+        x = int(plan.queries[j])
+        if x in acquired:
+            continue
+        rows = dsg.documents(x)
+        ids = rows.tolist() if doc_ids is None else [doc_ids[r] for r in rows]
+        qid = pool.query_ids[x]
+        qid = qid.item() if isinstance(qid, np.generic) else qid
+        try:
+            grades = check_grades(labeler(qid, ids), qid, ids, n_grades)
+        except Exception as exc:
+            raise LabelingError(
+                f"labeling query {qid!r} (draw {j}) failed: {exc}",
+                judgments=_by_query_id(pool, dsg, acquired),
+                trace=_trace(pool, dsg, plan, stop=j),
+            ) from exc
+        acquired[x] = grades
+    return acquired
+
+
+def _by_query_id(pool, dsg: Design, acquired: dict) -> dict:
+    doc_ids = getattr(pool, "doc_ids", None)
+    out = {}
+    for x, grades in acquired.items():
+        rows = dsg.documents(x)
+        ids = rows.tolist() if doc_ids is None else [doc_ids[r] for r in rows]
+        qid = pool.query_ids[x]
+        out[qid.item() if isinstance(qid, np.generic) else qid] = dict(zip(ids, grades.tolist()))
+    return out
+
+
+def _trace(pool, dsg: Design, plan: DrawPlan, stop=None, values=None) -> pd.DataFrame:
+    stop = plan.n_draws if stop is None else stop
+    x = plan.queries[:stop]
+    charged = plan.charged[:stop]
+    df = pd.DataFrame({
+        "draw": np.arange(stop),
+        "query": x,
+        "query_id": np.asarray(pool.query_ids)[x],
+        "q": dsg.q[x],
+        "p": dsg.p[x],
+        "weight": dsg.p[x] / dsg.q[x],
+        "new": plan.new[:stop],
+        "cost": charged,
+        "cumulative_cost": np.cumsum(charged),
+    })
+    if values is not None:
+        for name, v in values.items():
+            df[name] = v[x]
+    return df
+
+
+def _query_values(dsg: Design, acquired: dict, n_docs: int) -> list[np.ndarray]:
+    """Metric value of every judged query under each ranking (NaN elsewhere)."""
+    queries = np.array(sorted(acquired), dtype=np.int64)
+    labels = np.zeros(n_docs, dtype=np.int64)
+    for x in queries:
+        labels[dsg.documents(int(x))] = acquired[int(x)]
+    out = []
+    for r in dsg.rankings:
+        sub = r.subset(queries)
+        vals = np.full(r.n_queries, np.nan)
+        vals[queries] = pool_metric_values(labels, sub, metric=dsg.metric, ymax=dsg.n_grades - 1)
+        out.append(vals)
+    return out
+
+
+def estimate_from_labels(pool, dsg: Design, plan: DrawPlan, acquired: dict):
+    """Estimator over a draw plan whose drawn queries are all in ``acquired``."""
+    values = _query_values(dsg, acquired, int(pool.offsets[-1]))
+    x = plan.queries
+    w = dsg.p[x] / dsg.q[x]
+    common = dict(
+        metric=str(dsg.metric), method=dsg.method, n_draws=plan.n_draws,
+        n_queries=int(np.unique(x).size), cost_spent=plan.cost_spent, budget=plan.budget,
+    )
+    if len(values) == 1:
+        res = snis(values[0][x], w)
+        warn_if_low_ess(res.effective_sample_size, plan.n_draws)
+        return EstimateResult(
+            estimate=res.estimate, standard_error=res.standard_error,
+            effective_sample_size=res.effective_sample_size,
+            trace=_trace(pool, dsg, plan, values={"value": values[0]}), **common)
+    delta = values[0] - values[1]
+    res = snis(delta[x], w)
+    warn_if_low_ess(res.effective_sample_size, plan.n_draws)
+    return ComparisonResult(
+        difference=res.estimate, standard_error=res.standard_error,
+        estimate_a=snis(values[0][x], w).estimate, estimate_b=snis(values[1][x], w).estimate,
+        effective_sample_size=res.effective_sample_size,
+        trace=_trace(pool, dsg, plan, values={"value_a": values[0], "value_b": values[1],
+                                              "delta": delta}), **common)
+
+
+def _run(pool, rankings, probs, labeler, *, budget, metric, k, method, costs, query_weights,
+         defensive, rng):
+    pool = _pool_iv(pool)
+    dsg = design(pool, rankings, probs, metric=metric, k=k, method=method, costs=costs,
+                 query_weights=query_weights, defensive=defensive)
+    plan = draw_budgeted(dsg.q, dsg.costs.cost, budget, rng)
+    acquired = label_plan(pool, dsg, plan, labeler)
+    return estimate_from_labels(pool, dsg, plan, acquired)
+
+
+def estimate(pool, scores, probs, labeler, *, budget, metric="err@10", k=None, method="active",
+             costs="auto", query_weights=None, defensive=DEFAULT_DEFENSIVE, rng=None) -> EstimateResult:
+    """Estimate a ranker's mean metric from a budget of relevance judgments.
+
+    Parameters
+    ----------
+    pool : LetorData, Pool, or object with ``offsets`` and ``query_ids``
+        The unlabeled queries and their documents.
+    scores : array-like of shape (n_docs,) or Rankings
+        The ranker's score per document (ranked descending per query, ties to
+        the lower row) or ready-made rankings.
+    probs : array-like of shape (n_docs, n_grades)
+        Relevance model ``p(y | x, z)`` for every document row.
+    labeler : callable
+        ``labeler(query_id, doc_ids) -> grades``.  Document ids are the pool's
+        ``doc_ids`` when it has them, else global row indices.
+    budget : float
+        Labeling budget in units of the pool's mean query cost.
+    metric : str, default "err@10"
+        ``"dcg@k"`` or ``"err@k"`` (``k`` may also be given separately).
+    k : int or None, optional
+    method : {"active", "passive", "active_uniform_costs"}
+        ``"active"`` samples from the cost-aware optimal ``q*``; ``"passive"``
+        samples from ``p``; ``"active_uniform_costs"`` ignores costs when
+        choosing ``q`` (the paper's uniC).  The paper's uniD ablation is a
+        uniform relevance model (``probs`` all equal).
+    costs : {"auto", "log_length", "constant", "uniform"}, array or callable
+        Per-document cost model (see :func:`activerank.costs.document_costs`);
+        ``"uniform"`` charges 1 per query.
+    query_weights : array-like of shape (n_queries,), optional
+        Target distribution ``p(x)`` (e.g. traffic); uniform by default.
+    defensive : float, default 0.1
+        Weight of ``p`` mixed into ``q*`` so that every query stays reachable.
+    rng : None, int or numpy.random.Generator
+
+    Returns
+    -------
+    EstimateResult
+
+    References
+    ----------
+    .. [1] C. Sawade, S. Bickel, T. von Oertzen, T. Scheffer, N. Landwehr.
+       "Active Evaluation of Ranking Functions based on Graded Relevance."
+       ECML PKDD 2012.
+
+    Examples
+    --------
+    >>> import activerank as ar
+    >>> data = ar.load_sample()
+    >>> probs = ar.models.UniformRelevanceModel(data.n_grades).fit(data.X, data.labels).predict_proba(data.X)
+    >>> res = ar.estimate(data, data.X[:, 0], probs, ar.KnownLabels.from_data(data),
+    ...                   budget=15, metric="dcg@5", rng=0)
+    >>> res.cost_spent <= 15
+    True
+    """
+    rankings = (_rankings_for_pool(scores, _pool_iv(pool), "scores"),)
+    return _run(pool, rankings, probs, labeler, budget=budget, metric=metric, k=k,
+                        method=method, costs=costs,
+                        query_weights=query_weights, defensive=defensive, rng=rng)
+
+
+def compare(pool, scores_a, scores_b, probs, labeler, *, budget, metric="err@10", k=None,
+            method="active", costs="auto", query_weights=None, defensive=DEFAULT_DEFENSIVE,
+            rng=None) -> ComparisonResult:
+    """Estimate ``Delta = R_a - R_b`` between two rankers from a labeling budget.
+
+    Same parameters as :func:`estimate`, with two rankers.  Judging a query
+    costs the union of both rankings' top-k documents; a shared document is
+    judged once and counts for both.
+
+    Returns
+    -------
+    ComparisonResult
+        ``difference``, ``standard_error``, ``confidence_interval()``,
+        ``estimate_a``, ``estimate_b``, ``trace`` ...
+
+    Examples
+    --------
+    >>> import activerank as ar
+    >>> data = ar.load_sample()
+    >>> probs = ar.models.UniformRelevanceModel(data.n_grades).fit(data.X, data.labels).predict_proba(data.X)
+    >>> cmp = ar.compare(data, data.X[:, 0], data.X[:, 1], probs, ar.KnownLabels.from_data(data),
+    ...                  budget=15, metric="err@5", rng=0)
+    >>> cmp.n_queries > 0
+    True
+    """
+    pool_ = _pool_iv(pool)
+    rankings = (_rankings_for_pool(scores_a, pool_, "scores_a"),
+                _rankings_for_pool(scores_b, pool_, "scores_b"))
+    return _run(pool, rankings, probs, labeler, budget=budget, metric=metric, k=k,
+                        method=method, costs=costs,
+                        query_weights=query_weights, defensive=defensive, rng=rng)

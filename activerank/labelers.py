@@ -1,0 +1,130 @@
+"""Labelers: where relevance judgments come from.
+
+A labeler is any callable ``labeler(query_id, doc_ids) -> grades`` returning
+one integer grade per requested document.  Built-ins read known labels (for
+simulations on LETOR data) or wrap a Python function (a human-in-the-loop
+tool).  Every answer is validated against the grade scale before it is used.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Protocol, Sequence
+
+import numpy as np
+
+__all__ = ["Labeler", "KnownLabels", "CallableLabeler", "LabelingError", "check_grades"]
+
+
+class Labeler(Protocol):
+    def __call__(self, query_id, doc_ids: Sequence) -> Sequence[int]: ...
+
+
+class LabelingError(ValueError):
+    """A labeler failed or answered badly; nothing acquired before is lost.
+
+    Attributes
+    ----------
+    judgments : dict
+        ``{query_id: {doc_id: grade}}`` for every query judged before the failure.
+    trace : pandas.DataFrame or None
+        The draws made (and paid for) before the failure.
+    """
+
+    def __init__(self, message, *, judgments=None, trace=None):
+        super().__init__(message)
+        self.judgments = {} if judgments is None else judgments
+        self.trace = trace
+
+
+def check_grades(grades, query_id, doc_ids, n_grades: int) -> np.ndarray:
+    """Validate one labeler answer: one integer grade in ``0..n_grades-1`` per document."""
+    arr = np.asarray(grades)
+    if arr.ndim != 1 or arr.size != len(doc_ids):
+        raise ValueError(
+            f"labeler returned {arr.size if arr.ndim == 1 else arr.shape} grades for query "
+            f"{query_id!r}, which has {len(doc_ids)} documents to judge."
+        )
+    try:
+        values = arr.astype(np.float64)
+    except (TypeError, ValueError):
+        values = np.array([_as_float(g) for g in arr.tolist()])
+    bad = np.flatnonzero(~np.isfinite(values) | (values != np.round(values))
+                         | (values < 0) | (values > n_grades - 1))
+    if bad.size:
+        i = int(bad[0])
+        raise ValueError(
+            f"labeler grades must be integers on the scale 0..{n_grades - 1}: query {query_id!r}, "
+            f"document {doc_ids[i]!r} got {arr[i]!r}."
+        )
+    return values.astype(np.int64)
+
+
+def _as_float(g) -> float:
+    try:
+        return float(g)
+    except (TypeError, ValueError):
+        return np.nan
+
+
+class KnownLabels:
+    """Answer from known labels (LETOR files, old qrels): for simulations.
+
+    Parameters
+    ----------
+    query_ids : array-like of shape (n_queries,)
+    offsets : array-like of shape (n_queries + 1,)
+    labels : array-like of shape (n_docs,)
+    doc_ids : array-like of shape (n_docs,), optional
+        Document ids; when omitted, documents are addressed by their global row index.
+
+    Examples
+    --------
+    >>> lab = KnownLabels([7, 9], [0, 2, 3], [0, 2, 1])
+    >>> lab(7, [1, 0]).tolist()
+    [2, 0]
+    """
+
+    def __init__(self, query_ids, offsets, labels, doc_ids=None):
+        self._labels = np.asarray(labels, dtype=np.int64)
+        offsets = np.asarray(offsets, dtype=np.int64)
+        self._rows = {qid: (int(offsets[i]), int(offsets[i + 1]))
+                      for i, qid in enumerate(np.asarray(query_ids).tolist())}
+        self._doc_ids = None if doc_ids is None else np.asarray(doc_ids, dtype=object)
+        self.n_calls = 0
+
+    @classmethod
+    def from_data(cls, data) -> "KnownLabels":
+        """From a labeled :class:`~activerank.data.LetorData`."""
+        if data.labels is None:
+            raise ValueError("`data` has no labels; KnownLabels needs a labeled dataset.")
+        return cls(data.query_ids, data.offsets, data.labels, getattr(data, "doc_ids", None))
+
+    def __call__(self, query_id, doc_ids):
+        self.n_calls += 1
+        key = query_id.item() if isinstance(query_id, np.generic) else query_id
+        if key not in self._rows:
+            raise ValueError(f"KnownLabels has no query with id {query_id!r}.")
+        lo, hi = self._rows[key]
+        if self._doc_ids is None:
+            rows = np.asarray(doc_ids, dtype=np.int64)
+            bad = (rows < lo) | (rows >= hi)
+        else:
+            index = {d: lo + j for j, d in enumerate(self._doc_ids[lo:hi].tolist())}
+            rows = np.array([index.get(d, -1) for d in doc_ids], dtype=np.int64)
+            bad = rows < 0
+        if bad.any():
+            d = list(doc_ids)[int(np.flatnonzero(bad)[0])]
+            raise ValueError(f"KnownLabels: query {query_id!r} has no document {d!r}.")
+        return self._labels[rows]
+
+
+class CallableLabeler:
+    """Wrap ``fn(query_id, doc_ids) -> grades`` (e.g. a UI that asks a person)."""
+
+    def __init__(self, fn: Callable):
+        if not callable(fn):
+            raise TypeError(f"`fn` must be callable, got {type(fn).__name__}.")
+        self.fn = fn
+
+    def __call__(self, query_id, doc_ids):
+        return self.fn(query_id, doc_ids)
