@@ -456,7 +456,7 @@ def load_letor(
         bad = np.flatnonzero(~np.isfinite(y) | (y != np.round(y)))
         if bad.size:
             r = int(bad[0])
-            raise ValueError(f"{path}: line {line_no[r]}: label {y[r]!r} is not an integer grade.")
+            raise ValueError(f"{path}: line {line_no[r]}: label {y[r]:g} is not an integer grade.")
         labels = y.astype(np.int64)
         if n_grades is None:
             n_grades = max(int(labels.max()) + 1, 2)

@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import itertools
 import numbers
+import warnings
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
@@ -117,7 +118,7 @@ def _y_iv(y, n_docs, n_grades, *, name="y") -> np.ndarray:
     yf = y.astype(np.float64)
     bad = np.flatnonzero(~np.isfinite(yf) | (yf != np.round(yf)))
     if bad.size:
-        raise ValueError(f"`{name}` must hold integer grades; row {bad[0]} is {y[bad[0]]!r}.")
+        raise ValueError(f"`{name}` must hold integer grades; row {bad[0]} is {yf[bad[0]]:g}.")
     yi = yf.astype(np.int64)
     bad = np.flatnonzero((yi < 0) | (yi >= n_grades))
     if bad.size:
@@ -441,8 +442,6 @@ class LightGBMRelevanceModel(SklearnRelevanceModel):
         super().__init__(LGBMClassifier(**self._lgb_params), n_grades, floor=floor)
 
     def _predict_raw(self, X):
-        import warnings
-
         with warnings.catch_warnings():  # feature-name warnings on plain arrays
             warnings.simplefilter("ignore", UserWarning)
             return self._columns(self.estimator_.predict_proba(X), self.classes_)
@@ -470,6 +469,9 @@ class OrderedLogitRelevanceModel(RelevanceModel):
     n_grades : int
     variant : {"AT", "IT"}, default "AT"
         mord ``LogisticAT`` (all-threshold) or ``LogisticIT`` (immediate-threshold).
+        Both share the cumulative-logit form, but IT is trained with a
+        surrogate of the 0-1 loss, so its probabilities are usually poorly
+        calibrated (it can be worse than uniform in log-loss); prefer AT.
     alpha : float, default 1.0
         L2 regularization strength.
     max_iter : int, default 1000
@@ -517,7 +519,9 @@ class OrderedLogitRelevanceModel(RelevanceModel):
         cls = mord.LogisticAT if self.variant == "AT" else mord.LogisticIT
         self.classes_ = self.grades_seen_
         y_rank = np.searchsorted(self.classes_, y)
-        self.estimator_ = cls(alpha=self.alpha, max_iter=self.max_iter).fit(X, y_rank)
+        with warnings.catch_warnings():  # mord passes a deprecated `disp` option to scipy
+            warnings.simplefilter("ignore", DeprecationWarning)
+            self.estimator_ = cls(alpha=self.alpha, max_iter=self.max_iter).fit(X, y_rank)
 
     def _predict_raw(self, X):
         if self.standardize:
@@ -544,14 +548,15 @@ class RandomForestRegressionRelevanceModel(RelevanceModel):
     Three conversions are offered (``method``):
 
     ``"linear"`` (default)
-        Each tree's prediction ``t`` in ``[0, ymax]`` is split between the two
-        neighbouring grades ``floor(t)`` and ``ceil(t)`` with weights
-        ``1 - frac(t)`` and ``frac(t)``; the distribution is the average over
-        trees.  Its mean equals the forest's regression prediction exactly, and
+        Each tree's prediction ``t`` is split between the two neighbouring
+        grades ``lo <= t <= hi`` with weights ``(hi - t) / (hi - lo)`` and
+        ``(t - lo) / (hi - lo)``; the distribution is the average over trees.
+        "Neighbouring" means among the grades *seen in training*, so a grade
+        absent from the training labels gets only the floor mass.  Its mean equals the forest's regression prediction exactly, and
         it spreads mass where the trees disagree, which the per-tree histogram
         of ``"round"`` does in coarse 1/n_trees steps only.
     ``"round"``
-        Histogram of the per-tree predictions rounded to the nearest grade.
+        Histogram of the per-tree predictions rounded to the nearest seen grade.
     ``"leaf"``
         Quantile-regression-forest style (Meinshausen 2006): the grade
         histogram of the training documents that share the test document's
@@ -642,18 +647,20 @@ class RandomForestRegressionRelevanceModel(RelevanceModel):
             for t, hist in enumerate(self._leaf_hist):
                 out += hist[leaves[:, t]]
             return out / len(self._leaf_hist)
-        T = np.clip(self.tree_predictions(X), 0.0, K - 1)  # (n, n_trees)
+        seen = self.grades_seen_.astype(np.float64)
+        T = np.clip(self.tree_predictions(X), seen[0], seen[-1])  # (n, n_trees)
         rows = np.repeat(np.arange(n), T.shape[1])
         t = T.ravel()
+        # bracket every tree prediction by two neighbouring *observed* grades
+        j = np.clip(np.searchsorted(seen, t, side="right") - 1, 0, seen.size - 2)
+        lo, hi = seen[j], seen[j + 1]
+        frac = (t - lo) / (hi - lo)
         if self.method == "round":
-            g = np.floor(t + 0.5).astype(np.int64)
-            out = np.bincount(rows * K + g, minlength=n * K)
+            g = np.where(frac >= 0.5, hi, lo).astype(np.int64)
+            out = np.bincount(rows * K + g, minlength=n * K).astype(np.float64)
         else:  # linear
-            lo = np.floor(t).astype(np.int64)
-            hi = np.minimum(lo + 1, K - 1)
-            frac = t - lo
-            out = np.bincount(rows * K + lo, weights=1.0 - frac, minlength=n * K)
-            out += np.bincount(rows * K + hi, weights=frac, minlength=n * K)
+            out = np.bincount(rows * K + lo.astype(np.int64), weights=1.0 - frac, minlength=n * K)
+            out += np.bincount(rows * K + hi.astype(np.int64), weights=frac, minlength=n * K)
         return out.reshape(n, K) / T.shape[1]
 
     def get_params(self):
