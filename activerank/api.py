@@ -67,7 +67,7 @@ class Pool:
         _, counts = np.unique(query_ids, return_counts=True)
         if (counts > 1).any():
             dup = np.unique(query_ids, return_counts=True)[0][counts > 1][0]
-            raise ValueError(f"`qids` must group each query's rows contiguously; query {dup!r} is split.")
+            raise ValueError(f"`qids` must group each query's rows contiguously; query {_py(dup)!r} is split.")
         offsets = np.r_[starts, qids.size].astype(np.int64)
         return cls(query_ids, offsets, doc_ids, doc_length)
 
@@ -78,6 +78,11 @@ class Pool:
     @property
     def n_docs(self) -> int:
         return int(self.offsets[-1])
+
+
+def _py(value):
+    """Plain Python scalar for messages and dict keys (numpy scalars repr as np.int64(...))."""
+    return value.item() if isinstance(value, np.generic) else value
 
 
 def _pool_iv(pool):
@@ -106,7 +111,7 @@ def _rankings_for_pool(scores, pool, name: str) -> Rankings:
         if outside.any():
             e = int(np.flatnonzero(outside)[0])
             raise ValueError(
-                f"`{name}` must rank each query's own documents; query {pool.query_ids[q[e]]!r} "
+                f"`{name}` must rank each query's own documents; query {_py(pool.query_ids[q[e]])!r} "
                 f"lists row {scores.items[e]}, outside rows [{offsets[q[e]]}, {offsets[q[e] + 1]})."
             )
         from ._validation import rankings_iv
@@ -121,7 +126,7 @@ def _rankings_for_pool(scores, pool, name: str) -> Rankings:
     if nan.size:
         q = int(np.searchsorted(offsets, nan[0], side="right") - 1)
         raise ValueError(
-            f"`{name}` must not contain NaN; query {pool.query_ids[q]!r} (document row {nan[0]}) has NaN."
+            f"`{name}` must not contain NaN; query {_py(pool.query_ids[q])!r} (document row {nan[0]}) has NaN."
         )
     return rank_by_scores(s, offsets)
 
@@ -204,8 +209,7 @@ def label_plan(pool, dsg: Design, plan: DrawPlan, labeler, *, judgments=None) ->
             continue
         rows = dsg.documents(x)
         ids = rows.tolist() if doc_ids is None else [doc_ids[r] for r in rows]
-        qid = pool.query_ids[x]
-        qid = qid.item() if isinstance(qid, np.generic) else qid
+        qid = _py(pool.query_ids[x])
         try:
             grades = check_grades(labeler(qid, ids), qid, ids, n_grades)
         except Exception as exc:
@@ -224,8 +228,7 @@ def _by_query_id(pool, dsg: Design, acquired: dict) -> dict:
     for x, grades in acquired.items():
         rows = dsg.documents(x)
         ids = rows.tolist() if doc_ids is None else [doc_ids[r] for r in rows]
-        qid = pool.query_ids[x]
-        out[qid.item() if isinstance(qid, np.generic) else qid] = dict(zip(ids, grades.tolist()))
+        out[_py(pool.query_ids[x])] = dict(zip(ids, grades.tolist()))
     return out
 
 

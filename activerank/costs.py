@@ -101,7 +101,7 @@ def _check_doc_costs(values, n_docs, name, *, allow_zero=False) -> np.ndarray:
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
         rule = "finite and >= 0" if allow_zero else "finite and > 0"
-        raise ValueError(f"`{name}` must be {rule}; document row {i} has {arr[i]!r}.")
+        raise ValueError(f"`{name}` must be {rule}; document row {i} has {arr[i].item()!r}.")
     return arr
 
 

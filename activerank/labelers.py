@@ -54,7 +54,7 @@ def check_grades(grades, query_id, doc_ids, n_grades: int) -> np.ndarray:
         i = int(bad[0])
         raise ValueError(
             f"labeler grades must be integers on the scale 0..{n_grades - 1}: query {query_id!r}, "
-            f"document {doc_ids[i]!r} got {arr[i]!r}."
+            f"document {doc_ids[i]!r} got {arr.tolist()[i]!r}."
         )
     return values.astype(np.int64)
 

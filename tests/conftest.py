@@ -1,0 +1,41 @@
+import os
+
+import numpy as np
+import pytest
+
+from activerank.ragged import offsets_from_lengths
+
+# Long Monte-Carlo checks scale with ACTIVERANK_STAT_SCALE (default 1 = the size CI runs;
+# e.g. 5 for a more thorough local run).
+STAT_SCALE = float(os.environ.get("ACTIVERANK_STAT_SCALE", "1"))
+
+
+def stat_reps(base: int) -> int:
+    return max(1, int(round(base * STAT_SCALE)))
+
+
+class SyntheticPool:
+    """A random pool with a known relevance model: labels are drawn from ``probs``."""
+
+    def __init__(self, rng, n_queries=200, max_docs=12, n_grades=3):
+        lengths = rng.integers(3, max_docs + 1, n_queries)
+        self.offsets = offsets_from_lengths(lengths)
+        self.query_ids = np.arange(1000, 1000 + n_queries)
+        n = int(self.offsets[-1])
+        # heterogeneous queries: some mostly irrelevant, some rich in relevant documents
+        richness = rng.beta(0.6, 1.5, n_queries)
+        alpha = np.stack([np.full(n_queries, 1.0), 2 * richness, richness], axis=1)[:, :n_grades]
+        alpha = np.repeat(alpha, lengths, axis=0) + 0.05
+        self.probs = np.array([rng.dirichlet(a) for a in alpha])
+        self.doc_ids = None
+        self.doc_length = rng.integers(20, 2000, n).astype(float)
+        self.n_grades = n_grades
+
+    def sample_labels(self, rng):
+        cdf = np.cumsum(self.probs, axis=1)
+        return (rng.random(self.probs.shape[0])[:, None] > cdf).sum(axis=1).clip(0, self.n_grades - 1)
+
+
+@pytest.fixture
+def synthetic_pool():
+    return SyntheticPool(np.random.default_rng(12345))

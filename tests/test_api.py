@@ -1,0 +1,144 @@
+import numpy as np
+import pytest
+
+import activerank as ar
+from activerank.labelers import CallableLabeler, LabelingError
+
+
+@pytest.fixture
+def setup(synthetic_pool):
+    pool = synthetic_pool
+    labels = pool.sample_labels(np.random.default_rng(0))
+    return pool, labels, ar.KnownLabels(pool.query_ids, pool.offsets, labels)
+
+
+def test_estimate_and_compare_run(setup):
+    pool, labels, lab = setup
+    res = ar.estimate(pool, pool.probs[:, 2], pool.probs, lab, budget=20, metric="err@10", rng=0)
+    assert res.cost_spent <= 20 and res.method == "active" and res.metric == "err@10"
+    assert set(res.trace.columns) >= {"draw", "query", "query_id", "q", "p", "weight", "new", "cost",
+                                      "cumulative_cost", "value"}
+    cmp = ar.compare(pool, pool.probs[:, 2], pool.probs[:, 1], pool.probs, lab, budget=20,
+                     metric="dcg@5", rng=0)
+    assert cmp.difference == pytest.approx(cmp.estimate_a - cmp.estimate_b, abs=1e-12)
+    assert 0.0 <= cmp.prob_a_better() <= 1.0
+
+
+def test_repeated_draws_are_not_charged_or_relabeled(setup):
+    pool, labels, lab = setup
+    res = ar.estimate(pool, pool.probs[:, 2], pool.probs, lab, budget=60, metric="err@10",
+                      costs="uniform", rng=1)
+    t = res.trace
+    assert (t.loc[~t["new"], "cost"] == 0).all()
+    assert lab.n_calls == res.n_queries == t["new"].sum()
+    assert res.cost_spent == pytest.approx(t["cost"].sum()) and res.cost_spent <= 60
+
+
+def test_compare_charges_union_of_documents():
+    pool = ar.Pool.from_qids([1, 1, 1, 2, 2])
+    probs = np.full((5, 2), 0.5)
+    seen = {}
+
+    def labeler(qid, docs):
+        seen[qid] = list(docs)
+        return [1] * len(docs)
+
+    a = ar.Rankings.from_list([[0, 1], [3]])
+    b = ar.Rankings.from_list([[1, 2], [3, 4]])
+    ar.compare(pool, a, b, probs, labeler, budget=5, metric="dcg", costs="constant", rng=0)
+    assert sorted(seen[1]) == [0, 1, 2] and sorted(seen[2]) == [3, 4]
+
+
+def test_labeler_failure_keeps_acquired_judgments(setup):
+    pool, labels, lab = setup
+    calls = []
+
+    def flaky(qid, docs):
+        calls.append(qid)
+        if len(calls) == 4:
+            return [9] * len(docs)  # outside the 0..2 scale
+        return lab(qid, docs)
+
+    with pytest.raises(LabelingError, match=r"labeler grades must be integers on the scale 0..2") as info:
+        ar.estimate(pool, pool.probs[:, 2], pool.probs, flaky, budget=30, metric="err@10", rng=0)
+    err = info.value
+    assert set(err.judgments) == set(calls[:3])
+    assert err.trace["new"].sum() == 3  # the paid-for draws before the failure
+    for qid, judged in err.judgments.items():
+        assert all(labels[row] == g for row, g in judged.items())
+
+
+def test_labeler_exception_wrapped(setup):
+    pool, _, _ = setup
+
+    def broken(qid, docs):
+        raise RuntimeError("annotation tool offline")
+
+    with pytest.raises(LabelingError, match=r"annotation tool offline"):
+        ar.estimate(pool, pool.probs[:, 2], pool.probs, CallableLabeler(broken), budget=10,
+                    metric="err@10", rng=0)
+
+
+def test_unknown_query_from_known_labels(setup):
+    pool, labels, _ = setup
+    other = ar.KnownLabels(pool.query_ids + 1_000_000, pool.offsets, labels)
+    with pytest.raises(LabelingError, match=r"KnownLabels has no query with id \d+"):
+        ar.estimate(pool, pool.probs[:, 2], pool.probs, other, budget=10, metric="err", rng=0)
+
+
+def test_wrong_number_of_grades(setup):
+    pool, _, _ = setup
+    with pytest.raises(LabelingError, match=r"labeler returned 1 grades for query"):
+        ar.estimate(pool, pool.probs[:, 2], pool.probs, lambda q, d: [0], budget=10,
+                    metric="err", rng=0)
+
+
+@pytest.mark.parametrize("bad", ["3.5", "-1", "high"])
+def test_bad_grade_values(setup, bad):
+    pool, _, _ = setup
+    with pytest.raises(LabelingError, match=r"labeler grades must be integers on the scale 0..2"):
+        ar.estimate(pool, pool.probs[:, 2], pool.probs, lambda q, d: [bad] * len(d), budget=10,
+                    metric="err", rng=0)
+
+
+def test_bad_inputs(setup):
+    pool, labels, lab = setup
+    s, P = pool.probs[:, 2], pool.probs
+    with pytest.raises(ValueError, match=r"`probs` has 10 rows but the pool has"):
+        ar.estimate(pool, s, P[:10], lab, budget=10, rng=0)
+    s_nan = s.copy()
+    s_nan[5] = np.nan
+    with pytest.raises(ValueError, match=r"`scores` must not contain NaN; query 1000 \(document row 5\)"):
+        ar.estimate(pool, s_nan, P, lab, budget=10, rng=0)
+    with pytest.raises(ValueError, match=r"`scores` must have one score per pool document"):
+        ar.estimate(pool, s[:-1], P, lab, budget=10, rng=0)
+    with pytest.raises(ValueError, match=r"`budget` must be a positive finite number"):
+        ar.estimate(pool, s, P, lab, budget=0, rng=0)
+    with pytest.raises(ValueError, match=r"is below the cheapest query's cost"):
+        ar.estimate(pool, s, P, lab, budget=1e-3, rng=0)
+    with pytest.raises(ValueError, match=r"`method` must be one of"):
+        ar.estimate(pool, s, P, lab, budget=10, method="clever", rng=0)
+    with pytest.raises(ValueError, match=r"`costs` must be finite and > 0; document row 0"):
+        ar.estimate(pool, s, P, lab, budget=10, costs=np.zeros(len(s)), rng=0)
+    with pytest.raises(ValueError, match=r"is not a known metric"):
+        ar.estimate(pool, s, P, lab, budget=10, metric="map@10", rng=0)
+    with pytest.raises(TypeError, match=r"`pool` must have `offsets` and `query_ids`"):
+        ar.estimate(np.zeros(3), s, P, lab, budget=10, rng=0)
+    with pytest.raises(ValueError, match=r"`scores_b` must rank each query's own documents"):
+        outside = ar.Rankings.from_list([[len(s) - 1]] * (len(pool.offsets) - 1))
+        ar.compare(pool, s, outside, P, lab, budget=10, rng=0)
+
+
+def test_pool_from_qids_rejects_split_query():
+    with pytest.raises(ValueError, match=r"`qids` must group each query's rows contiguously; query 1"):
+        ar.Pool.from_qids([1, 2, 1])
+
+
+def test_shipped_sample_end_to_end():
+    data = ar.load_sample()
+    train = ar.load_sample("train")
+    model = ar.models.make_relevance_model("ordered_logit", data.n_grades).fit(train.X, train.labels)
+    probs = model.predict_proba(data.X)
+    res = ar.estimate(data, model.expected_grade(data.X), probs, ar.KnownLabels.from_data(data),
+                      budget=20, metric="err@10", rng=0)
+    assert np.isfinite(res.estimate) and res.cost_spent <= 20
