@@ -1,0 +1,177 @@
+"""Command line: ``activerank demo | estimate | compare | campaign ... | experiment ...``.
+
+``estimate``/``compare`` work on LETOR files and answer judgments from the
+file's own labels (a simulation of the labeling process: what would the
+estimate have been with this budget?).  Real annotators use ``campaign``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import warnings
+
+import numpy as np
+
+__all__ = ["main"]
+
+
+class CLIError(Exception):
+    """Bad command-line input: printed without a traceback, exit code 2."""
+
+
+def _load(path, n_grades=None):
+    from .data import load_letor
+
+    return load_letor(path, n_grades=n_grades)
+
+
+def _scores(spec: str, data, model):
+    """``model`` (expected gain), ``feature:N`` (1-based column) or ``file:PATH`` (one per line)."""
+    from .rankers import expected_gain_scores
+
+    if spec == "model":
+        return expected_gain_scores(model.predict_proba(data.X))
+    kind, _, arg = spec.partition(":")
+    if kind == "feature" and arg.isdigit() and 1 <= int(arg) <= data.X.shape[1]:
+        return data.X[:, int(arg) - 1]
+    if kind == "file" and arg:
+        try:
+            values = np.loadtxt(arg, dtype=np.float64, ndmin=1)
+        except (OSError, ValueError) as exc:
+            raise CLIError(f"cannot read scores from {arg!r}: {exc}") from None
+        if values.shape != (data.n_docs,):
+            raise CLIError(f"scores file {arg!r} must have {data.n_docs} numbers, one per document; "
+                           f"got {values.size}.")
+        return values
+    raise CLIError(f"--scores must be 'model', 'feature:N' (1..{data.X.shape[1]}) or 'file:PATH'; "
+                   f"got {spec!r}.")
+
+
+def _model(args, data):
+    from .models import make_relevance_model
+
+    train = _load(args.train, n_grades=data.n_grades) if args.train else None
+    model = make_relevance_model(args.model, data.n_grades, random_state=args.seed)
+    if args.model == "uniform":
+        return model.fit(data.X, np.zeros(data.n_docs, dtype=int))
+    if train is None:
+        raise CLIError(f"--model {args.model} needs --train FILE with labeled training queries.")
+    return model.fit(train.X, train.labels)
+
+
+def _common(p):
+    p.add_argument("pool", help="LETOR/SVMlight file with the queries to evaluate (its labels act as the annotator)")
+    p.add_argument("--train", help="labeled LETOR file to fit the relevance model on")
+    p.add_argument("--model", default="lightgbm",
+                   help="relevance model: lightgbm, rf_regression, rf_classifier, ordered_logit, logistic, uniform")
+    p.add_argument("--budget", type=float, required=True, help="labeling budget in mean-query-cost units")
+    p.add_argument("--metric", default="err@10", help="dcg@k or err@k (default err@10)")
+    p.add_argument("--method", default="active", help="active, passive or active_uniform_costs")
+    p.add_argument("--costs", default="auto", help="auto, log_length, constant or uniform")
+    p.add_argument("--grades", type=int, default=None, help="number of grades of the label scale")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--confidence", type=float, default=0.95)
+    p.add_argument("--trace", help="write the draw trace to this CSV file")
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+
+
+def _report(res, args, point_name):
+    ci = res.confidence_interval(args.confidence)
+    out = {point_name: getattr(res, point_name), "standard_error": res.standard_error,
+           "ci_low": ci.low, "ci_high": ci.high, "confidence_level": args.confidence,
+           "n_queries": res.n_queries, "n_draws": res.n_draws, "cost_spent": res.cost_spent,
+           "budget": res.budget, "effective_sample_size": res.effective_sample_size,
+           "metric": res.metric, "method": res.method}
+    if args.trace:
+        res.trace.to_csv(args.trace, index=False)
+    if args.json:
+        print(json.dumps(out, indent=2))
+    else:
+        print(f"{res.metric} {point_name}: {out[point_name]:.4f} ± {res.standard_error:.4f} (SE); "
+              f"{args.confidence:.0%} CI [{ci.low:.4f}, {ci.high:.4f}]")
+        print(f"  {res.n_queries} queries judged in {res.n_draws} draws, cost {res.cost_spent:.2f} "
+              f"of {res.budget:g}; method {res.method}; ESS {res.effective_sample_size:.1f}")
+
+
+def _cmd_estimate(args):
+    from .api import estimate
+    from .labelers import KnownLabels
+
+    data = _load(args.pool, args.grades)
+    model = _model(args, data)
+    res = estimate(data, _scores(args.scores, data, model), model.predict_proba(data.X),
+                   KnownLabels.from_data(data), budget=args.budget, metric=args.metric,
+                   method=args.method, costs=args.costs, rng=args.seed)
+    _report(res, args, "estimate")
+
+
+def _cmd_compare(args):
+    from .api import compare
+    from .labelers import KnownLabels
+
+    data = _load(args.pool, args.grades)
+    model = _model(args, data)
+    res = compare(data, _scores(args.scores_a, data, model), _scores(args.scores_b, data, model),
+                  model.predict_proba(data.X), KnownLabels.from_data(data), budget=args.budget,
+                  metric=args.metric, method=args.method, costs=args.costs, rng=args.seed)
+    _report(res, args, "difference")
+
+
+def _cmd_demo(args):
+    from .demo import run_demo
+
+    run_demo(budget=args.budget, seed=args.seed)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="activerank", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    demo = sub.add_parser("demo", help="run an active estimate on the shipped MQ2008 sample")
+    demo.add_argument("--budget", type=float, default=12.0)
+    demo.add_argument("--seed", type=int, default=0)
+    demo.set_defaults(func=_cmd_demo)
+
+    est = sub.add_parser("estimate", help="estimate one ranker's mean metric from a label budget")
+    _common(est)
+    est.add_argument("--scores", default="model", help="model | feature:N | file:PATH (default model)")
+    est.set_defaults(func=_cmd_estimate)
+
+    cmp = sub.add_parser("compare", help="estimate the difference between two rankers")
+    _common(cmp)
+    cmp.add_argument("--scores-a", required=True, help="model | feature:N | file:PATH")
+    cmp.add_argument("--scores-b", required=True, help="model | feature:N | file:PATH")
+    cmp.set_defaults(func=_cmd_compare)
+
+    try:
+        from .campaign_cli import add_campaign_parser
+    except ImportError:  # campaign support not installed in this build
+        pass
+    else:
+        add_campaign_parser(sub)
+    try:
+        from .experiment import add_experiment_parser
+    except ImportError:
+        pass
+    else:
+        add_experiment_parser(sub)
+    return parser
+
+
+def main(argv=None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("default")
+            result = args.func(args)
+    except (CLIError, ValueError, TypeError, OSError) as exc:
+        print(f"activerank {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    return 0 if result is None else int(result)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
