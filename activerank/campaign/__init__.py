@@ -1,0 +1,43 @@
+"""Labeling campaigns for real annotators.
+
+A campaign freezes a pool, the ranker(s) being evaluated, the sampling design
+and the complete draw sequence in one SQLite file (:class:`Campaign`), hands
+out tasks as JSONL/CSV files, takes judgments back from JSONL/CSV/qrels
+files (validated row by row, idempotent, crash-safe), and estimates the
+metric at any time from what has been judged.
+
+Examples
+--------
+>>> import tempfile, os, activerank as ar
+>>> from activerank.campaign import Campaign
+>>> data = ar.load_sample()
+>>> probs = ar.models.UniformRelevanceModel(3).fit(data.X, data.labels).predict_proba(data.X)
+>>> with tempfile.TemporaryDirectory() as tmp:
+...     with Campaign.create(os.path.join(tmp, "c.db"), data, data.X[:, 0], probs,
+...                          budget=5, metric="dcg@5", seed=0) as c:
+...         st = c.status()
+>>> st.cost_planned <= 5, st.cost_spent
+(True, 0.0)
+"""
+
+from .store import (
+    COMBINE_RULES,
+    SCHEMA_VERSION,
+    Campaign,
+    CampaignStatus,
+    ExportReport,
+    ImportReport,
+    Rejection,
+    combine_grades,
+)
+
+__all__ = [
+    "COMBINE_RULES",
+    "SCHEMA_VERSION",
+    "Campaign",
+    "CampaignStatus",
+    "ExportReport",
+    "ImportReport",
+    "Rejection",
+    "combine_grades",
+]

@@ -1,0 +1,325 @@
+"""Judgment files in, task files out: parsing and atomic writing, no database access.
+
+Judgment files
+    ``jsonl``: one JSON object per line with fields ``query_id``, ``doc_id``,
+    ``grade`` and optionally ``annotator`` and ``judged_at`` (ISO 8601); other
+    fields are ignored, so an annotator can return the exported task rows
+    with ``grade`` filled in.
+    ``csv``: a header line naming at least the columns ``query_id``,
+    ``doc_id``, ``grade`` (optionally ``annotator``, ``judged_at``).
+    ``qrels``: TREC qrels lines ``qid iter docid grade``.
+
+A UTF-8 byte-order mark at the start of a file and CRLF line ends are
+accepted (and noted in the import report).  Problems confined to one line
+produce a :class:`RawRow` with an ``error``; problems with the file as a whole
+(UTF-16 encoding, a CSV header without the required columns, no rows at all)
+raise ``ValueError`` naming the file and line before anything is stored.
+Nothing is ever evaluated or unpickled: JSON is read with :func:`json.loads`.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import re
+import tempfile
+from dataclasses import dataclass
+from datetime import datetime
+
+__all__ = ["FORMATS", "TASK_FORMATS", "RawRow", "detect_format", "parse_judgment_file", "parse_grade",
+           "write_atomic"]
+
+FORMATS = ("jsonl", "csv", "qrels")
+TASK_FORMATS = ("jsonl", "csv")
+REQUIRED = ("query_id", "doc_id", "grade")
+OPTIONAL = ("annotator", "judged_at")
+_EXTENSIONS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "jsonl", ".csv": "csv", ".qrels": "qrels"}
+_INT_RE = re.compile(r"[+-]?\d+")
+_BOM = b"\xef\xbb\xbf"
+
+
+@dataclass(frozen=True)
+class RawRow:
+    """One data line of a judgment file: its fields (strings/JSON values) or an error."""
+
+    line: int
+    fields: dict | None = None
+    error: str | None = None
+
+
+def detect_format(path, format=None, *, allowed=FORMATS) -> str:
+    """The file format: ``format`` if given, else from the file extension."""
+    if format is not None:
+        if format not in allowed:
+            raise ValueError(f"`format` must be one of {list(allowed)}; got {format!r}.")
+        return format
+    ext = os.path.splitext(os.fspath(path))[1].lower()
+    fmt = _EXTENSIONS.get(ext)
+    if fmt is None or fmt not in allowed:
+        raise ValueError(
+            f"{os.fspath(path)}: cannot tell the format from the extension {ext!r}; "
+            f"pass format= one of {list(allowed)}."
+        )
+    return fmt
+
+
+def _prepare(raw: bytes, path: str) -> tuple[bytes, list[str]]:
+    notes = []
+    if raw.startswith(b"\xff\xfe") or raw.startswith(b"\xfe\xff"):
+        raise ValueError(f"{path}: line 1: file is UTF-16 encoded; save it as UTF-8.")
+    if raw.startswith(_BOM):
+        raw = raw[len(_BOM):]
+        notes.append("file starts with a UTF-8 byte-order mark (BOM); it was ignored")
+    if b"\r\n" in raw:
+        notes.append("file uses CRLF (Windows) line ends; they were accepted")
+    return raw, notes
+
+
+def parse_judgment_file(raw: bytes, format: str, path: str) -> tuple[list[RawRow], list[str]]:
+    """Split a judgment file into rows.
+
+    Parameters
+    ----------
+    raw : bytes
+        The file's content.
+    format : {"jsonl", "csv", "qrels"}
+    path : str
+        Used in error messages only.
+
+    Returns
+    -------
+    rows : list of RawRow
+        One per non-blank data line, in file order, with 1-based line numbers.
+    notes : list of str
+        Remarks about the file (BOM, CRLF).
+
+    Raises
+    ------
+    ValueError
+        For file-level problems (see the module docstring).
+    """
+    raw, notes = _prepare(raw, path)
+    if format == "jsonl":
+        rows = _jsonl_rows(raw)
+    elif format == "csv":
+        rows = _csv_rows(raw, path)
+    elif format == "qrels":
+        rows = _qrels_rows(raw)
+    else:
+        raise ValueError(f"`format` must be one of {list(FORMATS)}; got {format!r}.")
+    if not rows:
+        raise ValueError(f"{path}: file has no judgment rows.")
+    return rows, notes
+
+
+def _decode_line(line: bytes):
+    try:
+        return line.decode("utf-8"), None
+    except UnicodeDecodeError as exc:
+        return None, f"not valid UTF-8 ({exc.reason} at byte {exc.start})"
+
+
+def _jsonl_rows(raw: bytes) -> list[RawRow]:
+    rows = []
+    for i, line in enumerate(raw.split(b"\n"), start=1):
+        text, err = _decode_line(line)
+        if err:
+            rows.append(RawRow(i, error=err))
+            continue
+        text = text.strip()
+        if not text:
+            continue
+        try:
+            obj = json.loads(text)
+        except json.JSONDecodeError as exc:
+            rows.append(RawRow(i, error=f"malformed JSON ({exc.msg} at column {exc.colno}); "
+                                        "truncated or broken line"))
+            continue
+        if not isinstance(obj, dict):
+            rows.append(RawRow(i, error=f"expected a JSON object, got {type(obj).__name__}"))
+            continue
+        missing = [k for k in REQUIRED if k not in obj]
+        if missing:
+            rows.append(RawRow(i, error=(
+                f"missing field{'s' if len(missing) > 1 else ''} {', '.join(repr(k) for k in missing)} "
+                f"(required {list(REQUIRED)}; found {list(obj)})")))
+            continue
+        rows.append(RawRow(i, fields=obj))
+    return rows
+
+
+def _csv_rows(raw: bytes, path: str) -> list[RawRow]:
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        raise ValueError(f"{path}: line {line}: not valid UTF-8 ({exc.reason}); save the file as UTF-8.") from None
+    reader = csv.reader(io.StringIO(text, newline=""), strict=True)
+    rows = []
+    header = None
+    last = 0
+    while True:
+        start = last + 1
+        try:
+            rec = next(reader)
+        except StopIteration:
+            break
+        except csv.Error as exc:
+            last = reader.line_num
+            if header is None:
+                raise ValueError(f"{path}: line {start}: malformed CSV header ({exc}).") from None
+            rows.append(RawRow(start, error=f"malformed CSV ({exc})"))
+            continue
+        last = reader.line_num
+        if not rec or all(not c.strip() for c in rec):
+            continue
+        if header is None:
+            header = [c.strip().lower() for c in rec]
+            missing = [k for k in REQUIRED if k not in header]
+            if missing:
+                raise ValueError(
+                    f"{path}: line {start}: wrong column names: the CSV header must contain "
+                    f"{', '.join(repr(k) for k in REQUIRED)}; missing {', '.join(repr(k) for k in missing)} "
+                    f"(found {', '.join(repr(c) for c in header)})."
+                )
+            dup = sorted({c for c in header if header.count(c) > 1 and c in REQUIRED + OPTIONAL})
+            if dup:
+                raise ValueError(f"{path}: line {start}: column {dup[0]!r} appears twice in the CSV header.")
+            continue
+        if len(rec) != len(header):
+            rows.append(RawRow(start, error=f"expected {len(header)} fields as in the header, got {len(rec)}"))
+            continue
+        rows.append(RawRow(start, fields=dict(zip(header, rec))))
+    if header is None:
+        raise ValueError(f"{path}: file is empty (no CSV header).")
+    return rows
+
+
+def _qrels_rows(raw: bytes) -> list[RawRow]:
+    rows = []
+    for i, line in enumerate(raw.split(b"\n"), start=1):
+        text, err = _decode_line(line)
+        if err:
+            rows.append(RawRow(i, error=err))
+            continue
+        parts = text.split()
+        if not parts:
+            continue
+        if len(parts) != 4:
+            rows.append(RawRow(i, error=f"a qrels line must have 4 fields 'qid iter docid grade'; got {len(parts)}"))
+            continue
+        rows.append(RawRow(i, fields={"query_id": parts[0], "doc_id": parts[2], "grade": parts[3]}))
+    return rows
+
+
+def parse_grade(value, n_grades: int) -> tuple[int | None, str | None]:
+    """``(grade, None)`` for a valid grade on ``0..n_grades-1``, else ``(None, reason)``.
+
+    Accepts JSON integers, integral JSON floats (``2.0``) and strings of
+    decimal digits (``"2"``); rejects e.g. ``"3.5"``, ``"high"``, ``true``.
+
+    Examples
+    --------
+    >>> parse_grade("2", 3), parse_grade("3.5", 3)[1], parse_grade(-1, 3)[1]
+    ((2, None), "grade '3.5' is not an integer", 'grade -1 is outside the scale 0..2')
+    """
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None, "grade is empty"
+    if isinstance(value, bool):
+        return None, f"grade {json.dumps(value)} is not an integer"
+    if isinstance(value, int):
+        g = value
+    elif isinstance(value, float):
+        if not value.is_integer():
+            return None, f"grade {value!r} is not an integer"
+        g = int(value)
+    elif isinstance(value, str):
+        text = value.strip()
+        if not _INT_RE.fullmatch(text):
+            return None, f"grade {value!r} is not an integer"
+        g = int(text)
+    else:
+        return None, f"grade {json.dumps(value)} is not an integer"
+    if not 0 <= g < n_grades:
+        return None, f"grade {g} is outside the scale 0..{n_grades - 1}"
+    return g, None
+
+
+def parse_id(value, name: str) -> tuple[str | None, str | None]:
+    """String form of a query/document id from a row (str or int), or an error."""
+    if isinstance(value, bool) or not isinstance(value, (str, int)):
+        return None, f"{name} must be a string or an integer, got {json.dumps(value)}"
+    text = str(value).strip()
+    if not text:
+        return None, f"{name} is empty"
+    return text, None
+
+
+def parse_optional_text(value, name: str) -> tuple[str | None, str | None]:
+    if value is None or value == "":
+        return None, None
+    if not isinstance(value, str):
+        return None, f"{name} must be a string, got {json.dumps(value)}"
+    return value.strip() or None, None
+
+
+def parse_time(value) -> tuple[str | None, str | None]:
+    text, err = parse_optional_text(value, "judged_at")
+    if err or text is None:
+        return text, err
+    try:
+        datetime.fromisoformat(text)
+    except ValueError:
+        return None, f"judged_at {text!r} is not an ISO 8601 time"
+    return text, None
+
+
+def write_atomic(path, write) -> None:
+    """Write a file atomically: ``write(textfile)`` into a temp file, fsync, rename.
+
+    A reader (or a crash) never sees a partial file at ``path``: it sees the
+    old file, no file, or the complete new one.  A crash may leave a hidden
+    ``.<name>.*.tmp`` file next to ``path``.
+    """
+    path = os.fspath(path)
+    directory = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix="." + os.path.basename(path) + ".", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
+            write(f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    try:
+        dfd = os.open(directory, os.O_RDONLY)
+    except OSError:  # pragma: no cover - platforms without directory fds
+        return
+    try:
+        os.fsync(dfd)
+    except OSError:  # pragma: no cover
+        pass
+    finally:
+        os.close(dfd)
+
+
+def write_tasks(path, rows: list[dict], format: str, columns: list[str]) -> None:
+    """Write task rows as JSONL or CSV (atomically)."""
+    if format == "jsonl":
+        def write(f):
+            for r in rows:
+                f.write(json.dumps({c: r[c] for c in columns}, ensure_ascii=False) + "\n")
+    elif format == "csv":
+        def write(f):
+            w = csv.writer(f, lineterminator="\n")
+            w.writerow(columns)
+            for r in rows:
+                w.writerow(["" if r[c] is None else r[c] for c in columns])
+    else:
+        raise ValueError(f"`format` must be one of {list(TASK_FORMATS)}; got {format!r}.")
+    write_atomic(path, write)

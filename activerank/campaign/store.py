@@ -1,0 +1,1164 @@
+"""The campaign store: one SQLite file holding a labeling campaign.
+
+Layout (schema version :data:`SCHEMA_VERSION`)
+    ``schema_version``  the single version number of the layout.
+    ``meta``            JSON-encoded settings: metric, method, budget, seed, ...
+    ``queries``         frozen pool snapshot per query: id, text, target ``p``,
+                        sampling ``q``, normalized and raw cost, model mean.
+    ``documents``       pool documents: global row, query, document id, length.
+    ``rankers``/``ranked``  the evaluated rankings truncated at the cutoff.
+    ``arrays``          numeric arrays as raw little-endian bytes (``probs``).
+    ``draws``           the complete draw sequence, fixed at creation.
+    ``batches``         one per imported file (SHA-256 of its content).
+    ``import_lines``    one per processed data line of a batch: accepted,
+                        duplicate or rejected (with the reason).
+    ``judgments``       every accepted judgment: document, grade, annotator,
+                        judging time, import time, batch and line.
+    ``exports``/``export_queries``  which task files were written.
+
+Durability: the database runs in WAL mode with ``synchronous=FULL``; every
+write is an explicit ``BEGIN IMMEDIATE ... COMMIT`` transaction.  Imports commit
+in chunks of lines and record each processed line under the key
+``(batch, line)``; a batch is identified by the SHA-256 of the file content,
+so re-importing a file -- after a crash, or by mistake -- resumes where the
+last commit ended and never stores a line twice.  Nothing is pickled or
+evaluated.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import numbers
+import os
+import secrets
+import sqlite3
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+
+import numpy as np
+
+from ..api import Design, Pool, _pool_iv, _rankings_for_pool, design, estimate_from_labels
+from ..costs import QueryCosts
+from ..metrics import parse_metric
+from ..ragged import Rankings, offsets_from_lengths
+from ..sampling import DEFAULT_DEFENSIVE, DrawPlan, draw_budgeted
+from . import io as cio
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "COMBINE_RULES",
+    "Campaign",
+    "CampaignStatus",
+    "ExportReport",
+    "ImportReport",
+    "Rejection",
+    "combine_grades",
+]
+
+SCHEMA_VERSION = 1
+COMBINE_RULES = ("mean_gain", "majority")
+SCOPES = ("tasks", "pool")
+_BUDGET_RTOL = 1e-9
+
+_SCHEMA = """
+CREATE TABLE schema_version (version INTEGER NOT NULL);
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE queries (
+    qx INTEGER PRIMARY KEY,
+    query_id TEXT NOT NULL UNIQUE,
+    query_text TEXT,
+    first_row INTEGER NOT NULL,
+    n_docs INTEGER NOT NULL,
+    p REAL NOT NULL,
+    q REAL NOT NULL,
+    cost REAL NOT NULL,
+    raw_cost REAL NOT NULL,
+    predicted_mean REAL NOT NULL
+);
+CREATE TABLE documents (
+    doc_row INTEGER PRIMARY KEY,
+    qx INTEGER NOT NULL REFERENCES queries(qx),
+    doc_id TEXT NOT NULL,
+    doc_length REAL,
+    UNIQUE (qx, doc_id)
+);
+CREATE TABLE rankers (ranker INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE);
+CREATE TABLE ranked (
+    ranker INTEGER NOT NULL REFERENCES rankers(ranker),
+    qx INTEGER NOT NULL REFERENCES queries(qx),
+    pos INTEGER NOT NULL,
+    doc_row INTEGER NOT NULL REFERENCES documents(doc_row),
+    PRIMARY KEY (ranker, qx, pos)
+);
+CREATE TABLE arrays (name TEXT PRIMARY KEY, dtype TEXT NOT NULL, shape TEXT NOT NULL, data BLOB NOT NULL);
+CREATE TABLE draws (
+    j INTEGER PRIMARY KEY,
+    qx INTEGER NOT NULL REFERENCES queries(qx),
+    new INTEGER NOT NULL,
+    charged REAL NOT NULL
+);
+CREATE TABLE batches (
+    batch_id INTEGER PRIMARY KEY,
+    sha256 TEXT NOT NULL UNIQUE,
+    path TEXT NOT NULL,
+    format TEXT NOT NULL,
+    scope TEXT NOT NULL,
+    annotator TEXT,
+    n_rows INTEGER NOT NULL,
+    notes TEXT NOT NULL,
+    started_at TEXT NOT NULL,
+    completed_at TEXT
+);
+CREATE TABLE import_lines (
+    batch_id INTEGER NOT NULL REFERENCES batches(batch_id),
+    line INTEGER NOT NULL,
+    status TEXT NOT NULL CHECK (status IN ('accepted', 'duplicate', 'rejected')),
+    message TEXT,
+    PRIMARY KEY (batch_id, line)
+);
+CREATE TABLE judgments (
+    judgment_id INTEGER PRIMARY KEY,
+    doc_row INTEGER NOT NULL REFERENCES documents(doc_row),
+    grade INTEGER NOT NULL,
+    annotator TEXT NOT NULL,
+    judged_at TEXT,
+    imported_at TEXT NOT NULL,
+    batch_id INTEGER NOT NULL,
+    line INTEGER NOT NULL,
+    UNIQUE (batch_id, line),
+    FOREIGN KEY (batch_id, line) REFERENCES import_lines(batch_id, line)
+);
+CREATE INDEX judgments_by_doc ON judgments(doc_row, annotator);
+CREATE TABLE exports (
+    export_id INTEGER PRIMARY KEY,
+    path TEXT NOT NULL,
+    format TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    n_rows INTEGER NOT NULL,
+    n_queries INTEGER NOT NULL
+);
+CREATE TABLE export_queries (
+    export_id INTEGER NOT NULL REFERENCES exports(export_id),
+    qx INTEGER NOT NULL REFERENCES queries(qx),
+    PRIMARY KEY (export_id, qx)
+);
+"""
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="microseconds")
+
+
+def _key(value) -> str:
+    if isinstance(value, np.generic):
+        value = value.item()
+    return str(value)
+
+
+def _connect(path: str) -> sqlite3.Connection:
+    conn = sqlite3.connect(path, isolation_level=None, timeout=60.0)
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("PRAGMA synchronous=FULL")
+    conn.execute("PRAGMA foreign_keys=ON")
+    return conn
+
+
+# --------------------------------------------------------------------------- combination rule
+
+
+def combine_grades(grades, rule: str = "mean_gain") -> int:
+    """Combine several annotators' grades for one query-document pair.
+
+    Parameters
+    ----------
+    grades : sequence of int
+        One grade per annotator (each annotator's latest judgment).
+    rule : {"mean_gain", "majority"}
+        ``"mean_gain"``: average the DCG gains ``2**g - 1`` and return the
+        grade whose gain is nearest to that mean (ties to the lower grade) --
+        averaging on the gain scale, as Schnabel et al. (2016, §3.7) do for
+        multiple judgments, then rounding back to the grade scale because the
+        estimator works with integer grades.  ``"majority"``: the most
+        frequent grade, ties to the lower grade.  A single grade is returned
+        unchanged by both rules.
+
+    Returns
+    -------
+    int
+
+    References
+    ----------
+    .. [1] T. Schnabel, A. Swaminathan, P. Frazier, T. Joachims. "Unbiased
+       Comparative Evaluation of Ranking Functions." ICTIR 2016.
+
+    Examples
+    --------
+    >>> combine_grades([0, 2]), combine_grades([2, 2, 1]), combine_grades([0, 2, 2], "majority")
+    (1, 2, 2)
+    """
+    g = np.asarray(grades, dtype=np.int64)
+    if g.size == 0:
+        raise ValueError("`grades` must not be empty.")
+    if g.size == 1:
+        return int(g[0])
+    if rule == "mean_gain":
+        mean = float(np.mean(np.exp2(g) - 1.0))
+        candidates = np.arange(int(g.max()) + 1)
+        dist = np.abs((np.exp2(candidates) - 1.0) - mean)
+        return int(candidates[np.argmin(dist)])  # argmin takes the first (lower) on ties
+    if rule == "majority":
+        values, counts = np.unique(g, return_counts=True)
+        return int(values[np.argmax(counts)])
+    raise ValueError(f"`rule` must be one of {list(COMBINE_RULES)}; got {rule!r}.")
+
+
+# --------------------------------------------------------------------------- reports
+
+
+@dataclass(frozen=True)
+class Rejection:
+    """A judgment-file line that was not stored, with the reason."""
+
+    line: int
+    message: str
+
+
+@dataclass(frozen=True)
+class ImportReport:
+    """Outcome of importing one judgment file.
+
+    Counts cover the whole file (including lines stored by an earlier,
+    interrupted import of the same file); ``accepted_now`` counts what this
+    call stored.
+
+    Attributes
+    ----------
+    path, sha256, format : str
+    batch_id : int
+    n_rows : int
+        Data lines in the file.
+    accepted, duplicates, accepted_now : int
+        ``duplicates`` are lines repeating an annotator's current grade for
+        the pair (not stored again).
+    rejected : tuple of Rejection
+    already_imported : bool
+        The same content had been imported completely before; nothing was done.
+    resumed : bool
+        An interrupted import of the same content was continued.
+    notes : tuple of str
+    """
+
+    path: str
+    sha256: str
+    format: str
+    batch_id: int
+    n_rows: int
+    accepted: int
+    duplicates: int
+    accepted_now: int
+    rejected: tuple
+    already_imported: bool
+    resumed: bool
+    notes: tuple = ()
+
+    def messages(self) -> list[str]:
+        """``"<file>: line <n>: <reason>"`` for every rejected line."""
+        return [f"{self.path}: line {r.line}: {r.message}" for r in self.rejected]
+
+
+@dataclass(frozen=True)
+class ExportReport:
+    """Outcome of :meth:`Campaign.export_tasks`."""
+
+    path: str
+    format: str
+    n_rows: int
+    n_queries: int
+    query_ids: tuple
+    cost: float
+
+
+@dataclass(frozen=True)
+class CampaignStatus:
+    """Progress of a campaign.
+
+    Costs are in the budget's unit (mean query cost of the pool = 1).
+
+    Attributes
+    ----------
+    budget : float
+    cost_planned : float
+        Cost of every query the draw sequence asks for (``<= budget``; cost
+        sums exceeding the budget only by floating-point rounding, relative
+        ``1e-9``, are reported as the budget).
+    cost_spent : float
+        Cost of the planned queries whose documents are all judged.
+    cost_in_progress : float
+        Cost of planned queries with some but not all documents judged.
+    budget_left : float
+        ``budget - cost_spent - cost_in_progress``.
+    n_draws : int
+    queries_done, queries_partial, queries_pending : tuple of str
+        Planned query ids, in draw order.
+    n_documents_needed, n_documents_judged : int
+        Documents of planned queries to judge / judged so far.
+    n_judgments : int
+        Stored judgments (all annotators, all documents).
+    n_conflicts : int
+        Pairs whose annotators disagree (combined by ``combine``).
+    draws_usable : int
+        Length of the draw-sequence prefix whose queries are all judged:
+        what :meth:`Campaign.estimate` uses.
+    blocking_query : str or None
+        The first drawn query that is not fully judged (ends the prefix).
+    n_imports, n_exports : int
+    combine : str
+    """
+
+    budget: float
+    cost_planned: float
+    cost_spent: float
+    cost_in_progress: float
+    budget_left: float
+    n_draws: int
+    queries_done: tuple
+    queries_partial: tuple
+    queries_pending: tuple
+    n_documents_needed: int
+    n_documents_judged: int
+    n_judgments: int
+    n_conflicts: int
+    draws_usable: int
+    blocking_query: str | None
+    n_imports: int
+    n_exports: int
+    combine: str
+
+    def to_dict(self) -> dict:
+        return {k: (list(v) if isinstance(v, tuple) else v) for k, v in self.__dict__.items()}
+
+
+# --------------------------------------------------------------------------- validation helpers
+
+
+def _path_iv(path, name="path") -> str:
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"`{name}` must be a file path, got {type(path).__name__}.")
+    return os.fspath(path)
+
+
+def _budget_iv(budget) -> float:
+    if isinstance(budget, bool) or not isinstance(budget, numbers.Real):
+        raise TypeError(f"`budget` must be a positive number, got {budget!r}.")
+    if not np.isfinite(budget) or budget <= 0:
+        raise ValueError(f"`budget` must be a positive finite number, got {budget}.")
+    return float(budget)
+
+
+def _seed_iv(seed) -> int:
+    if seed is None:
+        return secrets.randbits(63)
+    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
+        raise TypeError(
+            f"`seed` must be a non-negative integer (it is stored to reproduce the draws), got {seed!r}."
+        )
+    return int(seed)
+
+
+def _rankers_iv(rankers, names, pool):
+    """Normalize ``rankers`` to (names, tuple of Rankings)."""
+    if isinstance(rankers, dict):
+        if names is not None:
+            raise ValueError("`names` must not be given when `rankers` is a dict (its keys are the names).")
+        names = [str(k) for k in rankers]
+        items = list(rankers.values())
+    elif isinstance(rankers, Rankings) or (isinstance(rankers, np.ndarray) and rankers.ndim == 1):
+        items = [rankers]
+    elif isinstance(rankers, (list, tuple)):
+        items = list(rankers)
+    else:
+        raise TypeError(
+            "`rankers` must be scores (1-d array) or Rankings for one ranker, a list/tuple of two "
+            f"for a comparison, or a dict name -> scores; got {type(rankers).__name__}."
+        )
+    if len(items) not in (1, 2):
+        raise ValueError(f"`rankers` must hold one ranker (estimate) or two (compare); got {len(items)}.")
+    if names is None:
+        names = ["ranker"] if len(items) == 1 else ["a", "b"]
+    names = [str(n) for n in names]
+    if len(names) != len(items) or len(set(names)) != len(names):
+        raise ValueError(f"`names` must give {len(items)} distinct names; got {names}.")
+    label = ["scores"] if len(items) == 1 else ["scores_a", "scores_b"]
+    return names, tuple(_rankings_for_pool(s, pool, label[i]) for i, s in enumerate(items))
+
+
+def _pool_ids(pool):
+    """String query ids, their kind ('int'/'str'), and string doc ids per row."""
+    qids = np.asarray(pool.query_ids)
+    offsets = np.asarray(pool.offsets, dtype=np.int64)
+    qlist = qids.tolist()
+    kind = "int" if all(isinstance(q, int) and not isinstance(q, bool) for q in qlist) else "str"
+    qkeys = [_key(q) for q in qlist]
+    seen = {}
+    for i, k in enumerate(qkeys):
+        if not k:
+            raise ValueError(f"`pool` query {i} has an empty query id.")
+        if k in seen:
+            raise ValueError(f"`pool` query id {k!r} appears twice (queries {seen[k]} and {i}).")
+        seen[k] = i
+    doc_ids = getattr(pool, "doc_ids", None)
+    n_docs = int(offsets[-1])
+    if doc_ids is None:
+        dkeys = [str(r) for r in range(n_docs)]
+    else:
+        dkeys = [_key(d) for d in np.asarray(doc_ids, dtype=object).tolist()]
+        if len(dkeys) != n_docs:
+            raise ValueError(f"`pool.doc_ids` must have one entry per document ({n_docs}); got {len(dkeys)}.")
+    for x in range(offsets.size - 1):
+        local = {}
+        for r in range(offsets[x], offsets[x + 1]):
+            d = dkeys[r]
+            if not d:
+                raise ValueError(
+                    f"`pool` document row {r} (query {qkeys[x]!r}) has an empty document id; "
+                    "every judged document needs an id."
+                )
+            if d in local:
+                raise ValueError(
+                    f"`pool` query {qkeys[x]!r} lists document id {d!r} twice (rows {local[d]} and {r})."
+                )
+            local[d] = r
+    return qkeys, kind, dkeys
+
+
+def _array_blob(arr: np.ndarray):
+    a = np.ascontiguousarray(arr, dtype=arr.dtype.newbyteorder("<"))
+    return a.dtype.str, json.dumps(list(a.shape)), a.tobytes()
+
+
+# --------------------------------------------------------------------------- the campaign
+
+
+class Campaign:
+    """A labeling campaign persisted in one SQLite file.
+
+    Build one with :meth:`create`, reopen it with :meth:`open`.  Use as a
+    context manager (or call :meth:`close`).
+
+    Workflow: :meth:`export_tasks` writes the next queries to judge (in draw
+    order) as JSONL/CSV; annotators fill in grades; :meth:`import_judgments`
+    validates and stores them; :meth:`status` reports progress and
+    :meth:`estimate` computes the estimate and its standard error from the
+    judgments so far.
+
+    Judgments of one pair by several annotators are all kept.  Per annotator
+    the latest judgment (import order) counts; across annotators they are
+    combined by the campaign's ``combine`` rule (see :func:`combine_grades`).
+    """
+
+    def __init__(self, path: str, conn: sqlite3.Connection):
+        self.path = path
+        self._conn = conn
+        self._load()
+
+    # ------------------------------------------------------------------ lifecycle
+
+    @classmethod
+    def create(cls, path, pool, rankers, probs, *, budget, metric="err@10", k=None, method="active",
+               costs="auto", query_weights=None, defensive=DEFAULT_DEFENSIVE, seed=None, names=None,
+               query_text=None, combine="mean_gain", overwrite=False, description="") -> "Campaign":
+        """Create a campaign file: freeze the pool, compute the design and the draw sequence.
+
+        Parameters
+        ----------
+        path : str or os.PathLike
+            The SQLite file to create.
+        pool : LetorData, Pool, or object with ``offsets``, ``query_ids``
+            (and ideally ``doc_ids``; without them documents are named by
+            their global row number).
+        rankers : scores, Rankings, list/tuple of two, or dict name -> scores
+            One ranker (the campaign estimates its metric) or two (it
+            estimates ``R_a - R_b``).
+        probs : array-like of shape (n_docs, n_grades)
+            Relevance model ``p(y | x, z)`` for every pool document.
+        budget : float
+            Labeling budget in units of the pool's mean query cost.
+        metric, k, method, costs, query_weights, defensive
+            As in :func:`activerank.estimate`.
+        seed : int or None
+            Seed of the draw sequence (stored).  ``None`` picks one at random
+            (and stores it).  The same seed gives the same draws as
+            ``activerank.estimate(..., rng=seed)``.
+        names : sequence of str, optional
+            Ranker names (default ``"ranker"`` or ``"a"``, ``"b"``).
+        query_text : mapping query id -> str, optional
+            Query text shown in exported tasks.
+        combine : {"mean_gain", "majority"}
+            How judgments of one pair by several annotators are combined.
+        overwrite : bool, default False
+            Replace an existing file at ``path``.
+        description : str
+
+        Returns
+        -------
+        Campaign
+
+        Raises
+        ------
+        FileExistsError
+            ``path`` exists and ``overwrite`` is False.
+        """
+        path = _path_iv(path)
+        if combine not in COMBINE_RULES:
+            raise ValueError(f"`combine` must be one of {list(COMBINE_RULES)}; got {combine!r}.")
+        if os.path.exists(path) and not overwrite:
+            raise FileExistsError(f"{path} already exists; pass overwrite=True (CLI: --force) to replace it.")
+        budget = _budget_iv(budget)
+        seed = _seed_iv(seed)
+        pool = _pool_iv(pool)
+        names, rankings = _rankers_iv(rankers, names, pool)
+        qkeys, kind, dkeys = _pool_ids(pool)
+        texts = {}
+        if query_text is not None:
+            if not hasattr(query_text, "items"):
+                raise TypeError(f"`query_text` must be a mapping query id -> text; got {type(query_text).__name__}.")
+            index = set(qkeys)
+            for q, t in query_text.items():
+                if _key(q) not in index:
+                    raise ValueError(f"`query_text` names query {_key(q)!r}, which is not in the pool.")
+                texts[_key(q)] = str(t)
+        dsg = design(pool, rankings, probs, metric=metric, k=k, method=method, costs=costs,
+                     query_weights=query_weights, defensive=defensive)
+        plan = draw_budgeted(dsg.q, dsg.costs.cost, budget, seed)
+        if plan.cost_spent > budget * (1 + _BUDGET_RTOL):  # pragma: no cover - draw_budgeted guarantees it
+            raise RuntimeError(f"draw plan costs {plan.cost_spent} > budget {budget}.")
+        P = np.asarray(probs, dtype=np.float64)
+        offsets = np.asarray(pool.offsets, dtype=np.int64)
+        doc_length = getattr(pool, "doc_length", None)
+
+        from .. import __version__
+
+        meta = {
+            "created_at": _now(), "activerank_version": __version__, "description": str(description),
+            "metric": str(dsg.metric), "method": dsg.method, "budget": budget, "seed": seed,
+            "defensive": float(defensive), "cost_model": dsg.costs.model, "n_grades": dsg.n_grades,
+            "query_id_kind": kind, "combine": combine, "rankers": names,
+            "n_queries": len(qkeys), "n_docs": len(dkeys),
+        }
+        directory = os.path.dirname(os.path.abspath(path))
+        tmp = os.path.join(directory, f".{os.path.basename(path)}.{os.getpid()}.{secrets.token_hex(4)}.creating")
+        conn = _connect(tmp)
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            for stmt in _SCHEMA.split(";"):
+                if stmt.strip():
+                    conn.execute(stmt)
+            conn.execute("INSERT INTO schema_version VALUES (?)", (SCHEMA_VERSION,))
+            conn.executemany("INSERT INTO meta VALUES (?, ?)", [(k, json.dumps(v)) for k, v in meta.items()])
+            lengths = np.diff(offsets)
+            conn.executemany(
+                "INSERT INTO queries VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [(x, qkeys[x], texts.get(qkeys[x]), int(offsets[x]), int(lengths[x]), float(dsg.p[x]),
+                  float(dsg.q[x]), float(dsg.costs.cost[x]), float(dsg.costs.raw[x]),
+                  float(dsg.predicted_mean[x])) for x in range(len(qkeys))],
+            )
+            qidx = np.repeat(np.arange(len(qkeys)), lengths)
+            dl = None if doc_length is None else np.asarray(doc_length, dtype=np.float64)
+            conn.executemany(
+                "INSERT INTO documents VALUES (?, ?, ?, ?)",
+                [(r, int(qidx[r]), dkeys[r], None if dl is None else float(dl[r])) for r in range(len(dkeys))],
+            )
+            for i, (name, r) in enumerate(zip(names, dsg.rankings)):
+                conn.execute("INSERT INTO rankers VALUES (?, ?)", (i, name))
+                qi = r.query_index()
+                pos = r.positions()
+                conn.executemany(
+                    "INSERT INTO ranked VALUES (?, ?, ?, ?)",
+                    [(i, int(a), int(b), int(c)) for a, b, c in zip(qi, pos, r.items)],
+                )
+            conn.execute("INSERT INTO arrays VALUES (?, ?, ?, ?)", ("probs", *_array_blob(P)))
+            conn.executemany(
+                "INSERT INTO draws VALUES (?, ?, ?, ?)",
+                [(j, int(x), int(nw), float(c)) for j, (x, nw, c) in
+                 enumerate(zip(plan.queries, plan.new, plan.charged))],
+            )
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.close()
+            for suffix in ("", "-wal", "-shm"):
+                if os.path.exists(tmp + suffix):
+                    os.unlink(tmp + suffix)
+            raise
+        conn.close()
+        for suffix in ("-wal", "-shm"):
+            if os.path.exists(path + suffix):
+                os.unlink(path + suffix)
+        os.replace(tmp, path)
+        return cls.open(path)
+
+    @classmethod
+    def open(cls, path) -> "Campaign":
+        """Open an existing campaign file.
+
+        Raises
+        ------
+        FileNotFoundError
+            No file at ``path``.
+        ValueError
+            The file is not a campaign store, or has another schema version.
+        """
+        path = _path_iv(path)
+        if not os.path.isfile(path):
+            raise FileNotFoundError(f"{path}: no campaign file (create one with Campaign.create / "
+                                    "`activerank campaign init`).")
+        conn = _connect(path)
+        try:
+            try:
+                row = conn.execute("SELECT version FROM schema_version").fetchone()
+            except sqlite3.DatabaseError as exc:
+                raise ValueError(f"{path}: not an activerank campaign store ({exc}).") from None
+            if row is None or row[0] != SCHEMA_VERSION:
+                raise ValueError(
+                    f"{path}: campaign store has schema version {None if row is None else row[0]}; "
+                    f"this activerank reads version {SCHEMA_VERSION}."
+                )
+            return cls(path, conn)
+        except BaseException:
+            conn.close()
+            raise
+
+    def close(self):
+        """Close the database connection."""
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __repr__(self):
+        return (f"Campaign({self.path!r}, metric={self.metric!r}, method={self.method!r}, "
+                f"budget={self.budget:g}, rankers={list(self.names)})")
+
+    @contextmanager
+    def _write(self):
+        conn = self._db
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield conn
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+
+    @property
+    def _db(self) -> sqlite3.Connection:
+        if self._conn is None:
+            raise ValueError(f"campaign {self.path} is closed.")
+        return self._conn
+
+    # ------------------------------------------------------------------ loading
+
+    def _load(self):
+        db = self._db
+        self.meta = {k: json.loads(v) for k, v in db.execute("SELECT key, value FROM meta")}
+        rows = db.execute("SELECT qx, query_id, query_text, first_row, n_docs, p, q, cost, raw_cost, "
+                          "predicted_mean FROM queries ORDER BY qx").fetchall()
+        self._qkeys = [r[1] for r in rows]
+        self._qtext = [r[2] for r in rows]
+        lengths = np.array([r[4] for r in rows], dtype=np.int64)
+        self._offsets = offsets_from_lengths(lengths)
+        p = np.array([r[5] for r in rows])
+        q = np.array([r[6] for r in rows])
+        cost = np.array([r[7] for r in rows])
+        raw = np.array([r[8] for r in rows])
+        mean = np.array([r[9] for r in rows])
+        self._qindex = {k: x for x, k in enumerate(self._qkeys)}
+        docs = db.execute("SELECT doc_row, qx, doc_id FROM documents ORDER BY doc_row").fetchall()
+        self._dkeys = [d[2] for d in docs]
+        self._dindex = {(d[1], d[2]): d[0] for d in docs}
+        n_q = len(self._qkeys)
+        rankings = []
+        for (i,) in db.execute("SELECT ranker FROM rankers ORDER BY ranker").fetchall():
+            ent = np.array(db.execute("SELECT qx, doc_row FROM ranked WHERE ranker = ? ORDER BY qx, pos",
+                                      (i,)).fetchall(), dtype=np.int64).reshape(-1, 2)
+            rankings.append(Rankings(ent[:, 1], offsets_from_lengths(np.bincount(ent[:, 0], minlength=n_q))))
+        metric = parse_metric(self.meta["metric"])
+        self._design = Design(tuple(rankings), metric, self.meta["method"], p, q,
+                              QueryCosts(cost=cost, raw=raw, model=self.meta["cost_model"]), mean,
+                              int(self.meta["n_grades"]))
+        d = np.array(db.execute("SELECT qx, new, charged FROM draws ORDER BY j").fetchall(),
+                     dtype=np.float64).reshape(-1, 3)
+        self._plan = DrawPlan(queries=d[:, 0].astype(np.int64), new=d[:, 1].astype(bool), charged=d[:, 2],
+                              budget=float(self.meta["budget"]))
+        # planned queries in draw order and the documents each needs
+        first = self._plan.queries[self._plan.new]
+        self._planned = [int(x) for x in first]
+        self._needed = {x: self._design.documents(x) for x in self._planned}
+        self._needed_rows = {int(r): x for x, rows in self._needed.items() for r in rows}
+
+    # ------------------------------------------------------------------ properties
+
+    @property
+    def metric(self) -> str:
+        return self.meta["metric"]
+
+    @property
+    def method(self) -> str:
+        return self.meta["method"]
+
+    @property
+    def budget(self) -> float:
+        return float(self.meta["budget"])
+
+    @property
+    def seed(self) -> int:
+        return int(self.meta["seed"])
+
+    @property
+    def n_grades(self) -> int:
+        return int(self.meta["n_grades"])
+
+    @property
+    def names(self) -> tuple:
+        return tuple(self.meta["rankers"])
+
+    @property
+    def combine(self) -> str:
+        return self.meta["combine"]
+
+    @property
+    def query_ids(self) -> tuple:
+        """Pool query ids (strings), in pool order."""
+        return tuple(self._qkeys)
+
+    def pool(self) -> Pool:
+        """The frozen pool (query ids typed as at creation, doc ids as str)."""
+        if self.meta["query_id_kind"] == "int":
+            qids = np.array([int(k) for k in self._qkeys], dtype=np.int64)
+        else:
+            qids = np.array(self._qkeys, dtype=object)
+        return Pool(qids, self._offsets.copy(), np.array(self._dkeys, dtype=object))
+
+    def design(self) -> Design:
+        """The stored sampling design (rankings truncated at the cutoff, p, q, costs)."""
+        return self._design
+
+    def plan(self) -> DrawPlan:
+        """The stored draw sequence."""
+        return self._plan
+
+    def probs(self) -> np.ndarray:
+        """The stored relevance-model probabilities, shape ``(n_docs, n_grades)``."""
+        dtype, shape, data = self._db.execute(
+            "SELECT dtype, shape, data FROM arrays WHERE name = 'probs'").fetchone()
+        return np.frombuffer(data, dtype=np.dtype(dtype)).reshape(json.loads(shape)).copy()
+
+    def tasks(self, query) -> list[str]:
+        """Document ids to judge for a planned query (by id), in ranking order."""
+        x = self._qindex.get(_key(query))
+        if x is None or x not in self._needed:
+            raise ValueError(f"`query` {_key(query)!r} is not a planned query of this campaign.")
+        return [self._dkeys[r] for r in self._needed[x]]
+
+    # ------------------------------------------------------------------ judgments
+
+    def _latest(self) -> dict:
+        """``{(doc_row, annotator): grade}``: each annotator's latest grade per pair."""
+        out = {}
+        for row, ann, grade in self._db.execute(
+                "SELECT doc_row, annotator, grade FROM judgments ORDER BY judgment_id"):
+            out[(row, ann)] = grade
+        return out
+
+    def _combined(self, combine=None) -> tuple[dict, int]:
+        rule = self.combine if combine is None else combine
+        if rule not in COMBINE_RULES:
+            raise ValueError(f"`combine` must be one of {list(COMBINE_RULES)}; got {rule!r}.")
+        per_doc: dict = {}
+        for (row, _), grade in self._latest().items():
+            per_doc.setdefault(row, []).append(grade)
+        conflicts = sum(1 for g in per_doc.values() if len(set(g)) > 1)
+        return {row: combine_grades(g, rule) for row, g in per_doc.items()}, conflicts
+
+    def judgments(self, *, combine=None, scope="tasks") -> dict:
+        """Combined judgments ``{query id: {doc id: grade}}``.
+
+        Parameters
+        ----------
+        combine : {"mean_gain", "majority"}, optional
+            Override the campaign's rule.
+        scope : {"tasks", "pool"}
+            Only documents the campaign asks for, or every judged pool document.
+        """
+        if scope not in SCOPES:
+            raise ValueError(f"`scope` must be one of {list(SCOPES)}; got {scope!r}.")
+        grades, _ = self._combined(combine)
+        qidx = np.repeat(np.arange(len(self._qkeys)), np.diff(self._offsets))
+        out: dict = {}
+        for row in sorted(grades):
+            if scope == "tasks" and row not in self._needed_rows:
+                continue
+            out.setdefault(self._qkeys[qidx[row]], {})[self._dkeys[row]] = grades[row]
+        return out
+
+    def write_qrels(self, path, *, combine=None, scope="tasks") -> int:
+        """Write the combined judgments as a TREC qrels file; returns the line count."""
+        from ..trec import write_qrels
+
+        return write_qrels(path, self.judgments(combine=combine, scope=scope))
+
+    # ------------------------------------------------------------------ import
+
+    def import_judgments(self, path, *, format=None, annotator=None, scope="tasks", chunk_size=500,
+                         on_commit=None) -> ImportReport:
+        """Validate and store the judgments of one file.
+
+        Parameters
+        ----------
+        path : str or os.PathLike
+            JSONL, CSV or qrels file (see :mod:`activerank.campaign.io`).
+        format : {"jsonl", "csv", "qrels"}, optional
+            Default: from the extension (``.jsonl``/``.json``/``.ndjson``,
+            ``.csv``, ``.qrels``).
+        annotator : str, optional
+            Annotator of rows that name none (default ``""``).
+        scope : {"tasks", "pool"}, default "tasks"
+            ``"tasks"`` accepts only documents the campaign asks for (the
+            top-k documents of planned queries); ``"pool"`` accepts any pool
+            document (pre-existing judgments, e.g. old qrels).
+        chunk_size : int, default 500
+            Lines per transaction.
+        on_commit : callable, optional
+            Called as ``on_commit(first_line, last_line, n_accepted)`` after
+            each commit; every data line in ``first_line..last_line`` is then
+            durable.
+
+        Returns
+        -------
+        ImportReport
+
+        Raises
+        ------
+        ValueError
+            For a file-level problem (wrong CSV columns, UTF-16, no rows):
+            nothing is stored.  Row-level problems (malformed JSON, unknown
+            query or document, grade not an integer on the scale) do not
+            raise: those rows are listed in ``ImportReport.rejected`` with
+            their line numbers and the valid rows are stored.
+
+        Notes
+        -----
+        Idempotent: a file is identified by the SHA-256 of its content, and
+        each processed line by ``(file, line)``.  Importing the same content
+        again does nothing; importing it after an interrupted import stores
+        exactly the lines not yet stored.  A line repeating an annotator's
+        current grade for a pair (e.g. the same judgment in a re-sent file)
+        is counted as a duplicate and not stored again.
+        """
+        path = _path_iv(path)
+        fmt = cio.detect_format(path, format)
+        if scope not in SCOPES:
+            raise ValueError(f"`scope` must be one of {list(SCOPES)}; got {scope!r}.")
+        if annotator is not None and not isinstance(annotator, str):
+            raise TypeError(f"`annotator` must be a string or None; got {type(annotator).__name__}.")
+        if isinstance(chunk_size, bool) or not isinstance(chunk_size, numbers.Integral) or chunk_size < 1:
+            raise ValueError(f"`chunk_size` must be a positive integer; got {chunk_size!r}.")
+        with open(path, "rb") as f:
+            raw = f.read()
+        sha = hashlib.sha256(raw).hexdigest()
+        rows, notes = cio.parse_judgment_file(raw, fmt, path)
+        db = self._db
+        with self._write():
+            found = db.execute("SELECT batch_id, completed_at FROM batches WHERE sha256 = ?", (sha,)).fetchone()
+            if found is None:
+                cur = db.execute(
+                    "INSERT INTO batches (sha256, path, format, scope, annotator, n_rows, notes, started_at) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    (sha, path, fmt, scope, annotator, len(rows), json.dumps(notes), _now()))
+                batch_id, completed, resumed = cur.lastrowid, None, False
+            else:
+                batch_id, completed = found
+                resumed = completed is None
+        if completed is not None:
+            return self._report(batch_id, path, sha, fmt, len(rows), 0, True, False, notes)
+        done = {ln for (ln,) in db.execute("SELECT line FROM import_lines WHERE batch_id = ?", (batch_id,))}
+        latest = self._latest()
+        default_ann = "" if annotator is None else annotator.strip()
+        accepted_now = 0
+        lines, judg = [], []
+
+        def flush():
+            nonlocal lines, judg
+            if not lines:
+                return
+            with self._write() as conn:
+                conn.executemany("INSERT INTO import_lines VALUES (?, ?, ?, ?)", lines)
+                conn.executemany(
+                    "INSERT INTO judgments (doc_row, grade, annotator, judged_at, imported_at, batch_id, line) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?)", judg)
+            if on_commit is not None:
+                on_commit(lines[0][1], lines[-1][1], len(judg))
+            lines, judg = [], []
+
+        for r in rows:
+            if r.line in done:
+                continue
+            status, message, item = self._check_row(r, scope, default_ann)
+            if status == "accepted":
+                row, grade, ann, when = item
+                if latest.get((row, ann)) == grade:
+                    status, message = "duplicate", (
+                        f"repeats annotator {ann!r}'s grade {grade} for this pair; not stored again")
+                else:
+                    latest[(row, ann)] = grade
+                    judg.append((row, grade, ann, when, _now(), batch_id, r.line))
+                    accepted_now += 1
+            lines.append((batch_id, r.line, status, message))
+            if len(lines) >= chunk_size:
+                flush()
+        flush()
+        with self._write() as conn:
+            conn.execute("UPDATE batches SET completed_at = ? WHERE batch_id = ?", (_now(), batch_id))
+        return self._report(batch_id, path, sha, fmt, len(rows), accepted_now, False, resumed, notes)
+
+    def import_qrels(self, path, *, annotator=None, scope="pool", chunk_size=500, on_commit=None) -> ImportReport:
+        """Import a TREC qrels file as judgments (pre-existing ones by default: ``scope="pool"``).
+
+        ``annotator`` defaults to ``"qrels:<file name>"``.
+        """
+        path = _path_iv(path)
+        if annotator is None:
+            annotator = "qrels:" + os.path.basename(path)
+        return self.import_judgments(path, format="qrels", annotator=annotator, scope=scope,
+                                     chunk_size=chunk_size, on_commit=on_commit)
+
+    def _check_row(self, r, scope, default_ann):
+        if r.error is not None:
+            return "rejected", r.error, None
+        f = r.fields
+        qid, err = cio.parse_id(f.get("query_id"), "query_id")
+        if err:
+            return "rejected", err, None
+        doc, err = cio.parse_id(f.get("doc_id"), "doc_id")
+        if err:
+            return "rejected", err, None
+        grade, err = cio.parse_grade(f.get("grade"), self.n_grades)
+        if err:
+            return "rejected", err, None
+        ann, err = cio.parse_optional_text(f.get("annotator"), "annotator")
+        if err:
+            return "rejected", err, None
+        when, err = cio.parse_time(f.get("judged_at"))
+        if err:
+            return "rejected", err, None
+        x = self._qindex.get(qid)
+        if x is None:
+            return "rejected", f"unknown query id {qid!r} (not in the campaign's pool)", None
+        row = self._dindex.get((x, doc))
+        if row is None:
+            return "rejected", f"unknown document id {doc!r} for query {qid!r} (not in the campaign's pool)", None
+        if scope == "tasks" and row not in self._needed_rows:
+            why = ("the query is not in the draw sequence" if x not in self._needed
+                   else "the document is not in the evaluated rankings' top documents")
+            return "rejected", (f"document {doc!r} of query {qid!r} is not a task of this campaign ({why}); "
+                                "import pre-existing judgments with scope='pool'"), None
+        return "accepted", None, (row, grade, default_ann if ann is None else ann, when)
+
+    def _report(self, batch_id, path, sha, fmt, n_rows, accepted_now, already, resumed, notes) -> ImportReport:
+        counts = dict(self._db.execute(
+            "SELECT status, COUNT(*) FROM import_lines WHERE batch_id = ? GROUP BY status", (batch_id,)))
+        rejected = tuple(Rejection(ln, msg) for ln, msg in self._db.execute(
+            "SELECT line, message FROM import_lines WHERE batch_id = ? AND status = 'rejected' ORDER BY line",
+            (batch_id,)))
+        return ImportReport(path=path, sha256=sha, format=fmt, batch_id=batch_id, n_rows=n_rows,
+                            accepted=counts.get("accepted", 0), duplicates=counts.get("duplicate", 0),
+                            accepted_now=accepted_now, rejected=rejected, already_imported=already,
+                            resumed=resumed, notes=tuple(notes))
+
+    # ------------------------------------------------------------------ progress
+
+    def _progress(self, combine=None):
+        grades, conflicts = self._combined(combine)
+        done, partial, pending = [], [], []
+        for x in self._planned:
+            rows = self._needed[x]
+            n = sum(1 for r in rows.tolist() if r in grades)
+            (done if n == rows.size else partial if n else pending).append(x)
+        done_set = set(done)
+        bad = np.flatnonzero([int(x) not in done_set for x in self._plan.queries])
+        prefix = int(bad[0]) if bad.size else self._plan.n_draws
+        return grades, conflicts, done, partial, pending, prefix
+
+    def _clamp(self, cost: float) -> float:
+        """Clamp a cost sum to the budget when it exceeds it only by rounding (relative 1e-9)."""
+        return self.budget if self.budget < cost <= self.budget * (1 + _BUDGET_RTOL) else float(cost)
+
+    def status(self, *, combine=None) -> CampaignStatus:
+        """Budget spent and left, queries done / partially judged / pending."""
+        grades, conflicts, done, partial, pending, prefix = self._progress(combine)
+        cost = self._design.costs.cost
+        planned = self._clamp(math.fsum(self._plan.charged))
+        spent = self._clamp(math.fsum(cost[x] for x in done))
+        in_prog = min(self._clamp(math.fsum(cost[x] for x in partial)), self.budget - spent)
+        db = self._db
+        n_judg = db.execute("SELECT COUNT(*) FROM judgments").fetchone()[0]
+        n_imp = db.execute("SELECT COUNT(*) FROM batches").fetchone()[0]
+        n_exp = db.execute("SELECT COUNT(*) FROM exports").fetchone()[0]
+        blocking = None if prefix == self._plan.n_draws else self._qkeys[int(self._plan.queries[prefix])]
+        return CampaignStatus(
+            budget=self.budget, cost_planned=planned, cost_spent=spent, cost_in_progress=in_prog,
+            budget_left=max(0.0, self.budget - spent - in_prog), n_draws=self._plan.n_draws,
+            queries_done=tuple(self._qkeys[x] for x in done),
+            queries_partial=tuple(self._qkeys[x] for x in partial),
+            queries_pending=tuple(self._qkeys[x] for x in pending),
+            n_documents_needed=len(self._needed_rows),
+            n_documents_judged=sum(1 for r in self._needed_rows if r in grades),
+            n_judgments=n_judg, n_conflicts=conflicts, draws_usable=prefix, blocking_query=blocking,
+            n_imports=n_imp, n_exports=n_exp, combine=self.combine if combine is None else combine)
+
+    def estimate(self, *, combine=None):
+        """Estimate from the judgments so far.
+
+        Uses the longest prefix of the draw sequence whose queries are all
+        fully judged.  A prefix of i.i.d. draws is itself an i.i.d. sample
+        from ``q`` (its length does not depend on the labels), so the
+        estimator stays valid; using fully judged queries *beyond* an
+        unfinished one would select draws by how fast annotators answered.
+        Partially judged queries are reported by :meth:`status`.  Once every
+        planned query is judged the result equals ``activerank.estimate`` /
+        ``activerank.compare`` with the same pool, probabilities, seed and
+        budget (given the same grades).
+
+        Returns
+        -------
+        EstimateResult or ComparisonResult
+            As :func:`activerank.estimate` (one ranker) or
+            :func:`activerank.compare` (two).  ``budget`` is the campaign
+            budget; ``n_draws`` and ``cost_spent`` cover the usable prefix.
+
+        Raises
+        ------
+        ValueError
+            No draw is usable yet (the first drawn query is not fully judged).
+        """
+        grades, _, done, partial, pending, prefix = self._progress(combine)
+        if prefix == 0:
+            x = int(self._plan.queries[0])
+            rows = self._needed[x]
+            n = sum(1 for r in rows.tolist() if r in grades)
+            raise ValueError(
+                f"nothing to estimate yet: the first drawn query {self._qkeys[x]!r} has {n} of {rows.size} "
+                "documents judged (the estimate uses draws in order, up to the first query not fully judged)."
+            )
+        plan = DrawPlan(queries=self._plan.queries[:prefix], new=self._plan.new[:prefix],
+                        charged=self._plan.charged[:prefix], budget=self._plan.budget)
+        acquired = {}
+        for x in np.unique(plan.queries).tolist():
+            acquired[x] = np.array([grades[r] for r in self._needed[x].tolist()], dtype=np.int64)
+        return estimate_from_labels(self.pool(), self._design, plan, acquired)
+
+    # ------------------------------------------------------------------ export
+
+    def export_tasks(self, path, *, format=None, limit=None, max_cost=None, exclude_exported=False) -> ExportReport:
+        """Write the next tasks: documents still to judge, query by query in draw order.
+
+        Parameters
+        ----------
+        path : str or os.PathLike
+            Output file, written atomically (temp file + rename): a crash
+            leaves the old file or none, never a partial one.
+        format : {"jsonl", "csv"}, optional
+            Default: from the extension.
+        limit : int, optional
+            At most this many queries (a query's documents are never split).
+        max_cost : float, optional
+            Stop before the cumulative cost of exported queries exceeds this
+            (budget units).  All tasks lie within the campaign budget anyway:
+            the draw sequence was cut at the budget when it was created.
+        exclude_exported : bool, default False
+            Skip queries already written by an earlier export.
+
+        Returns
+        -------
+        ExportReport
+
+        Notes
+        -----
+        Rows have fields ``query_id, query_text, doc_id, draw, grade,
+        annotator`` (``grade``/``annotator`` empty, for the annotator to fill
+        in); ``draw`` is the position of the query's first draw.
+        """
+        path = _path_iv(path)
+        fmt = cio.detect_format(path, format, allowed=cio.TASK_FORMATS)
+        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, numbers.Integral) or limit < 0):
+            raise ValueError(f"`limit` must be a non-negative integer or None; got {limit!r}.")
+        if max_cost is not None and (isinstance(max_cost, bool) or not isinstance(max_cost, numbers.Real)
+                                     or not max_cost >= 0):
+            raise ValueError(f"`max_cost` must be a number >= 0 or None; got {max_cost!r}.")
+        grades, _ = self._combined()
+        exported = set()
+        if exclude_exported:
+            exported = {x for (x,) in self._db.execute("SELECT DISTINCT qx FROM export_queries")}
+        first_draw = {int(x): j for j, x in reversed(list(enumerate(self._plan.queries.tolist())))}
+        rows, queries, total = [], [], 0.0
+        kind_int = self.meta["query_id_kind"] == "int"
+        for x in self._planned:
+            if limit is not None and len(queries) >= limit:
+                break
+            if x in exported:
+                continue
+            todo = [r for r in self._needed[x].tolist() if r not in grades]
+            if not todo:
+                continue
+            c = float(self._design.costs.cost[x])
+            if max_cost is not None and total + c > max_cost * (1 + _BUDGET_RTOL):
+                break
+            total += c
+            queries.append(x)
+            qid = int(self._qkeys[x]) if kind_int else self._qkeys[x]
+            for r in todo:
+                rows.append({"query_id": qid, "query_text": self._qtext[x] or "", "doc_id": self._dkeys[r],
+                             "draw": first_draw[x], "grade": None, "annotator": None})
+        cols = ["query_id", "query_text", "doc_id", "draw", "grade", "annotator"]
+        cio.write_tasks(path, rows, fmt, cols)
+        with self._write() as conn:
+            cur = conn.execute("INSERT INTO exports (path, format, created_at, n_rows, n_queries) VALUES (?, ?, ?, ?, ?)",
+                               (path, fmt, _now(), len(rows), len(queries)))
+            conn.executemany("INSERT INTO export_queries VALUES (?, ?)", [(cur.lastrowid, x) for x in queries])
+        return ExportReport(path=path, format=fmt, n_rows=len(rows), n_queries=len(queries),
+                            query_ids=tuple(self._qkeys[x] for x in queries), cost=self._clamp(total))
+
+    # ------------------------------------------------------------------ checks
+
+    def check(self) -> list[str]:
+        """Consistency checks; returns a list of problems (empty when all is well).
+
+        Runs SQLite's ``integrity_check``, replays the draw sequence from the
+        stored ``q``, costs, budget and seed, and checks that the planned
+        cost stays within the budget and that no file line is stored twice.
+        """
+        problems = []
+        db = self._db
+        res = [r[0] for r in db.execute("PRAGMA integrity_check")]
+        if res != ["ok"]:
+            problems.append("integrity_check: " + "; ".join(res))
+        replay = draw_budgeted(self._design.q, self._design.costs.cost, self.budget, self.seed)
+        if not (np.array_equal(replay.queries, self._plan.queries) and np.array_equal(replay.new, self._plan.new)):
+            problems.append("the stored draw sequence differs from a replay with the stored seed")
+        if self._plan.cost_spent > self.budget * (1 + _BUDGET_RTOL):
+            problems.append(f"planned cost {self._plan.cost_spent} exceeds the budget {self.budget}")
+        dup = db.execute("SELECT COUNT(*) FROM (SELECT batch_id, line FROM judgments GROUP BY batch_id, line "
+                         "HAVING COUNT(*) > 1)").fetchone()[0]
+        if dup:
+            problems.append(f"{dup} file lines are stored more than once")
+        fk = db.execute("PRAGMA foreign_key_check").fetchall()
+        if fk:
+            problems.append(f"{len(fk)} foreign-key violations")
+        return problems
