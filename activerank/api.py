@@ -16,7 +16,7 @@ import pandas as pd
 
 from ._validation import probs_iv
 from .costs import QueryCosts, document_costs, query_costs
-from .estimation import ComparisonResult, EstimateResult, snis, warn_if_low_ess
+from .estimation import ComparisonResult, EstimateResult, model_assisted, snis, warn_if_low_ess
 from .labelers import LabelingError, check_grades
 from .metrics import Metric, parse_metric, pool_metric_values
 from .moments import _moments, _pair_moments
@@ -33,7 +33,8 @@ from .sampling import (
 
 __all__ = ["Pool", "Design", "METHODS", "design", "estimate", "compare", "label_plan", "estimate_from_labels"]
 
-METHODS = ("active", "passive", "active_uniform_costs")
+METHODS = ("active", "passive", "active_uniform_costs", "model_assisted", "model_assisted_fixed")
+MODEL_ASSISTED = ("model_assisted", "model_assisted_fixed")
 
 
 @dataclass(frozen=True, eq=False)
@@ -131,6 +132,21 @@ def _rankings_for_pool(scores, pool, name: str) -> Rankings:
     return rank_by_scores(s, offsets)
 
 
+def _predicted_iv(predicted, n_queries):
+    try:
+        mean, variance = (np.asarray(a, dtype=np.float64).reshape(-1) for a in predicted)
+    except (TypeError, ValueError):
+        raise TypeError("`predicted` must be a pair (mean, variance) of arrays.") from None
+    for name, arr in (("mean", mean), ("variance", variance)):
+        if arr.size != n_queries:
+            raise ValueError(f"`predicted` {name} must have one entry per query ({n_queries}); got {arr.size}.")
+        if not np.isfinite(arr).all():
+            raise ValueError(f"`predicted` {name} must be finite; query {int(np.flatnonzero(~np.isfinite(arr))[0])} is not.")
+    if (variance < 0).any():
+        raise ValueError(f"`predicted` variance must be >= 0; query {int(np.flatnonzero(variance < 0)[0])} is negative.")
+    return mean, variance
+
+
 @dataclass(frozen=True, eq=False)
 class Design:
     """Everything fixed before labeling: rankings, p, q, costs.
@@ -166,8 +182,25 @@ class Design:
 
 
 def design(pool, rankings, probs, *, metric, k=None, method="active", costs="auto",
-           query_weights=None, defensive=DEFAULT_DEFENSIVE) -> Design:
-    """Compute the sampling design for one ranking (``len(rankings) == 1``) or a pair."""
+           query_weights=None, defensive=DEFAULT_DEFENSIVE, predicted=None) -> Design:
+    """Compute the sampling design for one ranking (``len(rankings) == 1``) or a pair.
+
+    Parameters
+    ----------
+    pool, probs, metric, k, method, costs, query_weights, defensive
+        As in :func:`estimate`.
+    rankings : tuple of Rankings
+        One ranking (estimate) or two (comparison) of the pool's queries.
+    predicted : tuple of two ndarrays of shape (n_queries,), optional
+        ``(mean, variance)``: per-query predictions of ``L`` (or ``delta``)
+        and of ``E[(L - mean)^2 | x]`` that replace the relevance model's
+        exact moments, e.g. from a query-level calibrator
+        (:mod:`activerank.calibration`).
+
+    Returns
+    -------
+    Design
+    """
     m = parse_metric(metric, k, require_moments=True)
     if method not in METHODS:
         raise ValueError(f"`method` must be one of {list(METHODS)}, got {method!r}.")
@@ -180,7 +213,9 @@ def design(pool, rankings, probs, *, metric, k=None, method="active", costs="aut
     per_query = isinstance(costs, str) and costs == "uniform"
     doc_costs, cost_name = document_costs(pool, n_docs, "constant" if per_query else costs)
     qc = query_costs(doc_costs, list(tops), model=cost_name, per_query=per_query)
-    if len(tops) == 1:
+    if predicted is not None:
+        mean, variance = _predicted_iv(predicted, tops[0].n_queries)
+    elif len(tops) == 1:
         mom = _moments(P, tops[0], m)
         mean, variance = mom.mean, mom.variance
     else:
@@ -188,6 +223,9 @@ def design(pool, rankings, probs, *, metric, k=None, method="active", costs="aut
         mean, variance = pm.delta_mean, pm.delta_variance
     if method == "passive":
         q = p.copy()
+    elif method in MODEL_ASSISTED:
+        # the control variate removes the predictable part: what is left is Var[L | x]
+        q = optimal_distribution(variance, qc.cost, p, defensive=defensive)
     else:
         lam = np.ones_like(qc.cost) if method == "active_uniform_costs" else qc.cost
         q = optimal_distribution(expected_squared_error(mean, variance, p), lam, p, defensive=defensive)
@@ -277,22 +315,24 @@ def estimate_from_labels(pool, dsg: Design, plan: DrawPlan, acquired: dict):
         metric=str(dsg.metric), method=dsg.method, n_draws=plan.n_draws,
         n_queries=int(np.unique(x).size), cost_spent=plan.cost_spent, budget=plan.budget,
     )
+    point = values[0] if len(values) == 1 else values[0] - values[1]
+    if dsg.method in MODEL_ASSISTED:
+        res = model_assisted(point[x], dsg.predicted_mean[x], w,
+                             float(np.dot(dsg.p, dsg.predicted_mean)),
+                             tuned=dsg.method == "model_assisted")
+        common["control_coefficient"] = res.coefficient
+    else:
+        res = snis(point[x], w)
+    warn_if_low_ess(res.effective_sample_size, plan.n_draws, stacklevel=4)
+    common.update(standard_error=res.standard_error, effective_sample_size=res.effective_sample_size)
     if len(values) == 1:
-        res = snis(values[0][x], w)
-        warn_if_low_ess(res.effective_sample_size, plan.n_draws)
-        return EstimateResult(
-            estimate=res.estimate, standard_error=res.standard_error,
-            effective_sample_size=res.effective_sample_size,
-            trace=_trace(pool, dsg, plan, values={"value": values[0]}), **common)
-    delta = values[0] - values[1]
-    res = snis(delta[x], w)
-    warn_if_low_ess(res.effective_sample_size, plan.n_draws)
+        return EstimateResult(estimate=res.estimate,
+                              trace=_trace(pool, dsg, plan, values={"value": values[0]}), **common)
     return ComparisonResult(
-        difference=res.estimate, standard_error=res.standard_error,
+        difference=res.estimate,
         estimate_a=snis(values[0][x], w).estimate, estimate_b=snis(values[1][x], w).estimate,
-        effective_sample_size=res.effective_sample_size,
         trace=_trace(pool, dsg, plan, values={"value_a": values[0], "value_b": values[1],
-                                              "delta": delta}), **common)
+                                              "delta": point}), **common)
 
 
 def _run(pool, rankings, probs, labeler, *, budget, metric, k, method, costs, query_weights,
@@ -326,11 +366,16 @@ def estimate(pool, scores, probs, labeler, *, budget, metric="err@10", k=None, m
     metric : str, default "err@10"
         ``"dcg@k"`` or ``"err@k"`` (``k`` may also be given separately).
     k : int or None, optional
-    method : {"active", "passive", "active_uniform_costs"}
-        ``"active"`` samples from the cost-aware optimal ``q*``; ``"passive"``
-        samples from ``p``; ``"active_uniform_costs"`` ignores costs when
-        choosing ``q`` (the paper's uniC).  The paper's uniD ablation is a
-        uniform relevance model (``probs`` all equal).
+    method : {"active", "passive", "active_uniform_costs", "model_assisted", "model_assisted_fixed"}
+        ``"active"`` samples from the cost-aware optimal ``q*`` and uses the
+        self-normalized importance-weighted mean; ``"passive"`` samples from
+        ``p``; ``"active_uniform_costs"`` ignores costs when choosing ``q``
+        (the paper's uniC).  The paper's uniD ablation is a uniform relevance
+        model (``probs`` all equal).  ``"model_assisted"`` adds the model's
+        exact pool mean as a control variate with a tuned coefficient
+        (:func:`activerank.estimation.model_assisted`) and samples
+        ``q ∝ p sqrt(Var[L|x] / lambda)``; ``"model_assisted_fixed"`` fixes
+        the coefficient at 1 (the classical difference estimator).
     costs : {"auto", "log_length", "constant", "uniform"}, array or callable
         Per-document cost model (see :func:`activerank.costs.document_costs`);
         ``"uniform"`` charges 1 per query.

@@ -5,7 +5,7 @@ import pytest
 
 import activerank as ar
 from activerank.api import design, estimate_from_labels
-from activerank.estimation import LowEffectiveSampleSizeWarning, snis
+from activerank.estimation import LowEffectiveSampleSizeWarning, model_assisted, snis
 from activerank.metrics import pool_metric_values
 from activerank.rankers import rank_by_scores
 from activerank.sampling import draw_budgeted
@@ -28,10 +28,15 @@ def test_snis_edge_cases():
     assert one.estimate == 2.0 and np.isnan(one.standard_error)
 
 
-def _simulate(pool, rankings, budget, reps, method, metric, seed):
-    """Repeated budgeted runs with labels drawn from the model; returns errors, SEs, covers, n."""
+def _simulate(pool, rankings, budget, reps, method, metric, seed, model_probs=None):
+    """Repeated budgeted runs with labels drawn from ``pool.probs``; the design may use another model.
+
+    Returns per-repetition estimates, standard errors, realized pool truths and draw counts.
+    """
     rng = np.random.default_rng(seed)
-    dsg = design(pool, rankings, pool.probs, metric=metric, method=method)
+    probs = pool.probs if model_probs is None else model_probs
+    dsg = design(pool, rankings, probs, metric=metric, method=method)
+    pool_pred = float(np.dot(dsg.p, dsg.predicted_mean))
     ymax = pool.n_grades - 1
     est, se, truth, n_draws = [], [], [], []
     for _ in range(reps):
@@ -40,7 +45,11 @@ def _simulate(pool, rankings, budget, reps, method, metric, seed):
         value = vals[0] if len(vals) == 1 else vals[0] - vals[1]
         plan = draw_budgeted(dsg.q, dsg.costs.cost, budget, rng)
         w = dsg.p[plan.queries] / dsg.q[plan.queries]
-        r = snis(value[plan.queries], w)
+        if method.startswith("model_assisted"):
+            r = model_assisted(value[plan.queries], dsg.predicted_mean[plan.queries], w, pool_pred,
+                               tuned=method == "model_assisted")
+        else:
+            r = snis(value[plan.queries], w)
         est.append(r.estimate)
         se.append(r.standard_error)
         truth.append(float(np.dot(dsg.p, value)))
@@ -49,7 +58,7 @@ def _simulate(pool, rankings, budget, reps, method, metric, seed):
 
 
 @pytest.mark.statistical
-@pytest.mark.parametrize("method", ["active", "passive"])
+@pytest.mark.parametrize("method", ["active", "passive", "model_assisted", "model_assisted_fixed"])
 @pytest.mark.parametrize("metric", ["err@10", "dcg@5"])
 def test_single_ranker_bias_and_coverage(method, metric):
     pool = SyntheticPool(np.random.default_rng(1))
@@ -68,7 +77,7 @@ def test_single_ranker_bias_and_coverage(method, metric):
 
 
 @pytest.mark.statistical
-@pytest.mark.parametrize("method", ["active", "active_uniform_costs"])
+@pytest.mark.parametrize("method", ["active", "active_uniform_costs", "model_assisted"])
 def test_comparison_bias_and_coverage(method):
     pool = SyntheticPool(np.random.default_rng(4))
     rng = np.random.default_rng(5)
@@ -147,3 +156,46 @@ def test_estimate_from_labels_matches_estimate(synthetic_pool):
         warnings.simplefilter("ignore", LowEffectiveSampleSizeWarning)
         again = estimate_from_labels(pool, dsg, plan, acquired)
     assert again.estimate == res.estimate and again.standard_error == res.standard_error
+
+
+@pytest.mark.statistical
+def test_tuned_control_variate_survives_an_anti_correlated_model():
+    # the design's model predicts the opposite of the truth: the fixed control variate
+    # adds its errors, the tuned coefficient must not be materially worse than plain active IS
+    pool = SyntheticPool(np.random.default_rng(21))
+    rankings = (rank_by_scores(pool.probs @ np.arange(3), pool.offsets),)
+    flipped = pool.probs[:, ::-1]
+    reps = stat_reps(800)
+    mse = {}
+    for method in ("active", "model_assisted", "model_assisted_fixed"):
+        est, _, truth, _ = _simulate(pool, rankings, 60, reps, method, "dcg@10", seed=22,
+                                     model_probs=flipped)
+        mse[method] = np.mean((est - truth) ** 2)
+    assert mse["model_assisted_fixed"] > 1.2 * mse["active"]
+    assert mse["model_assisted"] < 1.1 * mse["active"]
+
+
+@pytest.mark.statistical
+def test_control_variate_helps_with_a_calibrated_model():
+    pool = SyntheticPool(np.random.default_rng(23))
+    rankings = (rank_by_scores(pool.probs @ np.arange(3), pool.offsets),)
+    mse = {}
+    for method in ("active", "model_assisted", "passive"):
+        est, _, truth, _ = _simulate(pool, rankings, 40, stat_reps(800), method, "dcg@10", seed=24)
+        mse[method] = np.mean((est - truth) ** 2)
+    assert mse["model_assisted"] < mse["active"] < mse["passive"]
+
+
+def test_model_assisted_estimator_properties():
+    rng = np.random.default_rng(0)
+    L = rng.random(50)
+    w = rng.uniform(0.5, 2.0, 50)
+    # an uninformative (constant) prediction reduces to the plain SNIS estimate
+    flat = model_assisted(L, np.full(50, 0.3), w, 0.3)
+    plain = snis(L, w)
+    assert flat.estimate == pytest.approx(plain.estimate, rel=1e-13) and flat.coefficient == 0.0
+    # fixed coefficient: R = M + SNIS(L - m)
+    m = L + rng.normal(0, 0.1, 50)
+    fixed = model_assisted(L, m, w, 0.7, tuned=False)
+    assert fixed.estimate == pytest.approx(0.7 + snis(L - m, w).estimate, rel=1e-13)
+    assert fixed.coefficient == 1.0
