@@ -38,6 +38,7 @@ OPTIONAL = ("annotator", "judged_at")
 _EXTENSIONS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "jsonl", ".csv": "csv", ".qrels": "qrels"}
 _INT_RE = re.compile(r"[+-]?\d+")
 _BOM = b"\xef\xbb\xbf"
+EMPTY_GRADE = "grade is empty"
 
 
 @dataclass(frozen=True)
@@ -226,7 +227,7 @@ def parse_grade(value, n_grades: int) -> tuple[int | None, str | None]:
     ((2, None), "grade '3.5' is not an integer", 'grade -1 is outside the scale 0..2')
     """
     if value is None or (isinstance(value, str) and not value.strip()):
-        return None, "grade is empty"
+        return None, EMPTY_GRADE
     if isinstance(value, bool):
         return None, f"grade {json.dumps(value)} is not an integer"
     if isinstance(value, int):

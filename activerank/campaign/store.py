@@ -11,7 +11,7 @@ Layout (schema version :data:`SCHEMA_VERSION`)
     ``draws``           the complete draw sequence, fixed at creation.
     ``batches``         one per imported file (SHA-256 of its content).
     ``import_lines``    one per processed data line of a batch: accepted,
-                        duplicate or rejected (with the reason).
+                        duplicate, unanswered or rejected (with the reason).
     ``judgments``       every accepted judgment: document, grade, annotator,
                         judging time, import time, batch and line.
     ``exports``/``export_queries``  which task files were written.
@@ -115,7 +115,7 @@ CREATE TABLE batches (
 CREATE TABLE import_lines (
     batch_id INTEGER NOT NULL REFERENCES batches(batch_id),
     line INTEGER NOT NULL,
-    status TEXT NOT NULL CHECK (status IN ('accepted', 'duplicate', 'rejected')),
+    status TEXT NOT NULL CHECK (status IN ('accepted', 'duplicate', 'unanswered', 'rejected')),
     message TEXT,
     PRIMARY KEY (batch_id, line)
 );
@@ -240,9 +240,10 @@ class ImportReport:
     batch_id : int
     n_rows : int
         Data lines in the file.
-    accepted, duplicates, accepted_now : int
+    accepted, duplicates, unanswered, accepted_now : int
         ``duplicates`` are lines repeating an annotator's current grade for
-        the pair (not stored again).
+        the pair (not stored again); ``unanswered`` are lines with an empty
+        grade (a task row the annotator left blank: skipped, not an error).
     rejected : tuple of Rejection
     already_imported : bool
         The same content had been imported completely before; nothing was done.
@@ -258,6 +259,7 @@ class ImportReport:
     n_rows: int
     accepted: int
     duplicates: int
+    unanswered: int
     accepted_now: int
     rejected: tuple
     already_imported: bool
@@ -911,6 +913,8 @@ class Campaign:
             if r.line in done:
                 continue
             status, message, item = self._check_row(r, scope, default_ann)
+            if status == "rejected" and message == cio.EMPTY_GRADE:
+                status = "unanswered"
             if status == "accepted":
                 row, grade, ann, when = item
                 if latest.get((row, ann)) == grade:
@@ -949,15 +953,6 @@ class Campaign:
         doc, err = cio.parse_id(f.get("doc_id"), "doc_id")
         if err:
             return "rejected", err, None
-        grade, err = cio.parse_grade(f.get("grade"), self.n_grades)
-        if err:
-            return "rejected", err, None
-        ann, err = cio.parse_optional_text(f.get("annotator"), "annotator")
-        if err:
-            return "rejected", err, None
-        when, err = cio.parse_time(f.get("judged_at"))
-        if err:
-            return "rejected", err, None
         x = self._qindex.get(qid)
         if x is None:
             return "rejected", f"unknown query id {qid!r} (not in the campaign's pool)", None
@@ -969,6 +964,15 @@ class Campaign:
                    else "the document is not in the evaluated rankings' top documents")
             return "rejected", (f"document {doc!r} of query {qid!r} is not a task of this campaign ({why}); "
                                 "import pre-existing judgments with scope='pool'"), None
+        grade, err = cio.parse_grade(f.get("grade"), self.n_grades)
+        if err:
+            return "rejected", err, None
+        ann, err = cio.parse_optional_text(f.get("annotator"), "annotator")
+        if err:
+            return "rejected", err, None
+        when, err = cio.parse_time(f.get("judged_at"))
+        if err:
+            return "rejected", err, None
         return "accepted", None, (row, grade, default_ann if ann is None else ann, when)
 
     def _report(self, batch_id, path, sha, fmt, n_rows, accepted_now, already, resumed, notes) -> ImportReport:
@@ -979,6 +983,7 @@ class Campaign:
             (batch_id,)))
         return ImportReport(path=path, sha256=sha, format=fmt, batch_id=batch_id, n_rows=n_rows,
                             accepted=counts.get("accepted", 0), duplicates=counts.get("duplicate", 0),
+                            unanswered=counts.get("unanswered", 0),
                             accepted_now=accepted_now, rejected=rejected, already_imported=already,
                             resumed=resumed, notes=tuple(notes))
 
