@@ -893,7 +893,11 @@ def _seed(cfg, *keys) -> np.random.SeedSequence:
     return np.random.SeedSequence([cfg.seed, *keys])
 
 
-def run(cfg: ExperimentConfig, *, progress: Callable[[str], None] | None = print) -> ExperimentResults:
+def _print_flush(line: str) -> None:
+    print(line, flush=True)
+
+
+def run(cfg: ExperimentConfig, *, progress: Callable[[str], None] | None = _print_flush) -> ExperimentResults:
     """Run the whole protocol (all datasets, folds, scenarios, metrics, methods).
 
     Parameters

@@ -1,4 +1,4 @@
-"""Figures of the paper-reproduction experiment (matplotlib, Agg backend).
+"""Figures of the paper-reproduction experiment (matplotlib).
 
 * :func:`error_curves` -- error vs budget with standard-error bars, one panel
   per scenario instance (like Sawade et al. 2012, Fig. 1-3): absolute error for
@@ -26,9 +26,7 @@ _STYLE = {
 
 
 def _plt():
-    import matplotlib
-
-    matplotlib.use("Agg", force=False)
+    # no backend forcing: headless runs fall back to Agg, notebooks keep their inline backend
     import matplotlib.pyplot as plt
 
     return plt
