@@ -33,6 +33,15 @@ def probs_iv(probs, *, name: str = "probs") -> np.ndarray:
         )
     if arr.shape[1] < 2:
         raise ValueError(f"`{name}` must have at least 2 grade columns; got shape {arr.shape}.")
+    arr = np.ascontiguousarray(arr)
+    # Fast path for the common valid case: two passes over the matrix (a BLAS
+    # row sum and a min) instead of five.  A NaN or inf anywhere makes its row
+    # sum non-finite and the min NaN, so the full diagnosis below only runs for
+    # invalid input and still reports the first rule broken, as documented.
+    if arr.size:
+        sums = arr @ np.ones(arr.shape[1])
+        if np.all(np.abs(sums - 1.0) <= PROB_ROW_TOL) and arr.min() >= 0:
+            return arr
     bad = ~np.isfinite(arr)
     if bad.any():
         row = int(np.argwhere(bad)[0, 0])
@@ -99,22 +108,40 @@ def rankings_iv(rankings, n_items: int, *, name: str = "rankings") -> Rankings:
             arrays.append(_integer_array(arr, f"{name}[{q}]"))
         offsets = offsets_from_lengths([a.size for a in arrays])
         items = np.concatenate(arrays) if arrays else np.zeros(0, dtype=np.int64)
-    qidx = segment_ids(offsets)
-    bad = (items < 0) | (items >= n_items)
-    if bad.any():
+    if items.size and (items.min() < 0 or items.max() >= n_items):
+        bad = (items < 0) | (items >= n_items)
         e = int(np.flatnonzero(bad)[0])
+        qidx = segment_ids(offsets)
         raise ValueError(
             f"`{name}` indices must lie in [0, {n_items}); query {qidx[e]} has index {items[e]}."
         )
-    keys = qidx * max(n_items, 1) + items
+    _check_distinct(items, offsets, n_items, name)
+    return rankings if isinstance(rankings, Rankings) else Rankings(items, offsets)
+
+
+def _check_distinct(items: np.ndarray, offsets: np.ndarray, n_items: int, name: str) -> None:
+    """Raise if some query lists an item twice.
+
+    A global count per document row (one O(n) scatter) proves distinctness in
+    the usual case where every row is ranked at most once in the whole pool;
+    only entries whose row occurs more than once are sorted by (query, row) to
+    tell a duplicate inside one query from a row shared by two queries.
+    """
+    if items.size < 2:
+        return
+    counts = np.bincount(items, minlength=n_items)
+    if counts.max() <= 1:
+        return
+    cand = np.flatnonzero(counts[items] > 1)
+    qidx = segment_ids(offsets)[cand]
+    keys = qidx * max(n_items, 1) + items[cand]
     order = np.argsort(keys, kind="stable")
     dup = np.flatnonzero(keys[order][1:] == keys[order][:-1])
     if dup.size:
         e = order[dup[0] + 1]
         raise ValueError(
-            f"`{name}` must not contain duplicates; query {qidx[e]} lists item {items[e]} twice."
+            f"`{name}` must not contain duplicates; query {qidx[e]} lists item {items[cand[e]]} twice."
         )
-    return rankings if isinstance(rankings, Rankings) else Rankings(items, offsets)
 
 
 def labels_iv(labels, n_grades: int, *, name: str = "labels") -> np.ndarray:

@@ -46,9 +46,13 @@ __all__ = [
     "pool_pair_moments",
 ]
 
-# Upper bound on elements of one padded (queries x n_a x n_b) block in the
-# ERR cross-moment kernel: keeps peak memory near 100 MB whatever the pool size.
-_PAIR_BLOCK_ELEMENTS = 2_000_000
+# Elements (queries x len(b)) of the arrays one step of the ERR cross-moment
+# kernel updates: 64K doubles = 512 KB each, so the step's working set stays in
+# L2 while the Python overhead per step (~20 us) is amortized over enough work.
+_PAIR_BLOCK_ELEMENTS = 1 << 16
+
+# Rows of the probability matrix gathered at a time for per-item statistics.
+_STATS_CHUNK = 1 << 15
 
 
 # --------------------------------------------------------------------------- results
@@ -128,65 +132,131 @@ def _grade_values(metric: Metric, n_grades: int) -> np.ndarray:
     return metric.definition.gain(np.arange(n_grades, dtype=np.float64), n_grades - 1)
 
 
-def _additive_item_stats(probs: np.ndarray, metric: Metric):
+def _row_stats(probs: np.ndarray, columns: np.ndarray) -> np.ndarray:
+    """Expectations ``E[f_k(y)]`` and the variance of ``f_0(y)`` for every row of ``probs``.
+
+    Parameters
+    ----------
+    probs : ndarray of shape (n_rows, n_grades)
+    columns : ndarray of shape (n_grades, n_cols)
+        ``columns[j, k] = f_k(j)``; column 0 is the metric's per-item value.
+
+    Returns
+    -------
+    ndarray of shape (n_cols + 1, n_rows)
+        Rows ``0..n_cols - 1`` hold ``E[f_k]``; the last row holds ``Var[f_0]``.
+
+    Notes
+    -----
+    The variance is ``sum_j p_j (sum_k p_k (f_0(j) - f_0(k)))^2``: for rows
+    summing to one this is ``sum_j p_j (f_0(j) - E f_0)^2``, but it needs no
+    per-row broadcast of the mean (slow with a 5-wide inner axis), never
+    cancels, and is exactly 0 for one-hot rows.  All work is matrix products and
+    contiguous elementwise passes over cache-sized chunks, so a web-scale
+    probability matrix (150 MB) is streamed from memory about once.
+    """
+    n_rows, n_grades = probs.shape
+    n_cols = columns.shape[1]
+    out = np.empty((n_cols + 1, n_rows))
+    v = columns[:, 0]
+    diff_t = v[None, :] - v[:, None]  # diff_t[k, j] = f_0(j) - f_0(k)
+    cols_t = np.ascontiguousarray(columns.T)
+    ones = np.ones(n_grades)
+    for s in range(0, n_rows, _STATS_CHUNK):
+        p = probs[s : s + _STATS_CHUNK]
+        e = s + p.shape[0]
+        np.matmul(cols_t, p.T, out=out[:n_cols, s:e])
+        dev = p @ diff_t
+        dev *= dev
+        dev *= p
+        np.matmul(dev, ones, out=out[n_cols, s:e])
+    return out
+
+
+def _entry_stats(probs: np.ndarray, items: np.ndarray, columns: np.ndarray) -> np.ndarray:
+    """:func:`_row_stats` of every ranked entry, shape ``(n_cols + 1, items.size)``.
+
+    Long lists touch most rows anyway: streaming the whole matrix in storage
+    order and gathering the few result rows is then cheaper than gathering
+    5-wide probability rows.  Truncated lists (``@k``) touch few rows: those are
+    gathered first.
+    """
+    if 2 * items.size >= probs.shape[0]:
+        return np.stack([row[items] for row in _row_stats(probs, columns)])
+    return _row_stats(probs[items], columns)
+
+
+def _additive_entry_stats(probs, items, metric: Metric):
+    """Mean and variance of the gain of every entry."""
     g = _grade_values(metric, probs.shape[1])
-    mu = probs @ g
-    var = np.einsum("ij,ij->i", probs, (g[None, :] - mu[:, None]) ** 2)
+    mu, var = _entry_stats(probs, items, g[:, None])
     return mu, var
 
 
 @dataclass(frozen=True)
 class _CascadeStats:
-    """Per-item expectations of the stopping probability ``R``."""
+    """Per-entry expectations of the stopping probability ``R``."""
 
     r: np.ndarray  # E[R]
-    r2: np.ndarray  # E[R^2]
-    var: np.ndarray  # Var[R]
     u: np.ndarray  # E[1 - R]  (>= 2**-ymax > 0, so safe to divide by)
-    w: np.ndarray  # E[(1 - R)^2]
-    ru: np.ndarray  # E[R (1 - R)]
+    var: np.ndarray  # Var[R]
+    r2: np.ndarray | None = None  # E[R^2]
+    w: np.ndarray | None = None  # E[(1 - R)^2]
+    ru: np.ndarray | None = None  # E[R (1 - R)]
 
 
-def _cascade_item_stats(probs: np.ndarray, metric: Metric) -> _CascadeStats:
+def _cascade_entry_stats(probs, items, metric: Metric, *, joint: bool = False) -> _CascadeStats:
+    """Stats of every entry; ``joint`` adds the second-order ones the cross moment needs."""
     rv = _grade_values(metric, probs.shape[1])
-    r = probs @ rv
-    return _CascadeStats(
-        r=r,
-        r2=probs @ rv**2,
-        var=np.einsum("ij,ij->i", probs, (rv[None, :] - r[:, None]) ** 2),
-        u=probs @ (1.0 - rv),
-        w=probs @ (1.0 - rv) ** 2,
-        ru=probs @ (rv * (1.0 - rv)),
-    )
+    cols = [rv, 1.0 - rv]
+    if joint:
+        cols += [rv**2, (1.0 - rv) ** 2, rv * (1.0 - rv)]
+    st = _entry_stats(probs, items, np.stack(cols, axis=1))
+    if not joint:
+        return _CascadeStats(r=st[0], u=st[1], var=st[2])
+    return _CascadeStats(r=st[0], u=st[1], var=st[5], r2=st[2], w=st[3], ru=st[4])
 
 
 # --------------------------------------------------------------------------- single-ranking kernels
 
 
+def _discounts(metric: Metric, max_len: int) -> np.ndarray:
+    """Discount of every rank ``0..max_len - 1`` (one table instead of one call per entry)."""
+    return metric.definition.discount(np.arange(max_len, dtype=np.float64))
+
+
 def _additive_moments(probs, rankings: Rankings, metric: Metric):
-    mu, var = _additive_item_stats(probs, metric)
-    d = metric.definition.discount(rankings.positions())
+    mu, var = _additive_entry_stats(probs, rankings.items, metric)
+    d = _discounts(metric, int(rankings.lengths.max(initial=0)))[rankings.positions()]
     q = rankings.query_index()
     m = rankings.n_queries
-    mean = np.bincount(q, d * mu[rankings.items], minlength=m)
-    variance = np.bincount(q, d * d * var[rankings.items], minlength=m)
+    mean = np.bincount(q, d * mu, minlength=m)
+    d *= d
+    d *= var
+    variance = np.bincount(q, d, minlength=m)
     return mean, variance
 
 
-def _cascade_moments(probs, rankings: Rankings, metric: Metric, stats=None):
-    st = _cascade_item_stats(probs, metric) if stats is None else stats
-    pm = PositionMajor(rankings.offsets)
+def _cascade_recursion(pm: PositionMajor, st: _CascadeStats, metric: Metric):
+    """ERR mean and variance by the suffix recursion; ``st`` is in position-major order."""
     mean = np.zeros(pm.n_queries)
     variance = np.zeros(pm.n_queries)
-    discount = metric.definition.discount
+    c_all = _discounts(metric, pm.max_len)
     for i in range(pm.max_len - 1, -1, -1):
-        z = rankings.items[pm.entries(i)]
-        n = z.size
-        c = discount(np.float64(i))
+        lo, hi = pm.bounds[i], pm.bounds[i + 1]
+        n = hi - lo
+        c = c_all[i]
+        r, u, v = st.r[lo:hi], st.u[lo:hi], st.var[lo:hi]
         m_next, v_next = mean[:n], variance[:n]
-        variance[:n] = ((c - m_next) ** 2 + v_next) * st.var[z] + (st.u[z] ** 2) * v_next
-        mean[:n] = c * st.r[z] + st.u[z] * m_next
+        variance[:n] = ((c - m_next) ** 2 + v_next) * v + (u * u) * v_next
+        mean[:n] = c * r + u * m_next
     return pm.unsort(mean), pm.unsort(variance)
+
+
+def _cascade_moments(probs, rankings: Rankings, metric: Metric):
+    pm = PositionMajor(rankings.offsets)
+    st = _cascade_entry_stats(probs, rankings.items[pm.flat_order()], metric)
+    return _cascade_recursion(pm, st, metric)
 
 
 def _moments(probs: np.ndarray, rankings: Rankings, metric: Metric) -> PoolMoments:
@@ -202,16 +272,36 @@ def _moments(probs: np.ndarray, rankings: Rankings, metric: Metric) -> PoolMomen
 
 
 def _match(ra: Rankings, rb: Rankings, n_docs: int):
-    """Entries of ``ra`` and ``rb`` that rank the same item for the same query."""
-    ka = ra.query_index() * n_docs + ra.items
-    kb = rb.query_index() * n_docs + rb.items
+    """Entries of ``ra`` and ``rb`` that rank the same item for the same query.
+
+    Returns ``(ia, ib)``, flat entry indices into ``ra.items`` and ``rb.items``,
+    ordered by ``ib``.
+    """
+    qa, qb = ra.query_index(), rb.query_index()
+    if ra.items.size and np.bincount(ra.items, minlength=n_docs).max() <= 1:
+        # every row occurs at most once in ``ra``: an O(n) lookup table row -> entry
+        where_a = np.full(n_docs, -1, dtype=np.int64)
+        where_a[ra.items] = np.arange(ra.items.size)
+        ja = where_a[rb.items]
+        hit = ja >= 0
+        hit[hit] = qa[ja[hit]] == qb[hit]
+        ib = np.flatnonzero(hit)
+        return ja[ib], ib
+    # rows shared across queries: match on (query, row) keys by sorting
+    ka = qa * n_docs + ra.items
+    kb = qb * n_docs + rb.items
     _, ia, ib = np.intersect1d(ka, kb, assume_unique=True, return_indices=True)
-    return ia, ib
+    order = np.argsort(ib, kind="stable")
+    return ia[order], ib[order]
 
 
 def _identical(ra: Rankings, rb: Rankings) -> np.ndarray:
     """Queries whose two (truncated) rankings are the same list."""
     same = ra.lengths == rb.lengths
+    if same.all():
+        # common case (e.g. a ranker compared with itself): no masking needed
+        differs = np.bincount(ra.query_index()[ra.items != rb.items], minlength=ra.n_queries) > 0
+        return ~differs
     ea, eb = same[ra.query_index()], same[rb.query_index()]
     # restricted to equal-length queries, the two flat arrays line up entry by entry
     diff = ra.items[ea] != rb.items[eb]
@@ -220,14 +310,14 @@ def _identical(ra: Rankings, rb: Rankings) -> np.ndarray:
 
 
 def _additive_pair(probs, ra: Rankings, rb: Rankings, metric: Metric):
-    mu, var = _additive_item_stats(probs, metric)
-    disc = metric.definition.discount
-    da, db = disc(ra.positions()), disc(rb.positions())
+    mu_a, va = _additive_entry_stats(probs, ra.items, metric)
+    mu_b, vb = _additive_entry_stats(probs, rb.items, metric)
+    disc = _discounts(metric, int(max(ra.lengths.max(initial=0), rb.lengths.max(initial=0))))
+    da, db = disc[ra.positions()], disc[rb.positions()]
     qa, qb = ra.query_index(), rb.query_index()
     m = ra.n_queries
-    va, vb = var[ra.items], var[rb.items]
-    mean_a = np.bincount(qa, da * mu[ra.items], minlength=m)
-    mean_b = np.bincount(qb, db * mu[rb.items], minlength=m)
+    mean_a = np.bincount(qa, da * mu_a, minlength=m)
+    mean_b = np.bincount(qb, db * mu_b, minlength=m)
     var_a = np.bincount(qa, da * da * va, minlength=m)
     var_b = np.bincount(qb, db * db * vb, minlength=m)
     ia, ib = _match(ra, rb, probs.shape[0])
@@ -244,79 +334,111 @@ def _additive_pair(probs, ra: Rankings, rb: Rankings, metric: Metric):
 
 
 def _pad(values, rankings: Rankings, queries: np.ndarray, width: int, fill):
-    """Per-entry ``values`` of the given queries as a padded (n, width) block, and its mask."""
+    """Per-entry ``values`` of the given queries as a padded (n, width) block."""
     mask = np.arange(width)[None, :] < rankings.lengths[queries][:, None]
     idx = rankings.offsets[queries][:, None] + np.arange(width)[None, :]
     out = np.full((queries.size, width), fill, dtype=np.asarray(values).dtype)
     out[mask] = values[idx[mask]]
-    return out, mask
+    return out
 
 
-def _cascade_cross_block(st: _CascadeStats, ra, rb, queries, pos_ab, pos_ba, discount):
-    """E[L_a L_b] for one padded block of queries (see module docstring)."""
+def _cascade_cross_block(sa: _CascadeStats, sb: _CascadeStats, ra, rb, queries, pos_ab, c_all):
+    """``E[L_a L_b]`` for one block of queries, sorted by ``len(a)`` descending.
+
+    Walks down list ``a`` (one step per rank ``i``, vectorized over the block's
+    queries and over all ranks ``l`` of ``b``) keeping, per query,
+
+    * ``S = prod_{j<i} E[1 - R(a_j)]`` and
+    * ``V(l) = E[P^a_i P^b_l] / S``: the prefix products of ``b``, with the
+      factor ``h = E[(1-R)^2] / E[1-R]^2`` for every item already above both
+      ``a_i`` and ``b_l`` (``V <= 1``, so nothing overflows);
+    * ``F(l) = c_l E[R(b_l)]``, or ``c_l E[R(1-R)] / E[1-R]`` once ``b_l`` is
+      above ``a_i`` in ``a``.
+
+    With ``z = a_i`` at rank ``p`` of ``b`` (``p = nb`` if absent) the row sum
+    ``sum_l E[R(a_i) P^a_i R(b_l) P^b_l] c_l`` is
+    ``S (E[R_z] sum_{l<p} V F + E[R_z^2] c_p V(p) + E[R_z(1-R_z)]/E[1-R_z] sum_{l>p} V F)``;
+    stepping to ``i + 1`` multiplies ``S`` by ``E[1 - R_z]`` and ``V(l > p)`` by
+    ``h_z``.  Five passes over a (queries x nb) array per step.
+    """
+    q_n = queries.size
     na = int(ra.lengths[queries].max(initial=0))
     nb = int(rb.lengths[queries].max(initial=0))
+    cross = np.zeros(q_n)
     if na == 0 or nb == 0:
-        return np.zeros(queries.size)
-    A, mA = _pad(ra.items, ra, queries, na, -1)
-    B, mB = _pad(rb.items, rb, queries, nb, -1)
-    ia = np.arange(na)
-    lb = np.arange(nb)
+        return cross
+    len_b = rb.lengths[queries]
+    eb = _pad(np.arange(rb.items.size), rb, queries, nb, 0)
+    in_b = np.arange(nb)[None, :] < len_b[:, None]
+    # V(l) at i = 0: exclusive prefix products of E[1 - R] down b
+    V = np.ones((q_n, nb))
+    if nb > 1:
+        np.cumprod(np.where(in_b[:, :-1], sb.u[eb[:, :-1]], 1.0), axis=1, out=V[:, 1:])
+    F = np.where(in_b, c_all[:nb] * sb.r[eb], 0.0)
 
-    def gather(x, items, mask, fill):
-        return np.where(mask, x[np.maximum(items, 0)], fill)
+    ea = _pad(np.arange(ra.items.size), ra, queries, na, 0)
+    pab = np.minimum(_pad(pos_ab, ra, queries, na, nb), nb)
+    a_r, a_u, a_r2 = sa.r[ea], sa.u[ea], sa.r2[ea]
+    a_ratio = sa.ru[ea] / a_u
+    a_h = sa.w[ea] / (a_u * a_u)
+    active = np.searchsorted(-ra.lengths[queries], -np.arange(na), side="left")
 
-    uA, uB = gather(st.u, A, mA, 1.0), gather(st.u, B, mB, 1.0)
-    # exclusive prefix products of E[1 - R] down each list
-    Ua = np.cumprod(np.concatenate([np.ones((queries.size, 1)), uA[:, :-1]], axis=1), axis=1)
-    Ub = np.cumprod(np.concatenate([np.ones((queries.size, 1)), uB[:, :-1]], axis=1), axis=1)
-    wa = np.where(mA, discount(ia.astype(np.float64))[None, :], 0.0) * Ua
-    wb = np.where(mB, discount(lb.astype(np.float64))[None, :], 0.0) * Ub
-
-    # position of a_i in b (nb if absent) and of b_l in a (na if absent)
-    pab = np.minimum(_pad(pos_ab, ra, queries, na, nb)[0], nb)
-    pba = np.minimum(_pad(pos_ba, rb, queries, nb, na)[0], na)
-
-    # 2-d prefix product of E[(1-R)^2]/E[1-R]^2 over items above both (i, l)
-    G = np.ones((queries.size, na + 1, nb + 1))
-    qq, ii = np.nonzero(pab < nb)
-    z = A[qq, ii]
-    G[qq, ii + 1, pab[qq, ii] + 1] = st.w[z] / st.u[z] ** 2
-    M = np.cumprod(np.cumprod(G, axis=1), axis=2)[:, :na, :nb]
-
-    ra_ratio = gather(st.ru / st.u, A, mA, 0.0)
-    rb_ratio = gather(st.ru / st.u, B, mB, 0.0)
-    fa = np.where(pab[:, :, None] < lb[None, None, :], ra_ratio[:, :, None], gather(st.r, A, mA, 0.0)[:, :, None])
-    fb = np.where(pba[:, None, :] < ia[None, :, None], rb_ratio[:, None, :], gather(st.r, B, mB, 0.0)[:, None, :])
-    S = fa * fb
-    same = pab[:, :, None] == lb[None, None, :]
-    S = np.where(same, gather(st.r2, A, mA, 0.0)[:, :, None], S)
-    return np.einsum("qi,qil,ql->q", wa, M * S, wb)
+    S = np.ones(q_n)
+    Z = np.empty((q_n, nb))
+    mask = np.empty((q_n, nb), dtype=bool)
+    ones = np.ones(nb)
+    lidx = np.arange(nb)
+    rows_all = np.arange(q_n)
+    cb_ext = np.append(c_all[:nb], 0.0)
+    for i in range(na):
+        n = active[i]
+        rows = rows_all[:n]
+        p = pab[:n, i]
+        pc = np.minimum(p, nb - 1)  # clipped for gathers; masked by `shared` below
+        shared = p < nb
+        Vn, Zn, Mn = V[:n], Z[:n], mask[:n]
+        np.multiply(Vn, F[:n], out=Zn)
+        total = Zn @ ones
+        np.greater(lidx, p[:, None], out=Mn)
+        right = np.einsum("ij,ij->i", Zn, Mn)
+        at_p = np.where(shared, Zn[rows, pc], 0.0)
+        left = np.maximum(total - right - at_p, 0.0)
+        mid = np.where(shared, V[rows, pc], 0.0) * cb_ext[p]
+        cross[:n] += c_all[i] * S[:n] * (a_r[:n, i] * left + a_r2[:n, i] * mid + a_ratio[:n, i] * right)
+        # step to i + 1
+        S[:n] *= a_u[:n, i]
+        np.multiply(Vn, a_h[:n, i : i + 1], out=Vn, where=Mn)
+        sr = rows[shared]
+        F[sr, p[shared]] = cb_ext[p[shared]] * a_ratio[sr, i]
+    return cross
 
 
 def _cascade_pair(probs, ra: Rankings, rb: Rankings, metric: Metric):
-    st = _cascade_item_stats(probs, metric)
-    mean_a, var_a = _cascade_moments(probs, ra, metric, st)
-    mean_b, var_b = _cascade_moments(probs, rb, metric, st)
+    pa, pb = PositionMajor(ra.offsets), PositionMajor(rb.offsets)
+    oa, ob = pa.flat_order(), pb.flat_order()
+    # joint stats in CSR order for the cross moment; the recursion wants them position-major
+    sa = _cascade_entry_stats(probs, ra.items, metric, joint=True)
+    sb = _cascade_entry_stats(probs, rb.items, metric, joint=True)
+    mean_a, var_a = _cascade_recursion(pa, _CascadeStats(sa.r[oa], sa.u[oa], sa.var[oa]), metric)
+    mean_b, var_b = _cascade_recursion(pb, _CascadeStats(sb.r[ob], sb.u[ob], sb.var[ob]), metric)
     m = ra.n_queries
     ia, ib = _match(ra, rb, probs.shape[0])
-    # rank of each a-entry inside b (n_b sentinel added per block) and vice versa
+    # rank of each a-entry inside b (clipped to the block width later)
     pos_ab = np.full(ra.items.size, np.iinfo(np.int64).max)
     pos_ab[ia] = rb.positions()[ib]
-    pos_ba = np.full(rb.items.size, np.iinfo(np.int64).max)
-    pos_ba[ib] = ra.positions()[ia]
+    c_all = _discounts(metric, int(max(ra.lengths.max(initial=0), rb.lengths.max(initial=0))) + 1)
     cross = np.zeros(m)
-    # Blocks of queries with similar list lengths keep the padding small.
-    size = np.maximum(np.maximum(ra.lengths, rb.lengths), 1)
-    order = np.argsort(-size, kind="stable")
+    # Blocks of queries with similar len(b) keep the padding small; inside a
+    # block, queries sorted by len(a) make the active ones a prefix at every step.
+    size_b = np.maximum(rb.lengths, 1)
+    order = np.argsort(-size_b, kind="stable")
     start = 0
     while start < m:
-        width = int(size[order[start]])
-        n_q = max(1, _PAIR_BLOCK_ELEMENTS // (width * width))
+        width = int(size_b[order[start]])
+        n_q = max(1, _PAIR_BLOCK_ELEMENTS // width)
         block = order[start : start + n_q]
-        cross[block] = _cascade_cross_block(
-            st, ra, rb, block, pos_ab, pos_ba, metric.definition.discount
-        )
+        block = block[np.argsort(-ra.lengths[block], kind="stable")]
+        cross[block] = _cascade_cross_block(sa, sb, ra, rb, block, pos_ab, c_all)
         start += n_q
     cov = cross - mean_a * mean_b
     dvar = np.maximum(var_a + var_b - 2.0 * cov, 0.0)

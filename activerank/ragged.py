@@ -138,10 +138,24 @@ class PositionMajor:
         self.max_len = int(sorted_len[0]) if sorted_len.size else 0
         # counts[i] = number of segments longer than i
         self.counts = np.searchsorted(-sorted_len, -np.arange(self.max_len), side="left")
+        # bounds[i]:bounds[i + 1] is position i's slice of a position-major flat array
+        self.bounds = offsets_from_lengths(self.counts)
 
     def entries(self, i: int) -> np.ndarray:
         """Flat indices of the entries at position ``i`` (sorted-segment order)."""
         return self.starts[: self.counts[i]] + i
+
+    def flat_order(self) -> np.ndarray:
+        """Flat entry indices in position-major order.
+
+        ``x[pm.flat_order()][pm.bounds[i]:pm.bounds[i + 1]]`` equals
+        ``x[pm.entries(i)]``.  Gathering per-entry data once into this order
+        turns every position step of a kernel into a contiguous slice instead
+        of a strided gather.
+        """
+        pos = np.repeat(np.arange(self.max_len, dtype=np.int64), self.counts)
+        rank = np.arange(pos.size, dtype=np.int64) - np.repeat(self.bounds[:-1], self.counts)
+        return self.starts[rank] + pos
 
     def unsort(self, values: np.ndarray) -> np.ndarray:
         out = np.empty_like(values)
