@@ -32,6 +32,7 @@ import json
 import math
 import numbers
 import os
+import pathlib
 import secrets
 import sqlite3
 from contextlib import contextmanager
@@ -616,17 +617,23 @@ class Campaign:
         if not os.path.isfile(path):
             raise FileNotFoundError(f"{path}: no campaign file (create one with Campaign.create / "
                                     "`activerank campaign init`).")
+        # check read-only first, so that opening a foreign file never modifies it
+        uri = pathlib.Path(path).resolve().as_uri() + "?mode=ro"
+        try:
+            probe = sqlite3.connect(uri, uri=True, timeout=60.0)
+            try:
+                row = probe.execute("SELECT version FROM schema_version").fetchone()
+            finally:
+                probe.close()
+        except sqlite3.DatabaseError as exc:
+            raise ValueError(f"{path}: not an activerank campaign store ({exc}).") from None
+        if row is None or row[0] != SCHEMA_VERSION:
+            raise ValueError(
+                f"{path}: campaign store has schema version {None if row is None else row[0]}; "
+                f"this activerank reads version {SCHEMA_VERSION}."
+            )
         conn = _connect(path)
         try:
-            try:
-                row = conn.execute("SELECT version FROM schema_version").fetchone()
-            except sqlite3.DatabaseError as exc:
-                raise ValueError(f"{path}: not an activerank campaign store ({exc}).") from None
-            if row is None or row[0] != SCHEMA_VERSION:
-                raise ValueError(
-                    f"{path}: campaign store has schema version {None if row is None else row[0]}; "
-                    f"this activerank reads version {SCHEMA_VERSION}."
-                )
             return cls(path, conn)
         except BaseException:
             conn.close()
