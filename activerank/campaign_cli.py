@@ -326,6 +326,7 @@ def add_campaign_parser(subparsers) -> argparse.ArgumentParser:
     argparse.ArgumentParser
         The ``campaign`` parser.
     """
+    from .api import METHODS
     from .campaign.io import FORMATS, TASK_FORMATS
     from .campaign.store import COMBINE_RULES
     from .models import MODEL_NAMES
@@ -363,7 +364,8 @@ def add_campaign_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--budget", type=_positive_float, required=True,
                    help="labeling budget in units of the mean query cost")
     p.add_argument("--metric", default="err@10", help="dcg@k or err@k (default err@10)")
-    p.add_argument("--method", default="active", choices=("active", "passive", "active_uniform_costs"))
+    p.add_argument("--method", default="active", choices=METHODS, help="sampling/estimation method "
+                   "(default active)")
     p.add_argument("--costs", default="auto", choices=("auto", "log_length", "constant", "uniform"))
     p.add_argument("--defensive", type=float, default=0.1, help="weight of p in the sampling mixture")
     p.add_argument("--seed", type=_nonneg_int, default=None, help="seed of the draw sequence (default: random, "

@@ -135,7 +135,7 @@ def _jsonl_rows(raw: bytes) -> list[RawRow]:
         try:
             obj = json.loads(text)
         except json.JSONDecodeError as exc:
-            rows.append(RawRow(i, error=f"malformed JSON ({exc.msg} at column {exc.colno}); "
+            rows.append(RawRow(i, error=f"malformed JSON ({exc.msg}, column {exc.colno}); "
                                         "truncated or broken line"))
             continue
         if not isinstance(obj, dict):
