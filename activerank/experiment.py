@@ -98,6 +98,7 @@ __all__ = [
     "budget_to_reach",
     "label_savings",
     "run",
+    "investigate",
     "main",
 ]
 
@@ -994,6 +995,111 @@ def run(cfg: ExperimentConfig, *, progress: Callable[[str], None] | None = _prin
                              time.perf_counter() - t0, cfg)
 
 
+# --------------------------------------------------------------------------- investigation
+
+
+def _temper(probs, temperature):
+    z = np.log(np.clip(probs, 1e-300, None)) / temperature
+    z -= z.max(axis=1, keepdims=True)
+    e = np.exp(z)
+    return e / e.sum(axis=1, keepdims=True)
+
+
+def _pooled(rows, key_cols):
+    df = pd.DataFrame(rows)
+    g = df.groupby(key_cols, sort=False)
+    out = g.agg(variance=("variance", "sum"), variance_passive=("variance_passive", "sum"),
+                min_fold=("savings", "min"), max_fold=("savings", "max")).reset_index()
+    out["savings"] = 1 - out.variance / out.variance_passive
+    return out
+
+
+def investigate(cfg: ExperimentConfig, *, progress: Callable[[str], None] | None = _print_flush) -> dict:
+    """Why does (or doesn't) active sampling save labels?  Analytic what-if analysis.
+
+    Uses the analytic savings ``1 - V(q)/V(p)`` (no Monte-Carlo noise) on the
+    same folds and tasks as :func:`run`, varying one ingredient at a time:
+
+    * ``defensive`` weight of the mixture with ``p`` (0 .. 0.5);
+    * ``temperature`` of the relevance model (``p^(1/T)`` renormalized:
+      T < 1 sharpens, T > 1 flattens) -- sensitivity to calibration;
+    * ``costs``: the dataset's cost model vs a constant cost per document vs
+      one unit per query;
+    * ``model``: each relevance model alone instead of the mixture (pairs).
+
+    and reports query-level diagnostics of the relevance model: correlation of
+    predicted ``E[L|x]`` with the true ``L(x)``, of the predicted
+    ``sqrt(E[(L-R)^2|x])`` with the true ``|L(x) - R|`` (what ``q`` needs),
+    and the ratio of mean predicted to mean true ``(L - R)^2``.
+
+    Returns
+    -------
+    dict with DataFrames ``variants`` (pooled over folds) and ``diagnostics``
+    (mean over folds).
+    """
+    say = progress or (lambda s: None)
+    rows, diag = [], []
+    metrics = [str(parse_metric(m, require_moments=True)) for m in cfg.metrics]
+    for ds in cfg.datasets:
+        spec = _spec_iv(ds)
+        for fold in cfg.folds:
+            fm = fit_fold(spec, fold, cfg, data_root=cfg.data_root)
+            for inst in cfg.instances():
+                for metric in metrics:
+                    prob = build_problem(fm, inst, metric, cost_model=spec.cost_model)
+                    p, lam, L = prob.p, prob.costs.cost, prob.values
+                    vp = analytic_variance(L, p, p, lam)
+                    base = dict(dataset=spec.name, fold=fold, instance=inst.key, metric=metric)
+
+                    def add(variant, value, q, lam_eval=lam, vpass=vp):
+                        v = analytic_variance(L, p, q, lam_eval)
+                        rows.append(dict(base, variant=variant, value=str(value), variance=v,
+                                         variance_passive=vpass, savings=1 - v / vpass if vpass > 0 else np.nan))
+
+                    mean, var = prob.moments["model"]
+                    sq = expected_squared_error(mean, var, p)
+                    for d in (0.0, 0.05, 0.1, 0.2, 0.3, 0.5):
+                        add("defensive", d, optimal_distribution(sq, lam, p, defensive=d))
+                    for t in (0.5, 1.0, 2.0):
+                        mt, vt = _moment_pair(_temper(prob.probs, t), prob.rankings, prob.metric)
+                        add("temperature", t, optimal_distribution(expected_squared_error(mt, vt, p), lam, p,
+                                                                   defensive=cfg.defensive))
+                    for cm in dict.fromkeys([spec.cost_model, "constant", "per_query"]):
+                        if cm == "per_query":
+                            lam_c = np.ones_like(lam)
+                        else:
+                            dc, _ = document_costs(fm.pool, fm.pool.n_docs, cm)
+                            lam_c = query_costs(dc, list(prob.rankings)).cost
+                        vpc = analytic_variance(L, p, p, lam_c)
+                        add("costs", cm, optimal_distribution(sq, lam_c, p, defensive=cfg.defensive), lam_c, vpc)
+                    if len(inst.models) > 1:
+                        for mname in inst.models:
+                            mm, vv = _moment_pair(fm.probs[mname], prob.rankings, prob.metric)
+                            add("model", mname, optimal_distribution(expected_squared_error(mm, vv, p), lam, p,
+                                                                     defensive=cfg.defensive))
+                    dev = np.abs(L - prob.target)
+                    diag.append(dict(
+                        base,
+                        corr_mean=_corr(mean, L),
+                        corr_dev=_corr(np.sqrt(sq), dev),
+                        pred_over_true_sq=float(sq.mean() / np.mean(dev**2)) if np.mean(dev**2) > 0 else np.nan,
+                        var_share=float(var.mean() / sq.mean()) if sq.mean() > 0 else np.nan,
+                        cost_cv=float(lam.std() / lam.mean()),
+                    ))
+            say(f"investigate {spec.name} fold {fold} done")
+    variants = _pooled(rows, ["dataset", "instance", "metric", "variant", "value"])
+    diagnostics = pd.DataFrame(diag).groupby(["dataset", "instance", "metric"], sort=False).mean(
+        numeric_only=True).drop(columns="fold").reset_index()
+    return {"variants": variants, "diagnostics": diagnostics}
+
+
+def _corr(a, b) -> float:
+    a, b = np.asarray(a, float), np.asarray(b, float)
+    if a.std() == 0 or b.std() == 0:
+        return float("nan")
+    return float(np.corrcoef(a, b)[0, 1])
+
+
 # --------------------------------------------------------------------------- reporting
 
 
@@ -1048,7 +1154,30 @@ def _markdown(df: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
-def write_outputs(res: ExperimentResults, out_dir, *, figures: bool = True, command: str | None = None) -> list[str]:
+def investigation_markdown(inv: dict) -> str:
+    """Markdown section summarizing :func:`investigate` (active method, pooled over folds)."""
+    v = inv["variants"].copy()
+    v["col"] = v.variant + "=" + v.value
+    tab = v.pivot_table(index=["dataset", "instance", "metric"], columns="col", values="savings", sort=False)
+    tab = (100 * tab).round(0).astype("Int64").astype(str) + "%"
+    tab = tab.reset_index()
+    d = inv["diagnostics"].round(2)
+    return "\n".join([
+        "## Why active does or does not win: analytic what-if (savings 1 − V(q)/V(p), pooled over folds)", "",
+        "Each column changes one ingredient of `active` (defensive weight; temperature T of the relevance "
+        "model, p^(1/T) renormalized, T<1 sharper, T>1 flatter; cost model — `per_query` charges 1 per query, "
+        "i.e. both V(q) and V(p) are evaluated under uniform costs; `model` = one of the two models instead of "
+        "their mixture).", "",
+        _markdown(tab), "",
+        "Query-level diagnostics of the relevance model (mean over folds): `corr_mean` = corr(predicted "
+        "E[L|x], true L(x)); `corr_dev` = corr(predicted sqrt E[(L−R)²|x], true |L(x)−R|) — what q* needs; "
+        "`pred_over_true_sq` = mean predicted / mean true (L−R)² (1 = calibrated on average); `var_share` = "
+        "share of the predicted E[(L−R)²|x] that is Var[L|x]; `cost_cv` = coefficient of variation of λ(x).", "",
+        _markdown(d), ""])
+
+
+def write_outputs(res: ExperimentResults, out_dir, *, figures: bool = True, command: str | None = None,
+                  investigation: dict | None = None) -> list[str]:
     """Write CSVs, figures and ``savings.md`` into ``out_dir``; return the paths."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -1081,6 +1210,11 @@ def write_outputs(res: ExperimentResults, out_dir, *, figures: bool = True, comm
         tab = savings_table(res.savings, method)
         if len(tab):
             md += [f"## Method `{method}`", "", _markdown(tab), ""]
+    if investigation is not None:
+        for name, df in investigation.items():
+            df.to_csv(out / f"investigation_{name}.csv", index=False)
+            paths.append(str(out / f"investigation_{name}.csv"))
+        md.append(investigation_markdown(investigation))
     (out / "savings.md").write_text("\n".join(md))
     paths.append(str(out / "savings.md"))
     return paths
@@ -1120,6 +1254,8 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--quick", action="store_true", help="smaller tuning grids")
     ap.add_argument("--no-cache", action="store_true", help="do not cache fitted models' predictions")
     ap.add_argument("--no-figures", action="store_true")
+    ap.add_argument("--investigate", action="store_true",
+                    help="also run the analytic what-if analysis (defensive weight, calibration, costs, model)")
     return ap
 
 
@@ -1137,11 +1273,14 @@ def config_from_args(args) -> ExperimentConfig:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Command-line entry point; returns the exit status."""
+    t0 = time.perf_counter()
     args = build_parser().parse_args(argv)
     cfg = config_from_args(args)
     command = "python -m activerank.experiment " + " ".join(sys.argv[1:] if argv is None else argv)
     res = run(cfg)
-    paths = write_outputs(res, args.out, figures=not args.no_figures, command=command.strip())
+    inv = investigate(cfg) if args.investigate else None
+    res.seconds = time.perf_counter() - t0
+    paths = write_outputs(res, args.out, figures=not args.no_figures, command=command.strip(), investigation=inv)
     print(f"done in {res.seconds:.1f}s; wrote {len(paths)} files to {args.out}")
     for method in [m for m in cfg.methods if m != "passive"][:1]:
         print(savings_table(res.savings, method).to_string(index=False))

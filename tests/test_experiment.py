@@ -140,7 +140,8 @@ def test_main_end_to_end_small(tmp_path):
     out = tmp_path / "res"
     rc = ex.main(["--datasets", "mq2008", "--folds", "2", "--reps", "60", "--metrics", "err@10",
                   "--scenarios", "a_rf,c_index", "--n-trees", "8", "--quick", "--n-boot", "50",
-                  "--budgets", "mq2008:10,20,40", "--reference", "mq2008:20", "--out", str(out)])
+                  "--budgets", "mq2008:10,20,40", "--reference", "mq2008:20", "--out", str(out),
+                  "--investigate"])
     assert rc == 0
     curves = pd.read_csv(out / "curves.csv")
     assert set(curves.method) == {"passive", "active", "active_uniD", "active_uniC"}
@@ -150,3 +151,6 @@ def test_main_end_to_end_small(tmp_path):
     assert (out / "fig_mq2008_err10.png").exists() and (out / "fig_mq2008_costs.png").exists()
     assert "Method `active`" in (out / "savings.md").read_text()
     assert list((out / "cache").glob("*.npz"))
+    inv = pd.read_csv(out / "investigation_variants.csv")
+    assert {"defensive", "temperature", "costs"} <= set(inv.variant)
+    assert "what-if" in (out / "savings.md").read_text()
