@@ -173,7 +173,7 @@ def test_input_validation(train):
         OrderedLogitRelevanceModel(3, variant="SE")
     with pytest.raises(ValueError, match="`alpha` must be a non-negative number"):
         OrderedLogitRelevanceModel(3, alpha=-1)
-    with pytest.raises(ValueError, match=r"`method` must be one of \('linear', 'round', 'leaf'\)"):
+    with pytest.raises(ValueError, match=r"`method` must be one of \('leaf', 'linear', 'round'\)"):
         RandomForestRegressionRelevanceModel(3, method="median")
 
 
