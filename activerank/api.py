@@ -336,17 +336,18 @@ def estimate_from_labels(pool, dsg: Design, plan: DrawPlan, acquired: dict):
 
 
 def _run(pool, rankings, probs, labeler, *, budget, metric, k, method, costs, query_weights,
-         defensive, rng):
+         defensive, rng, predicted):
     pool = _pool_iv(pool)
     dsg = design(pool, rankings, probs, metric=metric, k=k, method=method, costs=costs,
-                 query_weights=query_weights, defensive=defensive)
+                 query_weights=query_weights, defensive=defensive, predicted=predicted)
     plan = draw_budgeted(dsg.q, dsg.costs.cost, budget, rng)
     acquired = label_plan(pool, dsg, plan, labeler)
     return estimate_from_labels(pool, dsg, plan, acquired)
 
 
 def estimate(pool, scores, probs, labeler, *, budget, metric="err@10", k=None, method="active",
-             costs="auto", query_weights=None, defensive=DEFAULT_DEFENSIVE, rng=None) -> EstimateResult:
+             costs="auto", query_weights=None, defensive=DEFAULT_DEFENSIVE, rng=None,
+             predicted=None) -> EstimateResult:
     """Estimate a ranker's mean metric from a budget of relevance judgments.
 
     Parameters
@@ -384,6 +385,10 @@ def estimate(pool, scores, probs, labeler, *, budget, metric="err@10", k=None, m
     defensive : float, default 0.1
         Weight of ``p`` mixed into ``q*`` so that every query stays reachable.
     rng : None, int or numpy.random.Generator
+    predicted : tuple (mean, variance) of ndarrays of shape (n_queries,), optional
+        Per-query predictions replacing the model's exact moments when
+        choosing ``q`` and as the control variate (e.g. from
+        :class:`activerank.calibration.QueryCalibrator`).
 
     Returns
     -------
@@ -408,12 +413,13 @@ def estimate(pool, scores, probs, labeler, *, budget, metric="err@10", k=None, m
     rankings = (_rankings_for_pool(scores, _pool_iv(pool), "scores"),)
     return _run(pool, rankings, probs, labeler, budget=budget, metric=metric, k=k,
                         method=method, costs=costs,
-                        query_weights=query_weights, defensive=defensive, rng=rng)
+                        query_weights=query_weights, defensive=defensive, rng=rng,
+                        predicted=predicted)
 
 
 def compare(pool, scores_a, scores_b, probs, labeler, *, budget, metric="err@10", k=None,
             method="active", costs="auto", query_weights=None, defensive=DEFAULT_DEFENSIVE,
-            rng=None) -> ComparisonResult:
+            rng=None, predicted=None) -> ComparisonResult:
     """Estimate ``Delta = R_a - R_b`` between two rankers from a labeling budget.
 
     Same parameters as :func:`estimate`, with two rankers.  Judging a query
@@ -441,4 +447,5 @@ def compare(pool, scores_a, scores_b, probs, labeler, *, budget, metric="err@10"
                 _rankings_for_pool(scores_b, pool_, "scores_b"))
     return _run(pool, rankings, probs, labeler, budget=budget, metric=metric, k=k,
                         method=method, costs=costs,
-                        query_weights=query_weights, defensive=defensive, rng=rng)
+                        query_weights=query_weights, defensive=defensive, rng=rng,
+                        predicted=predicted)
