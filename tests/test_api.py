@@ -34,6 +34,7 @@ def test_repeated_draws_are_not_charged_or_relabeled(setup):
     assert res.cost_spent == pytest.approx(t["cost"].sum()) and res.cost_spent <= 60
 
 
+@pytest.mark.filterwarnings("ignore::activerank.LowEffectiveSampleSizeWarning")
 def test_compare_charges_union_of_documents():
     pool = ar.Pool.from_qids([1, 1, 1, 2, 2])
     probs = np.full((5, 2), 0.5)
