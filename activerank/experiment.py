@@ -1134,7 +1134,8 @@ def savings_table(savings: pd.DataFrame, method: str = "active") -> pd.DataFrame
             "scenario": r.title,
             "metric": r.metric,
             "measure": "model-selection error" if tag == "sel" else "absolute error",
-            f"passive error @Λ={r.reference_budget:g}": f"{r[f'{tag}_passive_error']:.4g}",
+            "Λ_ref": f"{r.reference_budget:g}",
+            "passive error at Λ_ref": f"{r[f'{tag}_passive_error']:.4g}",
             "simulated savings [95% CI]": _fmt_pct(r[f"{tag}_savings"], r[f"{tag}_low"], r[f"{tag}_high"],
                                                    r[f"{tag}_censored"]),
             "abs-error savings": _fmt_pct(r["abs_savings"], r["abs_low"], r["abs_high"], r["abs_censored"])
@@ -1199,7 +1200,8 @@ def write_outputs(res: ExperimentResults, out_dir, *, figures: bool = True, comm
                f"forests of {cfg.n_trees} trees.", ""]
         for ds in cfg.datasets:
             spec = DATASETS[ds]
-            md.append(f"- **{ds}** cost model: {spec.cost_note}; budget grid {list(cfg.grid(ds))}, "
+            grid = ", ".join(f"{b:g}" for b in cfg.grid(ds))
+            md.append(f"- **{ds}** cost model: {spec.cost_note}; budget grid [{grid}], "
                       f"reference budget Λ = {cfg.reference(ds):g} (mean query cost = 1).")
         md.append("")
     md += ["Savings = 1 − (budget active needs to reach passive's error at the reference budget) / "
