@@ -151,16 +151,19 @@ def build_parser() -> argparse.ArgumentParser:
         pass
     else:
         add_campaign_parser(sub)
-    try:
-        from .experiment import add_experiment_parser
-    except ImportError:
-        pass
-    else:
-        add_experiment_parser(sub)
+    # listed for --help only: main() hands `experiment ...` to activerank.experiment.main
+    sub.add_parser("experiment", help="reproduce the paper's experiments on LETOR data "
+                                      "(see `activerank experiment --help`)")
     return parser
 
 
 def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["experiment"]:
+        # the experiment harness owns its whole argument list (including --help)
+        from .experiment import main as experiment_main
+
+        return int(experiment_main(argv[1:]) or 0)
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
