@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import warnings
 
 import numpy as np
 
@@ -167,9 +166,7 @@ def main(argv=None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("default")
-            result = args.func(args)
+        result = args.func(args)
     except (CLIError, ValueError, TypeError, OSError) as exc:
         print(f"activerank {args.command}: error: {exc}", file=sys.stderr)
         return 2
