@@ -150,7 +150,7 @@ def run_task(pool, names, values, probs, metric, task, method, budgets, reps, rn
     rows = []
     for b, budget in enumerate(budgets):
         err = tgt[b] - truth
-        se = np.sqrt(np.einsum("rii->ri", tcov[b]))
+        se = np.sqrt(np.clip(np.einsum("rii->ri", tcov[b]), 0.0, None))  # round-off can dip below 0
         cover = np.abs(err) <= 1.959964 * se
         crit = np.array([max_abs_t_critical_value(c) for c in tcov[b]])
         joint = np.all(np.abs(err) <= crit[:, None] * se, axis=1)
