@@ -7,8 +7,28 @@ possible, following Sawade et al. (ECML PKDD 2012).
 Pipeline: relevance model -> exact moments -> costs -> sampling -> estimation.
 """
 
-from . import costs, data, estimation, labelers, metrics, models, moments, rankers, sampling
+from . import (
+    adaptive,
+    calibration,
+    campaign,
+    costs,
+    data,
+    estimation,
+    labelers,
+    metrics,
+    models,
+    moments,
+    multi,
+    rankers,
+    sampling,
+    sequential,
+    simulation,
+    trec,
+)
+from .adaptive import PriorJudgments, estimate_adaptive
 from .api import Design, Pool, compare, design, estimate
+from .multi import MultiComparisonResult, SystemRankingResult, compare_many, rank_systems
+from .sequential import SequentialComparisonResult, SequentialEstimateResult, estimate_sequential
 from .data import LetorData, letor_fold, load_letor, load_partitions, load_sample
 from .estimation import ComparisonResult, ConfidenceInterval, EstimateResult, LowEffectiveSampleSizeWarning
 from .labelers import CallableLabeler, KnownLabels, LabelingError
@@ -37,10 +57,19 @@ __all__ = [
     "LabelingError",
     "LetorData",
     "LowEffectiveSampleSizeWarning",
+    "MultiComparisonResult",
     "Pool",
+    "PriorJudgments",
+    "SequentialComparisonResult",
+    "SequentialEstimateResult",
+    "SystemRankingResult",
     "compare",
+    "compare_many",
     "design",
     "estimate",
+    "estimate_adaptive",
+    "estimate_sequential",
+    "rank_systems",
     "letor_fold",
     "load_letor",
     "load_partitions",
