@@ -73,7 +73,14 @@ from .models import fit_with_validation, make_relevance_model
 from .moments import _moments, _pair_moments
 from .rankers import expected_gain_scores, fit_linear_ranker, rank_by_scores, remove_fraction
 from .sampling import DEFAULT_DEFENSIVE, expected_squared_error, optimal_distribution
-from .simulation import BatchEstimate, BatchPlan, budget_stops, draw_budgeted_batch, snis_prefix
+from .simulation import (
+    BatchEstimate,
+    BatchPlan,
+    budget_stops,
+    draw_budgeted_batch,
+    model_assisted_prefix,
+    snis_prefix,
+)
 
 __all__ = [
     "DatasetSpec",
@@ -548,11 +555,32 @@ class ActiveISMethod(SamplingMethod):
                                     defensive=defensive)
 
 
+class ModelAssistedMethod(SamplingMethod):
+    """Control variate ``m(x) = E_theta[L | x]`` (issue 6): ``q ∝ p sqrt(Var_theta[L|x] / lambda)``
+    and :func:`~activerank.simulation.model_assisted_prefix` (tuned or fixed coefficient)."""
+
+    def __init__(self, name: str, *, tuned: bool = True):
+        self.name = name
+        self.tuned = tuned
+
+    def distribution(self, problem, *, defensive=DEFAULT_DEFENSIVE):
+        _, var = problem.moments["model"]
+        return optimal_distribution(var, problem.costs.cost, problem.p, defensive=defensive)
+
+    def estimate(self, problem, q, plan, stops):
+        mean, _ = problem.moments["model"]
+        x = plan.queries
+        return model_assisted_prefix(problem.values[x], mean[x], problem.p[x] / q[x],
+                                     float(problem.p @ mean), stops, tuned=self.tuned)
+
+
 METHODS: dict[str, SamplingMethod] = {
     "passive": PassiveMethod(),
     "active": ActiveISMethod("active"),
     "active_uniD": ActiveISMethod("active_uniD", moments="uniform"),
     "active_uniC": ActiveISMethod("active_uniC", cost_aware=False),
+    "model_assisted": ModelAssistedMethod("model_assisted"),
+    "model_assisted_fixed": ModelAssistedMethod("model_assisted_fixed", tuned=False),
 }
 
 

@@ -145,3 +145,22 @@ def test_validation_messages():
         draw_budgeted_batch(q, c, 1e-6, 2)
     with pytest.raises(ValueError, match="`q`"):
         draw_budgeted_batch(np.zeros(5), c, 3.0, 2)
+
+
+def test_model_assisted_prefix_matches_scalar_estimator():
+    from activerank.estimation import model_assisted
+    from activerank.simulation import model_assisted_prefix
+
+    rng = np.random.default_rng(5)
+    v = rng.random((3, 40))
+    m = v + rng.normal(0, 0.2, v.shape)
+    w = rng.uniform(0.5, 2.0, v.shape)
+    stops = np.array([[10, 25, 40], [40, 3, 17]])
+    for tuned in (True, False):
+        batch = model_assisted_prefix(v, m, w, 0.55, stops, tuned=tuned)
+        for b in range(2):
+            for r in range(3):
+                n = stops[b, r]
+                one = model_assisted(v[r, :n], m[r, :n], w[r, :n], 0.55, tuned=tuned)
+                assert batch.estimate[b, r] == pytest.approx(one.estimate, rel=1e-9)
+                assert batch.standard_error[b, r] == pytest.approx(one.standard_error, rel=1e-7)
