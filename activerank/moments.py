@@ -19,10 +19,16 @@ Formulas (``i`` is a 0-based rank, ``d_i``/``c_i`` the metric's discount):
   ``O(|Y| n)``.
 * ERR cross moment: ``E[L_a L_b] = sum_{i,l} c_i c_l E[R(a_i) P^a_i R(b_l) P^b_l]``
   with ``P`` the products of ``(1 - R)`` above each rank.  Each term factorizes
-  over items: prefix products ``U_a(i) U_b(l)`` of ``E[1 - R]``, a 2-d prefix
-  product over shared items of ``E[(1 - R)^2] / E[1 - R]^2`` (computed by two
-  cumulative products), and a correction for the two items at ``(i, l)``.
-  ``O(|Y| (n_a + n_b) + n_a n_b)``, batched over queries in padded chunks.
+  over items: prefix products of ``E[1 - R]``, a factor
+  ``E[(1 - R)^2] / E[1 - R]^2`` for every item above both ``a_i`` and ``b_l``,
+  and a correction for the two items at ``(i, l)``.  The kernel walks down
+  ``a`` keeping one row over ``l`` (see ``_cascade_cross_block``):
+  ``O(|Y| (n_a + n_b) + n_a n_b)``, vectorized over blocks of queries of
+  similar length so the working set stays in cache.
+
+Item statistics are computed in cache-sized chunks of the probability matrix
+and the ERR suffix recursion reads them in position-major order, so the
+single-ranker kernels stream the pool's probabilities about once.
 """
 
 from __future__ import annotations
@@ -348,69 +354,80 @@ def _cascade_cross_block(sa: _CascadeStats, sb: _CascadeStats, ra, rb, queries, 
     Walks down list ``a`` (one step per rank ``i``, vectorized over the block's
     queries and over all ranks ``l`` of ``b``) keeping, per query,
 
-    * ``S = prod_{j<i} E[1 - R(a_j)]`` and
-    * ``V(l) = E[P^a_i P^b_l] / S``: the prefix products of ``b``, with the
+    * ``S_i = prod_{j<i} E[1 - R(a_j)]`` (precomputed for the whole block);
+    * ``V(l) = E[P^a_i P^b_l] / S_i``: the prefix products of ``b``, with the
       factor ``h = E[(1-R)^2] / E[1-R]^2`` for every item already above both
       ``a_i`` and ``b_l`` (``V <= 1``, so nothing overflows);
     * ``F(l) = c_l E[R(b_l)]``, or ``c_l E[R(1-R)] / E[1-R]`` once ``b_l`` is
       above ``a_i`` in ``a``.
 
     With ``z = a_i`` at rank ``p`` of ``b`` (``p = nb`` if absent) the row sum
-    ``sum_l E[R(a_i) P^a_i R(b_l) P^b_l] c_l`` is
-    ``S (E[R_z] sum_{l<p} V F + E[R_z^2] c_p V(p) + E[R_z(1-R_z)]/E[1-R_z] sum_{l>p} V F)``;
-    stepping to ``i + 1`` multiplies ``S`` by ``E[1 - R_z]`` and ``V(l > p)`` by
-    ``h_z``.  Five passes over a (queries x nb) array per step.
+    ``sum_l c_l E[R(a_i) P^a_i R(b_l) P^b_l]`` is
+    ``S_i (E[R_z] sum_{l<p} V F + E[R_z^2] c_p V(p) + E[R_z(1-R_z)]/E[1-R_z] sum_{l>p} V F)``;
+    stepping to ``i + 1`` multiplies ``V(l > p)`` by ``h_z`` and switches ``F(p)``.
+    Each step is five passes over a (queries x nb) array; everything that does
+    not depend on ``V`` is computed for all steps at once.  A spare column
+    ``l = nb`` (``F = 0``, ``c = 0``) absorbs the updates of items absent from
+    ``b``, so no step needs a mask.
     """
     q_n = queries.size
     na = int(ra.lengths[queries].max(initial=0))
     nb = int(rb.lengths[queries].max(initial=0))
-    cross = np.zeros(q_n)
     if na == 0 or nb == 0:
-        return cross
-    len_b = rb.lengths[queries]
+        return np.zeros(q_n)
+    w = nb + 1
+    cb = np.append(c_all[:nb], 0.0)
     eb = _pad(np.arange(rb.items.size), rb, queries, nb, 0)
-    in_b = np.arange(nb)[None, :] < len_b[:, None]
+    in_b = np.arange(nb)[None, :] < rb.lengths[queries][:, None]
     # V(l) at i = 0: exclusive prefix products of E[1 - R] down b
-    V = np.ones((q_n, nb))
+    V = np.ones((q_n, w))
     if nb > 1:
-        np.cumprod(np.where(in_b[:, :-1], sb.u[eb[:, :-1]], 1.0), axis=1, out=V[:, 1:])
-    F = np.where(in_b, c_all[:nb] * sb.r[eb], 0.0)
+        np.cumprod(np.where(in_b[:, :-1], sb.u[eb[:, :-1]], 1.0), axis=1, out=V[:, 1:nb])
+    F = np.zeros((q_n, w))
+    F[:, :nb] = np.where(in_b, cb[:nb] * sb.r[eb], 0.0)
 
-    ea = _pad(np.arange(ra.items.size), ra, queries, na, 0)
-    pab = np.minimum(_pad(pos_ab, ra, queries, na, nb), nb)
-    a_r, a_u, a_r2 = sa.r[ea], sa.u[ea], sa.r2[ea]
+    # per-step quantities, transposed to (na, queries) so step i reads contiguous rows
+    ea = _pad(np.arange(ra.items.size), ra, queries, na, 0).T
+    in_a = (np.arange(na)[:, None] < ra.lengths[queries][None, :])
+    p = np.where(in_a, np.minimum(_pad(pos_ab, ra, queries, na, nb).T, nb), nb)
+    a_u = np.where(in_a, sa.u[ea], 1.0)
+    S = np.ones((na, q_n))
+    if na > 1:
+        np.cumprod(a_u[:-1], axis=0, out=S[1:])
+    ci = (c_all[:na] * in_a.T).T * S  # c_i S_i, zero past the end of a
     a_ratio = sa.ru[ea] / a_u
-    a_h = sa.w[ea] / (a_u * a_u)
+    coef_left = ci * sa.r[ea]
+    coef_mid = ci * sa.r2[ea] * cb[p]
+    coef_right = ci * a_ratio
+    h = (sa.w[ea] / (a_u * a_u))[:, :, None]
+    flat = np.arange(q_n)[None, :] * w + p  # (i, query) -> flat index of (query, p)
+    f_new = cb[p] * a_ratio  # F(p) after a_i = b_p enters a's prefix (0 in the spare column)
     active = np.searchsorted(-ra.lengths[queries], -np.arange(na), side="left")
 
-    S = np.ones(q_n)
-    Z = np.empty((q_n, nb))
-    mask = np.empty((q_n, nb), dtype=bool)
-    ones = np.ones(nb)
-    lidx = np.arange(nb)
-    rows_all = np.arange(q_n)
-    cb_ext = np.append(c_all[:nb], 0.0)
+    left = np.zeros((na, q_n))
+    mid = np.zeros((na, q_n))
+    right = np.zeros((na, q_n))
+    Z = np.empty((q_n, w))
+    mask = np.empty((q_n, w), dtype=bool)
+    Vf, Zf, Ff = V.reshape(-1), Z.reshape(-1), F.reshape(-1)
+    ones = np.ones(w)
+    lidx = np.arange(w)
     for i in range(na):
         n = active[i]
-        rows = rows_all[:n]
-        p = pab[:n, i]
-        pc = np.minimum(p, nb - 1)  # clipped for gathers; masked by `shared` below
-        shared = p < nb
         Vn, Zn, Mn = V[:n], Z[:n], mask[:n]
+        fi = flat[i, :n]
         np.multiply(Vn, F[:n], out=Zn)
         total = Zn @ ones
-        np.greater(lidx, p[:, None], out=Mn)
-        right = np.einsum("ij,ij->i", Zn, Mn)
-        at_p = np.where(shared, Zn[rows, pc], 0.0)
-        left = np.maximum(total - right - at_p, 0.0)
-        mid = np.where(shared, V[rows, pc], 0.0) * cb_ext[p]
-        cross[:n] += c_all[i] * S[:n] * (a_r[:n, i] * left + a_r2[:n, i] * mid + a_ratio[:n, i] * right)
-        # step to i + 1
-        S[:n] *= a_u[:n, i]
-        np.multiply(Vn, a_h[:n, i : i + 1], out=Vn, where=Mn)
-        sr = rows[shared]
-        F[sr, p[shared]] = cb_ext[p[shared]] * a_ratio[sr, i]
-    return cross
+        np.greater(lidx, p[i, :n, None], out=Mn)
+        r_sum = np.einsum("ij,ij->i", Zn, Mn)
+        right[i, :n] = r_sum
+        left[i, :n] = total - r_sum - Zf[fi]
+        mid[i, :n] = Vf[fi]
+        np.multiply(Vn, h[i, :n], out=Vn, where=Mn)
+        Ff[fi] = f_new[i, :n]
+    # sums of nonnegative terms: clip the rounding of total - right - Z(p)
+    np.maximum(left, 0.0, out=left)
+    return (coef_left * left + coef_mid * mid + coef_right * right).sum(axis=0)
 
 
 def _cascade_pair(probs, ra: Rankings, rb: Rankings, metric: Metric):
