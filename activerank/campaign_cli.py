@@ -78,31 +78,12 @@ def _read_query_text(path) -> dict:
 
 
 def _letor_ranker(spec, data, probs):
-    from .rankers import expected_gain_scores
-    from .trec import read_runs, run_rankings_for_pool
+    from .cli import CLIError, scores_from_spec
 
-    kind, _, arg = spec.partition(":")
-    if spec == "model":
-        return expected_gain_scores(probs)
-    if kind == "feature":
-        if not (arg.isdigit() and 1 <= int(arg) <= data.n_features):
-            raise CampaignCLIError(f"--ranker {spec!r}: feature must be 1..{data.n_features}.")
-        return data.X[:, int(arg) - 1]
-    if kind == "file" and arg:
-        try:
-            values = np.loadtxt(arg, dtype=np.float64, ndmin=1)
-        except (OSError, ValueError) as exc:
-            raise CampaignCLIError(f"--ranker {spec!r}: cannot read scores: {exc}") from None
-        if values.shape != (data.n_docs,):
-            raise CampaignCLIError(f"--ranker {spec!r}: the file must hold {data.n_docs} scores, one per "
-                                   f"pool document; got {values.size}.")
-        return values
-    if kind == "run" and arg:
-        path, _, tag = arg.partition("#")
-        runs = read_runs(path)
-        return run_rankings_for_pool(runs, data, name=tag or None)
-    raise CampaignCLIError(
-        f"--ranker must be 'model', 'feature:N', 'file:PATH' or 'run:PATH[#TAG]'; got {spec!r}.")
+    try:
+        return scores_from_spec(spec, data, probs, option="--ranker")
+    except CLIError as exc:
+        raise CampaignCLIError(str(exc)) from None
 
 
 def _init_letor(args):

@@ -26,25 +26,34 @@ def _load(path, n_grades=None):
     return load_letor(path, n_grades=n_grades)
 
 
-def _scores(spec: str, data, model):
-    """``model`` (expected gain), ``feature:N`` (1-based column) or ``file:PATH`` (one per line)."""
+def scores_from_spec(spec: str, data, probs, *, option="--scores"):
+    """Per-document scores (or Rankings) from ``model`` (expected gain under ``probs``),
+    ``feature:N`` (1-based column), ``file:PATH`` (one number per line) or
+    ``run:PATH[#TAG]`` (a TREC run matched to the pool's document ids)."""
     from .rankers import expected_gain_scores
 
-    if spec == "model":
-        return expected_gain_scores(model.predict_proba(data.X))
     kind, _, arg = spec.partition(":")
-    if kind == "feature" and arg.isdigit() and 1 <= int(arg) <= data.X.shape[1]:
+    if spec == "model":
+        return expected_gain_scores(probs)
+    if kind == "feature":
+        if not (arg.isdigit() and 1 <= int(arg) <= data.X.shape[1]):
+            raise CLIError(f"{option} {spec!r}: feature must be 1..{data.X.shape[1]}.")
         return data.X[:, int(arg) - 1]
     if kind == "file" and arg:
         try:
             values = np.loadtxt(arg, dtype=np.float64, ndmin=1)
         except (OSError, ValueError) as exc:
-            raise CLIError(f"cannot read scores from {arg!r}: {exc}") from None
+            raise CLIError(f"{option} {spec!r}: cannot read scores: {exc}") from None
         if values.shape != (data.n_docs,):
-            raise CLIError(f"scores file {arg!r} must have {data.n_docs} numbers, one per document; "
-                           f"got {values.size}.")
+            raise CLIError(f"{option} {spec!r}: the file must hold {data.n_docs} scores, one per "
+                           f"pool document; got {values.size}.")
         return values
-    raise CLIError(f"--scores must be 'model', 'feature:N' (1..{data.X.shape[1]}) or 'file:PATH'; "
+    if kind == "run" and arg:
+        from .trec import read_runs, run_rankings_for_pool
+
+        path, _, tag = arg.partition("#")
+        return run_rankings_for_pool(read_runs(path), data, name=tag or None)
+    raise CLIError(f"{option} must be 'model', 'feature:N', 'file:PATH' or 'run:PATH[#TAG]'; "
                    f"got {spec!r}.")
 
 
@@ -100,7 +109,8 @@ def _cmd_estimate(args):
 
     data = _load(args.pool, args.grades)
     model = _model(args, data)
-    res = estimate(data, _scores(args.scores, data, model), model.predict_proba(data.X),
+    probs = model.predict_proba(data.X)
+    res = estimate(data, scores_from_spec(args.scores, data, probs), probs,
                    KnownLabels.from_data(data), budget=args.budget, metric=args.metric,
                    method=args.method, costs=args.costs, rng=args.seed)
     _report(res, args, "estimate")
@@ -112,8 +122,10 @@ def _cmd_compare(args):
 
     data = _load(args.pool, args.grades)
     model = _model(args, data)
-    res = compare(data, _scores(args.scores_a, data, model), _scores(args.scores_b, data, model),
-                  model.predict_proba(data.X), KnownLabels.from_data(data), budget=args.budget,
+    probs = model.predict_proba(data.X)
+    res = compare(data, scores_from_spec(args.scores_a, data, probs, option="--scores-a"),
+                  scores_from_spec(args.scores_b, data, probs, option="--scores-b"),
+                  probs, KnownLabels.from_data(data), budget=args.budget,
                   metric=args.metric, method=args.method, costs=args.costs, rng=args.seed)
     _report(res, args, "difference")
 
@@ -135,7 +147,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     est = sub.add_parser("estimate", help="estimate one ranker's mean metric from a label budget")
     _common(est)
-    est.add_argument("--scores", default="model", help="model | feature:N | file:PATH (default model)")
+    est.add_argument("--scores", default="model", help="model | feature:N | file:PATH | run:PATH[#TAG] (default model)")
     est.set_defaults(func=_cmd_estimate)
 
     cmp = sub.add_parser("compare", help="estimate the difference between two rankers")

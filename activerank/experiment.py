@@ -559,12 +559,15 @@ class ModelAssistedMethod(SamplingMethod):
     """Control variate ``m(x) = E_theta[L | x]`` (issue 6): ``q ∝ p sqrt(Var_theta[L|x] / lambda)``
     and :func:`~activerank.simulation.model_assisted_prefix` (tuned or fixed coefficient)."""
 
-    def __init__(self, name: str, *, tuned: bool = True):
+    def __init__(self, name: str, *, tuned: bool = True, sampling: str = "variance"):
         self.name = name
         self.tuned = tuned
+        self.sampling = sampling
 
     def distribution(self, problem, *, defensive=DEFAULT_DEFENSIVE):
-        _, var = problem.moments["model"]
+        mean, var = problem.moments["model"]
+        if self.sampling == "active":  # the plain active q*: robust to a miscalibrated mean
+            return ActiveISMethod("active").distribution(problem, defensive=defensive)
         return optimal_distribution(var, problem.costs.cost, problem.p, defensive=defensive)
 
     def estimate(self, problem, q, plan, stops):
@@ -581,6 +584,7 @@ METHODS: dict[str, SamplingMethod] = {
     "active_uniC": ActiveISMethod("active_uniC", cost_aware=False),
     "model_assisted": ModelAssistedMethod("model_assisted"),
     "model_assisted_fixed": ModelAssistedMethod("model_assisted_fixed", tuned=False),
+    "model_assisted_activeq": ModelAssistedMethod("model_assisted_activeq", sampling="active"),
 }
 
 

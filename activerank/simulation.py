@@ -32,6 +32,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .estimation import tuned_coefficient
+
 from .sampling import budget_iv
 
 __all__ = [
@@ -411,7 +413,7 @@ def model_assisted_prefix(values, predictions, weights, pool_prediction: float, 
         vv = np.maximum(S(w2 * dv * dv) - 2 * v_bar * s_v + v_bar**2 * s_w2, 0.0)
         if tuned:
             informative = mm > 1e-12 * np.maximum(S(w2 * m * m), np.finfo(float).tiny)
-            beta = np.where(informative, vm / np.where(informative, mm, 1.0), 0.0)
+            beta = tuned_coefficient(vm, mm, vv, st, informative)
         else:
             beta = np.ones_like(vm)
         ss = np.maximum(vv - 2 * beta * vm + beta**2 * mm, 0.0)

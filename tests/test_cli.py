@@ -37,7 +37,7 @@ def test_compare_text(capsys):
     (["estimate", SAMPLE, "--budget", "10"], "--model lightgbm needs --train FILE"),
     (["estimate", SAMPLE, "--model", "uniform", "--budget", "0"], "`budget` must be a positive"),
     (["estimate", SAMPLE, "--model", "uniform", "--budget", "5", "--scores", "feature:99"],
-     "--scores must be 'model', 'feature:N'"),
+     "--scores 'feature:99': feature must be 1..46"),
     (["estimate", SAMPLE, "--model", "uniform", "--budget", "5", "--metric", "map"],
      "is not a known metric"),
     (["estimate", "/nonexistent.txt", "--model", "uniform", "--budget", "5"], "nonexistent"),
