@@ -20,7 +20,7 @@ from .estimation import ComparisonResult, EstimateResult, model_assisted, snis, 
 from .labelers import LabelingError, check_grades
 from .metrics import Metric, parse_metric, pool_metric_values
 from .moments import _moments, _pair_moments
-from .ragged import Rankings, offsets_from_lengths, segment_ids
+from .ragged import Rankings
 from .rankers import rank_by_scores
 from .sampling import (
     DEFAULT_DEFENSIVE,
@@ -181,6 +181,24 @@ class Design:
         return rows[np.sort(first)]
 
 
+def design_inputs(pool, rankings, probs, *, metric, k, method, costs, query_weights,
+                  methods=METHODS):
+    """Validated pieces every design needs: metric, probs, truncated rankings, p, costs."""
+    m = parse_metric(metric, k, require_moments=True)
+    if method not in methods:
+        raise ValueError(f"`method` must be one of {list(methods)}, got {method!r}.")
+    P = probs_iv(probs)
+    n_docs = int(pool.offsets[-1])
+    if P.shape[0] != n_docs:
+        raise ValueError(f"`probs` has {P.shape[0]} rows but the pool has {n_docs} documents.")
+    tops = tuple(r.truncate(m.k) for r in rankings)
+    p = query_weights_iv(query_weights, tops[0].n_queries)
+    per_query = isinstance(costs, str) and costs == "uniform"
+    doc_costs, cost_name = document_costs(pool, n_docs, "constant" if per_query else costs)
+    qc = query_costs(doc_costs, list(tops), model=cost_name, per_query=per_query)
+    return m, P, tops, p, qc
+
+
 def design(pool, rankings, probs, *, metric, k=None, method="active", costs="auto",
            query_weights=None, defensive=DEFAULT_DEFENSIVE, predicted=None) -> Design:
     """Compute the sampling design for one ranking (``len(rankings) == 1``) or a pair.
@@ -201,18 +219,8 @@ def design(pool, rankings, probs, *, metric, k=None, method="active", costs="aut
     -------
     Design
     """
-    m = parse_metric(metric, k, require_moments=True)
-    if method not in METHODS:
-        raise ValueError(f"`method` must be one of {list(METHODS)}, got {method!r}.")
-    P = probs_iv(probs)
-    n_docs = int(pool.offsets[-1])
-    if P.shape[0] != n_docs:
-        raise ValueError(f"`probs` has {P.shape[0]} rows but the pool has {n_docs} documents.")
-    tops = tuple(r.truncate(m.k) for r in rankings)
-    p = query_weights_iv(query_weights, tops[0].n_queries)
-    per_query = isinstance(costs, str) and costs == "uniform"
-    doc_costs, cost_name = document_costs(pool, n_docs, "constant" if per_query else costs)
-    qc = query_costs(doc_costs, list(tops), model=cost_name, per_query=per_query)
+    m, P, tops, p, qc = design_inputs(pool, rankings, probs, metric=metric, k=k, method=method,
+                                      costs=costs, query_weights=query_weights)
     if predicted is not None:
         mean, variance = _predicted_iv(predicted, tops[0].n_queries)
     elif len(tops) == 1:

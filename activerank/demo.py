@@ -8,7 +8,6 @@ with a budget of about a third of the pool, and prints the truth next to it.
 
 from __future__ import annotations
 
-import numpy as np
 
 from .api import compare, estimate
 from .data import load_sample

@@ -52,7 +52,6 @@ Command line::
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import hashlib
 import json
 import os
@@ -61,7 +60,7 @@ import time
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import Callable, Mapping, Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 import pandas as pd
@@ -1222,7 +1221,7 @@ def write_outputs(res: ExperimentResults, out_dir, *, figures: bool = True, comm
         from . import plots
 
         paths += plots.all_figures(res, out)
-    md = [f"# Label savings of active evaluation (activerank reproduction of Sawade et al. 2012)", ""]
+    md = ["# Label savings of active evaluation (activerank reproduction of Sawade et al. 2012)", ""]
     if command:
         md += [f"Regenerate: `{command}` (runtime {res.seconds / 60:.1f} min).", ""]
     cfg = res.config

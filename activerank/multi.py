@@ -62,14 +62,14 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from ._validation import probs_iv
-from .api import METHODS, Design, _pool_iv, _rankings_for_pool, _trace, label_plan, _query_values
-from .costs import document_costs, query_costs
+from .api import Design, _pool_iv, _query_values, _rankings_for_pool, _trace, design_inputs, label_plan
 from .estimation import ConfidenceInterval, _z, warn_if_low_ess
-from .metrics import parse_metric
 from .moments import _pair_moments
 from .ragged import Rankings
-from .sampling import DEFAULT_DEFENSIVE, draw_budgeted, expected_squared_error, optimal_distribution, query_weights_iv
+
+# the k-system estimators are importance-weighted means; no control variate here
+METHODS = ("active", "passive", "active_uniform_costs")
+from .sampling import DEFAULT_DEFENSIVE, draw_budgeted, expected_squared_error, optimal_distribution
 
 __all__ = [
     "MultiDesign",
@@ -364,19 +364,9 @@ def design_many(pool, rankings, probs, *, target="baseline", metric="err@10", k=
     if not all(isinstance(r, Rankings) for r in rankings):
         raise TypeError("`rankings` must be a sequence of Rankings (see activerank.rankers.rank_by_scores).")
     names = _names_iv(names, len(rankings), "names", "system")
-    m = parse_metric(metric, k, require_moments=True)
-    if method not in METHODS:
-        raise ValueError(f"`method` must be one of {list(METHODS)}, got {method!r}.")
-    P = probs_iv(probs)
-    n_docs = int(pool.offsets[-1])
-    if P.shape[0] != n_docs:
-        raise ValueError(f"`probs` has {P.shape[0]} rows but the pool has {n_docs} documents.")
-    tops = tuple(r.truncate(m.k) for r in rankings)
+    m, P, tops, p, qc = design_inputs(pool, rankings, probs, metric=metric, k=k, method=method,
+                                      costs=costs, query_weights=query_weights, methods=METHODS)
     n_q = tops[0].n_queries
-    p = query_weights_iv(query_weights, n_q)
-    per_query = isinstance(costs, str) and costs == "uniform"
-    doc_costs, cost_name = document_costs(pool, n_docs, "constant" if per_query else costs)
-    qc = query_costs(doc_costs, list(tops), model=cost_name, per_query=per_query)
     s = len(tops)
     if target == "baseline":
         base = tops[-1]

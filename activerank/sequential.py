@@ -398,7 +398,7 @@ def estimate_sequential(pool, scores, probs, labeler, *, target_half_width, budg
     rankings = _scores_pair(scores, pool)
     if not callable(labeler):
         raise TypeError(f"`labeler` must be callable; got {type(labeler).__name__}.")
-    alpha = _alpha(confidence_level)
+    _alpha(confidence_level)  # validates `confidence_level` before any label is bought
     if isinstance(target_half_width, bool) or not isinstance(target_half_width, numbers.Real) \
             or not (np.isfinite(target_half_width) and target_half_width > 0):
         raise ValueError(f"`target_half_width` must be a positive finite number; got {target_half_width!r}.")

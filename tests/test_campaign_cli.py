@@ -176,7 +176,7 @@ def test_cli_errors(tmp_path, files, capsys):
     (tmp_path / "b.jsonl").write_text(json.dumps({"query_id": q, "doc_id": d, "grade": 1}) + "\n"
                                       + '{"query_id": 1\n')
     code, out, err = run_cli(["campaign", "import", db, str(tmp_path / "b.jsonl")], capsys)
-    assert code == 1 and f"b.jsonl: line 2: malformed JSON" in err and "1 judgments stored now" in out
+    assert code == 1 and "b.jsonl: line 2: malformed JSON" in err and "1 judgments stored now" in out
 
 
 # --------------------------------------------------------------------------- crash tests
