@@ -581,9 +581,9 @@ METHODS: dict[str, SamplingMethod] = {
     "active": ActiveISMethod("active"),
     "active_uniD": ActiveISMethod("active_uniD", moments="uniform"),
     "active_uniC": ActiveISMethod("active_uniC", cost_aware=False),
-    "model_assisted": ModelAssistedMethod("model_assisted"),
+    "model_assisted": ModelAssistedMethod("model_assisted", sampling="active"),
+    "model_assisted_variance": ModelAssistedMethod("model_assisted_variance"),
     "model_assisted_fixed": ModelAssistedMethod("model_assisted_fixed", tuned=False),
-    "model_assisted_activeq": ModelAssistedMethod("model_assisted_activeq", sampling="active"),
 }
 
 

@@ -47,7 +47,7 @@ def _simulate(pool, rankings, budget, reps, method, metric, seed, model_probs=No
         w = dsg.p[plan.queries] / dsg.q[plan.queries]
         if method.startswith("model_assisted"):
             r = model_assisted(value[plan.queries], dsg.predicted_mean[plan.queries], w, pool_pred,
-                               tuned=method == "model_assisted")
+                               tuned=method != "model_assisted_fixed")
         else:
             r = snis(value[plan.queries], w)
         est.append(r.estimate)
@@ -58,7 +58,8 @@ def _simulate(pool, rankings, budget, reps, method, metric, seed, model_probs=No
 
 
 @pytest.mark.statistical
-@pytest.mark.parametrize("method", ["active", "passive", "model_assisted", "model_assisted_fixed"])
+@pytest.mark.parametrize("method", ["active", "passive", "model_assisted", "model_assisted_variance",
+                                    "model_assisted_fixed"])
 @pytest.mark.parametrize("metric", ["err@10", "dcg@5"])
 def test_single_ranker_bias_and_coverage(method, metric):
     pool = SyntheticPool(np.random.default_rng(1))
@@ -167,12 +168,13 @@ def test_tuned_control_variate_survives_an_anti_correlated_model():
     flipped = pool.probs[:, ::-1]
     reps = stat_reps(800)
     mse = {}
-    for method in ("active", "model_assisted", "model_assisted_fixed"):
+    for method in ("active", "model_assisted", "model_assisted_variance", "model_assisted_fixed"):
         est, _, truth, _ = _simulate(pool, rankings, 60, reps, method, "dcg@10", seed=22,
                                      model_probs=flipped)
         mse[method] = np.mean((est - truth) ** 2)
     assert mse["model_assisted_fixed"] > 1.2 * mse["active"]
     assert mse["model_assisted"] < 1.1 * mse["active"]
+    assert mse["model_assisted_variance"] < 1.1 * mse["active"]
 
 
 @pytest.mark.statistical
@@ -180,10 +182,11 @@ def test_control_variate_helps_with_a_calibrated_model():
     pool = SyntheticPool(np.random.default_rng(23))
     rankings = (rank_by_scores(pool.probs @ np.arange(3), pool.offsets),)
     mse = {}
-    for method in ("active", "model_assisted", "passive"):
+    for method in ("active", "model_assisted", "model_assisted_variance", "passive"):
         est, _, truth, _ = _simulate(pool, rankings, 40, stat_reps(800), method, "dcg@10", seed=24)
         mse[method] = np.mean((est - truth) ** 2)
     assert mse["model_assisted"] < mse["active"] < mse["passive"]
+    assert mse["model_assisted_variance"] < mse["active"]
 
 
 def test_model_assisted_estimator_properties():
