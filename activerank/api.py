@@ -265,6 +265,9 @@ def label_plan(pool, dsg: Design, plan: DrawPlan, labeler, *, judgments=None) ->
                 judgments=_by_query_id(pool, dsg, acquired),
                 trace=_trace(pool, dsg, plan, stop=j),
             ) from exc
+        except BaseException as exc:  # Ctrl-C in a human-in-the-loop tool: keep what was bought
+            exc.judgments = _by_query_id(pool, dsg, acquired)
+            raise
         acquired[x] = grades
     return acquired
 
@@ -317,6 +320,10 @@ def _query_values(dsg: Design, acquired: dict, n_docs: int) -> list[np.ndarray]:
 
 def estimate_from_labels(pool, dsg: Design, plan: DrawPlan, acquired: dict):
     """Estimator over a draw plan whose drawn queries are all in ``acquired``."""
+    if plan.n_draws == 0:
+        raise ValueError(
+            f"no query could be judged: the first draw needed more than the budget "
+            f"({plan.budget:g}); raise the budget or the defensive weight.")
     values = _query_values(dsg, acquired, int(pool.offsets[-1]))
     x = plan.queries
     w = dsg.p[x] / dsg.q[x]
@@ -325,13 +332,14 @@ def estimate_from_labels(pool, dsg: Design, plan: DrawPlan, acquired: dict):
         n_queries=int(np.unique(x).size), cost_spent=plan.cost_spent, budget=plan.budget,
     )
     point = values[0] if len(values) == 1 else values[0] - values[1]
+    n_distinct = common["n_queries"]
     if dsg.method in MODEL_ASSISTED:
         res = model_assisted(point[x], dsg.predicted_mean[x], w,
                              float(np.dot(dsg.p, dsg.predicted_mean)),
-                             tuned=dsg.method != "model_assisted_fixed")
+                             tuned=dsg.method != "model_assisted_fixed", n_distinct=n_distinct)
         common["control_coefficient"] = res.coefficient
     else:
-        res = snis(point[x], w)
+        res = snis(point[x], w, n_distinct=n_distinct)
     warn_if_low_ess(res.effective_sample_size, plan.n_draws, stacklevel=4)
     common.update(standard_error=res.standard_error, effective_sample_size=res.effective_sample_size)
     if len(values) == 1:
@@ -351,7 +359,12 @@ def _run(pool, rankings, probs, labeler, *, budget, metric, k, method, costs, qu
                  query_weights=query_weights, defensive=defensive, predicted=predicted)
     plan = draw_budgeted(dsg.q, dsg.costs.cost, budget, rng)
     acquired = label_plan(pool, dsg, plan, labeler)
-    return estimate_from_labels(pool, dsg, plan, acquired)
+    try:
+        return estimate_from_labels(pool, dsg, plan, acquired)
+    except BaseException as exc:
+        # e.g. warnings turned into errors: the judgments are paid for, hand them back
+        exc.judgments = _by_query_id(pool, dsg, acquired)
+        raise
 
 
 def estimate(pool, scores, probs, labeler, *, budget, metric="err@10", k=None, method="active",

@@ -147,6 +147,7 @@ def query_costs(doc_costs: np.ndarray, rankings: list[Rankings], *, k=None,
     empty = np.flatnonzero(raw <= 0)
     if empty.size:
         raise ValueError(
-            f"every query must have a positive labeling cost; query {empty[0]} ranks no document."
+            f"every query must have a positive labeling cost; the query at pool position {empty[0]} "
+            "ranks no document (drop it from the pool, or use costs='uniform')."
         )
     return QueryCosts(cost=raw / raw.mean(), raw=raw, model="uniform" if per_query else model)

@@ -50,7 +50,7 @@ class SNISEstimate:
     effective_sample_size: float
 
 
-def snis(values, weights) -> SNISEstimate:
+def snis(values, weights, *, n_distinct=None) -> SNISEstimate:
     """Self-normalized importance-weighted mean with delta-method standard error.
 
     Parameters
@@ -59,6 +59,10 @@ def snis(values, weights) -> SNISEstimate:
         Observed metric values (or differences) of the draws.
     weights : ndarray of shape (n,)
         Importance weights ``p/q`` of the draws.
+    n_distinct : int, optional
+        Number of distinct queries among the draws; with fewer than 2 the
+        spread of the draws says nothing about the pool, so the standard
+        error is NaN (repeats of one query would otherwise give SE = 0).
 
     Examples
     --------
@@ -74,7 +78,7 @@ def snis(values, weights) -> SNISEstimate:
     total = w.sum()
     est = float(np.dot(w, v) / total)
     ess = float(total**2 / np.dot(w, w))
-    if n < 2:
+    if n < 2 or (n_distinct is not None and n_distinct < 2):
         return SNISEstimate(est, np.nan, ess)
     se2 = n / (n - 1) * np.dot(w * w, (v - est) ** 2) / total**2
     return SNISEstimate(est, float(np.sqrt(se2)), ess)
@@ -104,7 +108,7 @@ def tuned_coefficient(vm, mm, vv, n, informative):
 
 
 def model_assisted(values, predictions, weights, pool_prediction: float, *,
-                   tuned: bool = True) -> ModelAssistedEstimate:
+                   tuned: bool = True, n_distinct=None) -> ModelAssistedEstimate:
     """Control-variate (model-assisted) estimate with an optionally tuned coefficient.
 
     ``R_hat = beta * M + SNIS(L - beta * m)`` where ``m`` is the model's
@@ -130,6 +134,9 @@ def model_assisted(values, predictions, weights, pool_prediction: float, *,
     pool_prediction : float
         ``M``, the ``p``-weighted mean prediction over the whole pool.
     tuned : bool, default True
+    n_distinct : int, optional
+        Distinct queries among the draws (see :func:`snis`); the standard
+        error needs more distinct queries than estimated parameters.
 
     References
     ----------
@@ -162,7 +169,7 @@ def model_assisted(values, predictions, weights, pool_prediction: float, *,
     est = float(v_bar + beta * (pool_prediction - m_bar))
     ess = float(total**2 / np.dot(w, w))
     dof = n - 1 - int(tuned)
-    if dof < 1:
+    if dof < 1 or (n_distinct is not None and n_distinct < 2 + int(tuned)):
         return ModelAssistedEstimate(est, np.nan, ess, beta)
     resid = dv - beta * dm
     se = float(np.sqrt(n / dof * np.dot(w2, resid * resid) / total**2))
@@ -242,7 +249,10 @@ class ComparisonResult(_Result):
     """Estimate of ``Delta = R_a - R_b`` for two rankers on the same queries.
 
     ``difference`` is the estimated ``Delta``; ``estimate_a`` and
-    ``estimate_b`` the two rankers' own estimates from the same draws.
+    ``estimate_b`` are the two rankers' own self-normalized importance-weighted
+    estimates from the same draws, without any control variate -- so for the
+    model-assisted methods ``estimate_a - estimate_b`` differs from
+    ``difference``.
     """
 
     difference: float
@@ -253,7 +263,9 @@ class ComparisonResult(_Result):
         return self.difference
 
     def prob_a_better(self) -> float:
-        """Normal-approximation probability that ``Delta > 0``."""
-        if not self.standard_error > 0:
+        """Normal-approximation probability that ``Delta > 0`` (NaN without a standard error)."""
+        if np.isnan(self.difference) or np.isnan(self.standard_error):
+            return np.nan
+        if self.standard_error == 0:
             return float(self.difference > 0)
         return float(stats.norm.cdf(self.difference / self.standard_error))

@@ -96,6 +96,33 @@ def defensive_iv(defensive) -> float:
     return float(defensive)
 
 
+def distribution_iv(q, costs):
+    """Validate a sampling distribution and per-query costs of one pool."""
+    q = np.asarray(q, dtype=np.float64).reshape(-1)
+    costs = np.asarray(costs, dtype=np.float64).reshape(-1)
+    if q.size == 0:
+        raise ValueError("`q` must not be empty.")
+    if costs.size != q.size:
+        raise ValueError(f"`costs` must have one entry per query ({q.size}); got {costs.size}.")
+    bad = np.flatnonzero(~np.isfinite(q) | (q < 0))
+    if bad.size:
+        raise ValueError(f"`q` must be finite and >= 0; query {bad[0]} has {q[bad[0]].item()!r}.")
+    if not q.sum() > 0:
+        raise ValueError("`q` must have a positive sum.")
+    bad = np.flatnonzero(~np.isfinite(costs) | (costs <= 0))
+    if bad.size:
+        raise ValueError(f"`costs` must be finite and > 0; query {bad[0]} has {costs[bad[0]].item()!r}.")
+    return q, costs
+
+
+def max_draws_iv(max_draws, n_queries: int) -> int:
+    if max_draws is None:
+        return 100 * n_queries
+    if isinstance(max_draws, bool) or not isinstance(max_draws, numbers.Integral) or max_draws < 1:
+        raise ValueError(f"`max_draws` must be a positive integer; got {max_draws!r}.")
+    return int(max_draws)
+
+
 def budget_iv(budget, costs: np.ndarray, q: np.ndarray) -> float:
     if isinstance(budget, bool) or not isinstance(budget, numbers.Real):
         raise TypeError(f"`budget` must be a positive number, got {budget!r}.")
@@ -183,11 +210,10 @@ def draw_budgeted(q, costs, budget, rng=None, *, max_draws: int | None = None) -
     1.0
     """
     rng = np.random.default_rng(rng)
-    q = np.asarray(q, dtype=np.float64)
-    costs = np.asarray(costs, dtype=np.float64)
+    q, costs = distribution_iv(q, costs)
     budget = budget_iv(budget, costs, q)
     m = q.size
-    max_draws = 100 * m if max_draws is None else int(max_draws)
+    max_draws = max_draws_iv(max_draws, m)
     cdf = np.cumsum(q / q.sum())
     cdf[-1] = 1.0
     reachable = int((q > 0).sum())

@@ -34,7 +34,7 @@ import numpy as np
 
 from .estimation import tuned_coefficient
 
-from .sampling import budget_iv
+from .sampling import budget_iv, distribution_iv, max_draws_iv
 
 __all__ = [
     "BatchPlan",
@@ -125,24 +125,6 @@ def _reps_iv(n_reps) -> int:
     return int(n_reps)
 
 
-def _distribution_iv(q, costs):
-    q = np.asarray(q, dtype=np.float64).reshape(-1)
-    costs = np.asarray(costs, dtype=np.float64).reshape(-1)
-    if q.size == 0:
-        raise ValueError("`q` must not be empty.")
-    if costs.size != q.size:
-        raise ValueError(f"`costs` must have one entry per query ({q.size}); got {costs.size}.")
-    bad = np.flatnonzero(~np.isfinite(q) | (q < 0))
-    if bad.size:
-        raise ValueError(f"`q` must be finite and >= 0; query {bad[0]} has {q[bad[0]]!r}.")
-    if not q.sum() > 0:
-        raise ValueError("`q` must have a positive sum.")
-    bad = np.flatnonzero(~np.isfinite(costs) | (costs <= 0))
-    if bad.size:
-        raise ValueError(f"`costs` must be finite and > 0; query {bad[0]} has {costs[bad[0]]!r}.")
-    return q, costs
-
-
 def _first_in_rows(draws: np.ndarray) -> np.ndarray:
     """True at the first occurrence of each value within its row."""
     order = np.argsort(draws, axis=1, kind="stable")
@@ -185,14 +167,12 @@ def draw_budgeted_batch(q, costs, budget, n_reps, rng=None, *, max_draws: int | 
     >>> plan.cost_spent.tolist()
     [1.0, 1.0, 1.0, 1.0]
     """
-    q, costs = _distribution_iv(q, costs)
+    q, costs = distribution_iv(q, costs)
     n_reps = _reps_iv(n_reps)
     budget = budget_iv(budget, costs, q)
     rng = np.random.default_rng(rng)
     m = q.size
-    max_draws = 100 * m if max_draws is None else int(max_draws)
-    if max_draws < 1:
-        raise ValueError(f"`max_draws` must be a positive integer; got {max_draws}.")
+    max_draws = max_draws_iv(max_draws, m)
     cdf = np.cumsum(q / q.sum())
     cdf[-1] = 1.0
     reachable = int((q > 0).sum())
@@ -231,7 +211,7 @@ def draw_budgeted_batch(q, costs, budget, n_reps, rng=None, *, max_draws: int | 
         n_seen[active] += (new & valid).sum(axis=1)
         n_drawn[active] += stop
         spent[active] = cum[:, -1]
-        keep = (stop == size) & (n_drawn[active] < max_draws)
+        keep = (stop == size) & (n_drawn[active] < max_draws) & (n_seen[active] < reachable)
         active = active[keep]
     queries = np.concatenate([p[0] for p in parts], axis=1)
     new = np.concatenate([p[1] for p in parts], axis=1)

@@ -143,3 +143,50 @@ def test_shipped_sample_end_to_end():
     res = ar.estimate(data, model.expected_grade(data.X), probs, ar.KnownLabels.from_data(data),
                       budget=20, metric="err@10", rng=0)
     assert np.isfinite(res.estimate) and res.cost_spent <= 20
+
+
+def test_interrupt_keeps_judgments(setup):
+    pool, labels, lab = setup
+    calls = []
+
+    def person(qid, docs):
+        calls.append(qid)
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+        return lab(qid, docs)
+
+    with pytest.raises(KeyboardInterrupt) as info:
+        ar.estimate(pool, pool.probs[:, 2], pool.probs, person, budget=30, metric="err@10", rng=0)
+    assert set(info.value.judgments) == set(calls[:2])
+
+
+def test_warning_as_error_after_labeling_keeps_judgments(setup):
+    import warnings
+
+    pool, labels, lab = setup
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ar.LowEffectiveSampleSizeWarning)
+        with pytest.raises(ar.LowEffectiveSampleSizeWarning) as info:
+            ar.estimate(pool, pool.probs[:, 2], pool.probs, lab, budget=3, metric="err@10", rng=0)
+    assert len(info.value.judgments) == lab.n_calls > 0
+
+
+@pytest.mark.filterwarnings("ignore::activerank.LowEffectiveSampleSizeWarning")
+def test_one_distinct_query_has_no_standard_error():
+    pool = ar.Pool.from_qids([1, 1, 2, 2])
+    probs = np.full((4, 2), 0.5)
+    lab = ar.KnownLabels(pool.query_ids, pool.offsets, [1, 0, 0, 1])
+    # query 2's documents are so expensive that only query 1 is ever judged (and re-drawn)
+    costs = np.array([1.0, 1.0, 100.0, 100.0])
+    for seed in range(20):
+        try:
+            res = ar.compare(pool, [1.0, 0.0, 1.0, 0.0], [0.0, 1.0, 0.0, 1.0], probs, lab,
+                             budget=0.05, metric="dcg", costs=costs, method="passive", rng=seed)
+        except ValueError as exc:  # the first draw was the expensive query: nothing judged
+            assert "no query could be judged" in str(exc)
+            continue
+        if res.n_queries == 1:
+            assert np.isnan(res.standard_error) and np.isnan(res.prob_a_better())
+            break
+    else:
+        pytest.fail("no seed drew only the cheap query")

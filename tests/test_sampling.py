@@ -98,3 +98,15 @@ def test_query_weights_validation():
 def test_defensive_validation():
     with pytest.raises(ValueError, match=r"`defensive` must lie in \[0, 1\]"):
         optimal_distribution(np.ones(2), np.ones(2), np.full(2, 0.5), defensive=1.5)
+
+
+@pytest.mark.parametrize("q, costs, kw, match", [
+    (np.zeros(3), np.ones(3), {}, r"`q` must have a positive sum"),
+    (np.array([np.nan, 1, 1]), np.ones(3), {}, r"`q` must be finite and >= 0; query 0 has nan"),
+    (np.array([-0.5, 1, 0.5]), np.ones(3), {}, r"`q` must be finite and >= 0; query 0"),
+    (np.ones(3) / 3, np.ones(2), {}, r"`costs` must have one entry per query \(3\); got 2"),
+    (np.ones(3) / 3, np.ones(3), {"max_draws": 0}, r"`max_draws` must be a positive integer"),
+])
+def test_draw_budgeted_validates(q, costs, kw, match):
+    with pytest.raises(ValueError, match=match):
+        draw_budgeted(q, costs, 2, 0, **kw)

@@ -164,3 +164,12 @@ def test_model_assisted_prefix_matches_scalar_estimator():
                 one = model_assisted(v[r, :n], m[r, :n], w[r, :n], 0.55, tuned=tuned)
                 assert batch.estimate[b, r] == pytest.approx(one.estimate, rel=1e-9)
                 assert batch.standard_error[b, r] == pytest.approx(one.standard_error, rel=1e-7)
+
+
+def test_batch_equals_single_when_everything_gets_judged():
+    # a run that labels every reachable query exactly at a chunk boundary must not draw again
+    q, c = np.array([0.49, 0.49, 0.02]), np.ones(3)
+    for seed in range(200):
+        single = draw_budgeted(q, c, 10, rng=seed)
+        batch = draw_budgeted_batch(q, c, 10, 1, rng=seed)
+        np.testing.assert_array_equal(batch.queries[0][batch.valid[0]], single.queries)
