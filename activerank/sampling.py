@@ -109,9 +109,10 @@ def distribution_iv(q, costs):
         raise ValueError(f"`q` must be finite and >= 0; query {bad[0]} has {q[bad[0]].item()!r}.")
     if not q.sum() > 0:
         raise ValueError("`q` must have a positive sum.")
-    bad = np.flatnonzero(~np.isfinite(costs) | (costs <= 0))
+    # zero is allowed: a query whose documents are all judged already costs nothing
+    bad = np.flatnonzero(~np.isfinite(costs) | (costs < 0))
     if bad.size:
-        raise ValueError(f"`costs` must be finite and > 0; query {bad[0]} has {costs[bad[0]].item()!r}.")
+        raise ValueError(f"`costs` must be finite and >= 0; query {bad[0]} has {costs[bad[0]].item()!r}.")
     return q, costs
 
 
