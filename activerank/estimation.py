@@ -194,8 +194,9 @@ def warn_if_low_ess(ess: float, n_draws: int, stacklevel: int = 2):
 
 
 @dataclass(frozen=True, eq=False, kw_only=True)
-class _Result:
-    standard_error: float
+class RunInfo:
+    """What every budgeted run reports, whatever it estimates."""
+
     metric: str
     method: str
     n_draws: int
@@ -204,6 +205,11 @@ class _Result:
     budget: float
     effective_sample_size: float
     trace: pd.DataFrame = field(repr=False)
+
+
+@dataclass(frozen=True, eq=False, kw_only=True)
+class _Result(RunInfo):
+    standard_error: float
     control_coefficient: float | None = None
 
     def _point(self) -> float:  # pragma: no cover - overridden

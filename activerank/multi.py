@@ -63,7 +63,7 @@ import pandas as pd
 from scipy import stats
 
 from .api import Design, _pool_iv, _query_values, _rankings_for_pool, _trace, design_inputs, label_plan
-from .estimation import ConfidenceInterval, _z, warn_if_low_ess
+from .estimation import ConfidenceInterval, RunInfo, _z, warn_if_low_ess
 from .moments import _pair_moments
 from .ragged import Rankings
 
@@ -398,19 +398,7 @@ def design_many(pool, rankings, probs, *, target="baseline", metric="err@10", k=
 
 
 @dataclass(frozen=True, eq=False, kw_only=True)
-class _MultiResult:
-    metric: str
-    method: str
-    n_draws: int
-    n_queries: int
-    cost_spent: float
-    budget: float
-    effective_sample_size: float
-    trace: pd.DataFrame = field(repr=False)
-
-
-@dataclass(frozen=True, eq=False, kw_only=True)
-class MultiComparisonResult(_MultiResult):
+class MultiComparisonResult(RunInfo):
     """Differences ``Delta_j = R_j - R_baseline`` of ``m`` candidates, from one set of draws.
 
     Attributes
@@ -473,7 +461,7 @@ class MultiComparisonResult(_MultiResult):
 
 
 @dataclass(frozen=True, eq=False, kw_only=True)
-class SystemRankingResult(_MultiResult):
+class SystemRankingResult(RunInfo):
     """Estimated ordering of ``k`` systems from one set of draws.
 
     Attributes
