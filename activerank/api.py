@@ -272,6 +272,29 @@ def label_plan(pool, dsg: Design, plan: DrawPlan, labeler, *, judgments=None) ->
     return acquired
 
 
+def _from_query_ids(pool, dsg: Design, judgments) -> dict:
+    """``{query_id: {doc_id: grade}}`` (as in ``LabelingError.judgments``) -> ``{query index: grades}``.
+
+    Only queries whose every document to judge is present are reused.
+    """
+    if judgments is None:
+        return {}
+    if not isinstance(judgments, dict):
+        raise TypeError("`judgments` must be a dict {query_id: {doc_id: grade}}.")
+    index = {_py(q): i for i, q in enumerate(np.asarray(pool.query_ids).tolist())}
+    doc_ids = getattr(pool, "doc_ids", None)
+    acquired = {}
+    for qid, judged in judgments.items():
+        if qid not in index:
+            raise ValueError(f"`judgments` names query {qid!r}, which is not in the pool.")
+        x = index[qid]
+        rows = dsg.documents(x)
+        ids = rows.tolist() if doc_ids is None else [doc_ids[r] for r in rows]
+        if all(d in judged for d in ids):
+            acquired[x] = check_grades([judged[d] for d in ids], qid, ids, dsg.n_grades)
+    return acquired
+
+
 def _by_query_id(pool, dsg: Design, acquired: dict) -> dict:
     doc_ids = getattr(pool, "doc_ids", None)
     out = {}
@@ -353,12 +376,12 @@ def estimate_from_labels(pool, dsg: Design, plan: DrawPlan, acquired: dict):
 
 
 def _run(pool, rankings, probs, labeler, *, budget, metric, k, method, costs, query_weights,
-         defensive, rng, predicted):
+         defensive, rng, predicted, judgments):
     pool = _pool_iv(pool)
     dsg = design(pool, rankings, probs, metric=metric, k=k, method=method, costs=costs,
                  query_weights=query_weights, defensive=defensive, predicted=predicted)
     plan = draw_budgeted(dsg.q, dsg.costs.cost, budget, rng)
-    acquired = label_plan(pool, dsg, plan, labeler)
+    acquired = label_plan(pool, dsg, plan, labeler, judgments=_from_query_ids(pool, dsg, judgments))
     try:
         return estimate_from_labels(pool, dsg, plan, acquired)
     except BaseException as exc:
@@ -369,7 +392,7 @@ def _run(pool, rankings, probs, labeler, *, budget, metric, k, method, costs, qu
 
 def estimate(pool, scores, probs, labeler, *, budget, metric="err@10", k=None, method="active",
              costs="auto", query_weights=None, defensive=DEFAULT_DEFENSIVE, rng=None,
-             predicted=None) -> EstimateResult:
+             predicted=None, judgments=None) -> EstimateResult:
     """Estimate a ranker's mean metric from a budget of relevance judgments.
 
     Parameters
@@ -416,6 +439,11 @@ def estimate(pool, scores, probs, labeler, *, budget, metric="err@10", k=None, m
         Per-query predictions replacing the model's exact moments when
         choosing ``q`` and as the control variate (e.g. from
         :class:`activerank.calibration.QueryCalibrator`).
+    judgments : dict, optional
+        Judgments already bought, ``{query_id: {doc_id: grade}}`` -- e.g.
+        ``LabelingError.judgments`` from an interrupted run.  A drawn query
+        whose documents are all in it is not sent to ``labeler`` again; rerun
+        with the same ``rng`` seed to resume the same draw sequence.
 
     Returns
     -------
@@ -441,12 +469,12 @@ def estimate(pool, scores, probs, labeler, *, budget, metric="err@10", k=None, m
     return _run(pool, rankings, probs, labeler, budget=budget, metric=metric, k=k,
                         method=method, costs=costs,
                         query_weights=query_weights, defensive=defensive, rng=rng,
-                        predicted=predicted)
+                        predicted=predicted, judgments=judgments)
 
 
 def compare(pool, scores_a, scores_b, probs, labeler, *, budget, metric="err@10", k=None,
             method="active", costs="auto", query_weights=None, defensive=DEFAULT_DEFENSIVE,
-            rng=None, predicted=None) -> ComparisonResult:
+            rng=None, predicted=None, judgments=None) -> ComparisonResult:
     """Estimate ``Delta = R_a - R_b`` between two rankers from a labeling budget.
 
     Same parameters as :func:`estimate`, with two rankers.  Judging a query
@@ -475,4 +503,4 @@ def compare(pool, scores_a, scores_b, probs, labeler, *, budget, metric="err@10"
     return _run(pool, rankings, probs, labeler, budget=budget, metric=metric, k=k,
                         method=method, costs=costs,
                         query_weights=query_weights, defensive=defensive, rng=rng,
-                        predicted=predicted)
+                        predicted=predicted, judgments=judgments)

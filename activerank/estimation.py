@@ -14,6 +14,7 @@ the normal interval is ``R_hat +- z SE``.  Kish's effective sample size
 
 from __future__ import annotations
 
+import numbers
 import warnings
 from dataclasses import dataclass, field
 
@@ -177,7 +178,8 @@ def model_assisted(values, predictions, weights, pool_prediction: float, *,
 
 
 def _z(confidence_level) -> float:
-    if not (isinstance(confidence_level, (float, int)) and 0 < confidence_level < 1):
+    if isinstance(confidence_level, bool) or not isinstance(confidence_level, numbers.Real) \
+            or not 0 < confidence_level < 1:
         raise ValueError(f"`confidence_level` must lie in (0, 1), got {confidence_level!r}.")
     return float(stats.norm.ppf(0.5 + confidence_level / 2))
 

@@ -44,6 +44,9 @@ def check_grades(grades, query_id, doc_ids, n_grades: int) -> np.ndarray:
             f"labeler returned {arr.size if arr.ndim == 1 else arr.shape} grades for query "
             f"{query_id!r}, which has {len(doc_ids)} documents to judge."
         )
+    if arr.dtype == bool or arr.dtype.kind in "US":
+        # True/False or "2.0" are not grades: a labeler must say 0, 1, 2 ...
+        arr = np.array([_strict_grade(g) for g in arr.tolist()], dtype=object)
     try:
         values = arr.astype(np.float64)
     except (TypeError, ValueError):
@@ -57,6 +60,12 @@ def check_grades(grades, query_id, doc_ids, n_grades: int) -> np.ndarray:
             f"document {doc_ids[i]!r} got {arr.tolist()[i]!r}."
         )
     return values.astype(np.int64)
+
+
+def _strict_grade(g):
+    if isinstance(g, str) and g.strip().lstrip("+-").isdigit():
+        return int(g)
+    return g if not isinstance(g, (bool, str)) else np.nan
 
 
 def _as_float(g) -> float:

@@ -190,3 +190,34 @@ def test_one_distinct_query_has_no_standard_error():
             break
     else:
         pytest.fail("no seed drew only the cheap query")
+
+
+def test_resume_with_judgments_from_a_failed_run(setup):
+    pool, labels, lab = setup
+    calls = []
+
+    def flaky(qid, docs):
+        calls.append(qid)
+        if len(calls) == 5:
+            raise RuntimeError("annotator went home")
+        return lab(qid, docs)
+
+    kw = dict(budget=30, metric="err@10", rng=4)
+    with pytest.raises(LabelingError) as info:
+        ar.estimate(pool, pool.probs[:, 2], pool.probs, flaky, **kw)
+    fresh = ar.KnownLabels(pool.query_ids, pool.offsets, labels)
+    resumed = ar.estimate(pool, pool.probs[:, 2], pool.probs, fresh, judgments=info.value.judgments, **kw)
+    reference = ar.estimate(pool, pool.probs[:, 2], pool.probs, lab, **kw)
+    assert resumed.estimate == reference.estimate
+    assert fresh.n_calls == resumed.n_queries - 4  # the four judged queries are not asked again
+    with pytest.raises(ValueError, match=r"`judgments` names query 'nope', which is not in the pool"):
+        ar.estimate(pool, pool.probs[:, 2], pool.probs, lab, judgments={"nope": {}}, **kw)
+
+
+@pytest.mark.parametrize("bad", [[True, False], ["2.0", "1"]])
+def test_boolean_or_float_string_grades_rejected(setup, bad):
+    pool, _, _ = setup
+    pool2 = ar.Pool.from_qids([1, 1])
+    with pytest.raises(LabelingError, match=r"labeler grades must be integers"):
+        ar.estimate(pool2, [0.0, 1.0], np.full((2, 3), 1 / 3), lambda q, d: bad, budget=1,
+                    metric="dcg", rng=0)
