@@ -186,8 +186,18 @@ def _choose_t_opt(sigma, target, alpha_level, t_budget, min_draws) -> float:
 # --------------------------------------------------------------------------- results
 
 
+@dataclass(frozen=True, eq=False, kw_only=True)
 class _Anytime:
     """Mixin: the interval is the confidence sequence at the stopping time."""
+
+    interval: str = INTERVAL_KIND
+    stopping_reason: str
+    confidence_level: float
+    target_half_width: float
+    half_width: float
+    rho: float
+    sigma: float
+    center: float
 
     def confidence_interval(self, confidence_level: float | None = None) -> ConfidenceInterval:
         """Anytime-valid interval at the stopping time (not the Wald interval).
@@ -225,14 +235,6 @@ class SequentialEstimateResult(_Anytime, EstimateResult):
         Mixture parameter, terms' standard deviation and the centering ``c``.
     """
 
-    interval: str = INTERVAL_KIND
-    stopping_reason: str
-    confidence_level: float
-    target_half_width: float
-    half_width: float
-    rho: float
-    sigma: float
-    center: float
 
 
 @dataclass(frozen=True, eq=False, kw_only=True)
@@ -244,15 +246,6 @@ class SequentialComparisonResult(_Anytime, ComparisonResult):
     ``prob_a_better`` uses the fixed-n normal approximation and is not
     anytime-valid; use ``confidence_interval()`` to decide.
     """
-
-    interval: str = INTERVAL_KIND
-    stopping_reason: str
-    confidence_level: float
-    target_half_width: float
-    half_width: float
-    rho: float
-    sigma: float
-    center: float
 
 
 # --------------------------------------------------------------------------- the loop
