@@ -15,10 +15,6 @@ from .ragged import Rankings, offsets_from_lengths, segment_ids
 PROB_ROW_TOL = 1e-6
 
 
-def _where(index, labels=None) -> str:
-    return f"{labels}[{index}]" if labels else f"{index}"
-
-
 def probs_iv(probs, *, name: str = "probs") -> np.ndarray:
     """Validate an (n_items, n_grades) matrix of label distributions."""
     if isinstance(probs, (str, bytes)) or probs is None:
