@@ -4,88 +4,89 @@ Estimate how good a ranker is (mean DCG@k / ERR@k over a query population), or
 how much better one ranker is than another, from as few relevance judgments as
 possible, following Sawade et al. (ECML PKDD 2012).
 
-Pipeline: relevance model -> exact moments -> costs -> sampling -> estimation.
+The pipeline, one subpackage per step: :mod:`~activerank.relevance` (models
+p(y|x,z), rankers) -> :mod:`~activerank.metrics` (values, exact moments) ->
+:mod:`~activerank.design` (targets, costs, methods, q) ->
+:mod:`~activerank.engine` (draws, labels) -> :mod:`~activerank.inference`
+(estimators, intervals, results); :mod:`~activerank.api` holds the public
+functions.  Attributes load lazily, so ``import activerank`` stays cheap and
+scikit-learn, pandas or SciPy load only when something needs them.
 """
 
-from . import (
-    adaptive,
-    calibration,
-    campaign,
-    costs,
-    data,
-    estimation,
-    labelers,
-    metrics,
-    models,
-    moments,
-    multi,
-    rankers,
-    sampling,
-    sequential,
-    simulation,
-    trec,
-)
-from .adaptive import PriorJudgments, estimate_adaptive
-from .api import Design, Pool, compare, design, estimate
-from .multi import MultiComparisonResult, SystemRankingResult, compare_many, rank_systems
-from .sequential import SequentialComparisonResult, SequentialEstimateResult, estimate_sequential
-from .data import LetorData, letor_fold, load_letor, load_partitions, load_sample
-from .estimation import ComparisonResult, ConfidenceInterval, EstimateResult, LowEffectiveSampleSizeWarning
-from .labelers import CallableLabeler, KnownLabels, LabelingError
-from .metrics import METRICS, Metric, metric_value, parse_metric, pool_metric_values
-from .moments import (
-    PairMoments,
-    PoolMoments,
-    PoolPairMoments,
-    QueryMoments,
-    pair_moments,
-    pool_moments,
-    pool_pair_moments,
-    query_moments,
-)
-from .ragged import Rankings
+from __future__ import annotations
 
-__version__ = "0.1.0"
+import importlib
+from typing import TYPE_CHECKING
 
-__all__ = [
-    "CallableLabeler",
-    "ComparisonResult",
-    "ConfidenceInterval",
-    "Design",
-    "EstimateResult",
-    "KnownLabels",
-    "LabelingError",
-    "LetorData",
-    "LowEffectiveSampleSizeWarning",
-    "MultiComparisonResult",
-    "Pool",
-    "PriorJudgments",
-    "SequentialComparisonResult",
-    "SequentialEstimateResult",
-    "SystemRankingResult",
-    "compare",
-    "compare_many",
-    "design",
-    "estimate",
-    "estimate_adaptive",
-    "estimate_sequential",
-    "rank_systems",
-    "letor_fold",
-    "load_letor",
-    "load_partitions",
-    "load_sample",
-    "METRICS",
-    "Metric",
-    "PairMoments",
-    "PoolMoments",
-    "PoolPairMoments",
-    "QueryMoments",
-    "Rankings",
-    "metric_value",
-    "pair_moments",
-    "parse_metric",
-    "pool_metric_values",
-    "pool_moments",
-    "pool_pair_moments",
-    "query_moments",
-]
+__version__ = "0.2.0"
+
+# public name -> module that defines it (loaded on first access, PEP 562)
+_EXPORTS = {
+    "estimate": "api", "compare": "api", "make_design": "api", "Design": "api", "Pool": "api",
+    "compare_many": "multi", "rank_systems": "multi",
+    "MultiComparisonResult": "multi", "SystemRankingResult": "multi",
+    "estimate_sequential": "sequential", "SequentialEstimateResult": "sequential",
+    "SequentialComparisonResult": "sequential",
+    "estimate_adaptive": "adaptive", "PriorJudgments": "adaptive",
+    "EstimateResult": "inference.estimators", "ComparisonResult": "inference.estimators",
+    "ConfidenceInterval": "inference.estimators",
+    "LowEffectiveSampleSizeWarning": "inference.estimators",
+    "CallableLabeler": "labelers", "KnownLabels": "labelers", "LabelingError": "labelers",
+    "LetorData": "io.letor", "letor_fold": "io.letor", "load_letor": "io.letor",
+    "load_partitions": "io.letor", "load_sample": "io.letor",
+    "METRICS": "metrics", "Metric": "metrics", "metric_value": "metrics", "parse_metric": "metrics",
+    "pool_metric_values": "metrics",
+    "PairMoments": "metrics", "PoolMoments": "metrics", "PoolPairMoments": "metrics",
+    "QueryMoments": "metrics", "pair_moments": "metrics", "pool_moments": "metrics",
+    "pool_pair_moments": "metrics", "query_moments": "metrics",
+    "Rankings": "ragged",
+}
+_SUBPACKAGES = ("api", "campaign", "datasets", "design", "engine", "experiments", "inference", "io", "labelers",
+                "metrics", "pool", "ragged", "relevance")
+
+__all__ = sorted(_EXPORTS) + ["__version__"]
+
+
+def __getattr__(name):
+    if name in _EXPORTS:
+        value = getattr(importlib.import_module(f".{_EXPORTS[name]}", __name__), name)
+        globals()[name] = value
+        return value
+    if name in _SUBPACKAGES:
+        return importlib.import_module(f".{name}", __name__)
+    raise AttributeError(f"module 'activerank' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_EXPORTS) | set(_SUBPACKAGES))
+
+
+if TYPE_CHECKING:  # pragma: no cover - for static analysis only
+    from .adaptive import PriorJudgments, estimate_adaptive
+    from .api import Design, Pool, compare, estimate, make_design
+    from .inference.estimators import (
+        ComparisonResult,
+        ConfidenceInterval,
+        EstimateResult,
+        LowEffectiveSampleSizeWarning,
+    )
+    from .io.letor import LetorData, letor_fold, load_letor, load_partitions, load_sample
+    from .labelers import CallableLabeler, KnownLabels, LabelingError
+    from .metrics import (
+        METRICS,
+        Metric,
+        PairMoments,
+        PoolMoments,
+        PoolPairMoments,
+        QueryMoments,
+        metric_value,
+        pair_moments,
+        parse_metric,
+        pool_metric_values,
+        pool_moments,
+        pool_pair_moments,
+        query_moments,
+    )
+    from .multi import MultiComparisonResult, SystemRankingResult, compare_many, rank_systems
+    from .ragged import Rankings
+    from .sequential import SequentialComparisonResult, SequentialEstimateResult, estimate_sequential

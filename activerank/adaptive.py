@@ -15,7 +15,7 @@ Treat all ``n = sum_b n_b`` draws as draws from the mixture
 ``w_j = p(x_j) / q_bar(x_j)``;
 
 the estimate is the self-normalized mean ``sum_j w_j L_j / sum_j w_j`` with
-the delta-method standard error of :func:`activerank.estimation.snis` (the
+the delta-method standard error of :func:`activerank.inference.estimators.snis` (the
 i.i.d.-from-the-mixture variance, which upper-bounds the variance of the
 stratified-by-batch design when the ``q_b`` are fixed).  With identical
 ``q_b`` the weights are exactly ``p / q``.  Because ``q_b`` depends on the
@@ -56,11 +56,11 @@ import numpy as np
 import pandas as pd
 
 from .api import _pool_iv, _py, _rankings_for_pool, design
-from .costs import document_costs
-from .estimation import ComparisonResult, EstimateResult, snis, warn_if_low_ess
+from .design.costs import document_costs
+from .inference.estimators import ComparisonResult, EstimateResult, snis, warn_if_low_ess
 from .labelers import LabelingError, check_grades
 from .metrics import pool_metric_values
-from .sampling import DEFAULT_DEFENSIVE, draw_budgeted, query_weights_iv
+from .design.sampling import DEFAULT_DEFENSIVE, draw_budgeted, query_weights_iv
 
 __all__ = ["PriorJudgments", "REFIT_MODES", "estimate_adaptive", "mis_weights"]
 
@@ -426,7 +426,7 @@ def estimate_adaptive(pool, scores, model, X, labeler, *, budget, n_batches=4, m
     >>> import activerank as ar
     >>> from activerank.adaptive import estimate_adaptive
     >>> data = ar.load_sample()
-    >>> model = ar.models.make_relevance_model("logistic", data.n_grades)
+    >>> model = ar.relevance.make_relevance_model("logistic", data.n_grades)
     >>> res = estimate_adaptive(data, data.X[:, 0], model, data.X, ar.KnownLabels.from_data(data),
     ...                         budget=20, n_batches=2, metric="dcg@5", rng=0)
     >>> res.cost_spent <= 20, sorted(res.trace["batch"].unique().tolist())

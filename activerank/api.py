@@ -15,14 +15,14 @@ import numpy as np
 import pandas as pd
 
 from ._validation import probs_iv
-from .costs import QueryCosts, document_costs, query_costs
-from .estimation import ComparisonResult, EstimateResult, model_assisted, snis, warn_if_low_ess
+from .design.costs import QueryCosts, document_costs, query_costs
+from .inference.estimators import ComparisonResult, EstimateResult, model_assisted, snis, warn_if_low_ess
 from .labelers import LabelingError, check_grades
 from .metrics import Metric, parse_metric, pool_metric_values
-from .moments import _moments, _pair_moments
+from .metrics.moments import _moments, _pair_moments
 from .ragged import Rankings
-from .rankers import rank_by_scores
-from .sampling import (
+from .relevance.rankers import rank_by_scores
+from .design.sampling import (
     DEFAULT_DEFENSIVE,
     DrawPlan,
     draw_budgeted,
@@ -31,7 +31,7 @@ from .sampling import (
     query_weights_iv,
 )
 
-__all__ = ["Pool", "Design", "METHODS", "design", "estimate", "compare", "label_plan", "estimate_from_labels"]
+__all__ = ["Pool", "Design", "METHODS", "design", "make_design", "estimate", "compare", "label_plan", "estimate_from_labels"]
 
 METHODS = ("active", "passive", "active_uniform_costs", "model_assisted", "model_assisted_variance",
            "model_assisted_fixed")
@@ -43,7 +43,7 @@ class Pool:
     """The unlabeled query pool: which document rows belong to which query.
 
     Any object with ``offsets`` and ``query_ids`` (such as
-    :class:`~activerank.data.LetorData`) can be used as a pool; this class is
+    :class:`~activerank.io.letor.LetorData`) can be used as a pool; this class is
     the minimal one.
 
     Examples
@@ -214,7 +214,7 @@ def design(pool, rankings, probs, *, metric, k=None, method="active", costs="aut
         ``(mean, variance)``: per-query predictions of ``L`` (or ``delta``)
         and of ``E[(L - mean)^2 | x]`` that replace the relevance model's
         exact moments, e.g. from a query-level calibrator
-        (:mod:`activerank.calibration`).
+        (:mod:`activerank.relevance.calibration`).
 
     Returns
     -------
@@ -421,14 +421,14 @@ def estimate(pool, scores, probs, labeler, *, budget, metric="err@10", k=None, m
         model (``probs`` all equal).  ``"model_assisted"`` samples like
         ``"active"`` and adds the model's exact pool mean as a control variate
         with a tuned, shrunken coefficient
-        (:func:`activerank.estimation.model_assisted`); it saved 8-17% over
+        (:func:`activerank.inference.estimators.model_assisted`); it saved 8-17% over
         active on MQ2008 single rankers and was never clearly worse.
         ``"model_assisted_variance"`` samples ``q ∝ p sqrt(Var[L|x] / lambda)``
         instead, optimal when the model is calibrated but costly when it is
         not (OHSUMED); ``"model_assisted_fixed"`` uses that ``q`` with the
         coefficient fixed at 1 (the classical difference estimator).
     costs : {"auto", "log_length", "constant", "uniform"}, array or callable
-        Per-document cost model (see :func:`activerank.costs.document_costs`);
+        Per-document cost model (see :func:`activerank.design.costs.document_costs`);
         ``"uniform"`` charges 1 per query.
     query_weights : array-like of shape (n_queries,), optional
         Target distribution ``p(x)`` (e.g. traffic); uniform by default.
@@ -438,7 +438,7 @@ def estimate(pool, scores, probs, labeler, *, budget, metric="err@10", k=None, m
     predicted : tuple (mean, variance) of ndarrays of shape (n_queries,), optional
         Per-query predictions replacing the model's exact moments when
         choosing ``q`` and as the control variate (e.g. from
-        :class:`activerank.calibration.QueryCalibrator`).
+        :class:`activerank.relevance.calibration.QueryCalibrator`).
     judgments : dict, optional
         Judgments already bought, ``{query_id: {doc_id: grade}}`` -- e.g.
         ``LabelingError.judgments`` from an interrupted run.  A drawn query
@@ -459,7 +459,7 @@ def estimate(pool, scores, probs, labeler, *, budget, metric="err@10", k=None, m
     --------
     >>> import activerank as ar
     >>> data = ar.load_sample()
-    >>> probs = ar.models.UniformRelevanceModel(data.n_grades).fit(data.X, data.labels).predict_proba(data.X)
+    >>> probs = ar.relevance.UniformRelevanceModel(data.n_grades).fit(data.X, data.labels).predict_proba(data.X)
     >>> res = ar.estimate(data, data.X[:, 0], probs, ar.KnownLabels.from_data(data),
     ...                   budget=15, metric="dcg@5", rng=0)
     >>> res.cost_spent <= 15
@@ -491,7 +491,7 @@ def compare(pool, scores_a, scores_b, probs, labeler, *, budget, metric="err@10"
     --------
     >>> import activerank as ar
     >>> data = ar.load_sample()
-    >>> probs = ar.models.UniformRelevanceModel(data.n_grades).fit(data.X, data.labels).predict_proba(data.X)
+    >>> probs = ar.relevance.UniformRelevanceModel(data.n_grades).fit(data.X, data.labels).predict_proba(data.X)
     >>> cmp = ar.compare(data, data.X[:, 0], data.X[:, 1], probs, ar.KnownLabels.from_data(data),
     ...                  budget=15, metric="err@5", rng=0)
     >>> cmp.n_queries > 0
@@ -504,3 +504,6 @@ def compare(pool, scores_a, scores_b, probs, labeler, *, budget, metric="err@10"
                         method=method, costs=costs,
                         query_weights=query_weights, defensive=defensive, rng=rng,
                         predicted=predicted, judgments=judgments)
+
+
+make_design = design  # the public name: ``activerank.design`` is the subpackage

@@ -21,7 +21,7 @@ class CLIError(Exception):
 
 
 def _load(path, n_grades=None):
-    from .data import load_letor
+    from .io.letor import load_letor
 
     return load_letor(path, n_grades=n_grades)
 
@@ -30,7 +30,7 @@ def scores_from_spec(spec: str, data, probs, *, option="--scores"):
     """Per-document scores (or Rankings) from ``model`` (expected gain under ``probs``),
     ``feature:N`` (1-based column), ``file:PATH`` (one number per line) or
     ``run:PATH[#TAG]`` (a TREC run matched to the pool's document ids)."""
-    from .rankers import expected_gain_scores
+    from .relevance.rankers import expected_gain_scores
 
     kind, _, arg = spec.partition(":")
     if spec == "model":
@@ -49,7 +49,7 @@ def scores_from_spec(spec: str, data, probs, *, option="--scores"):
                            f"pool document; got {values.size}.")
         return values
     if kind == "run" and arg:
-        from .trec import read_runs, run_rankings_for_pool
+        from .io.trec import read_runs, run_rankings_for_pool
 
         path, _, tag = arg.partition("#")
         return run_rankings_for_pool(read_runs(path), data, name=tag or None)
@@ -58,7 +58,7 @@ def scores_from_spec(spec: str, data, probs, *, option="--scores"):
 
 
 def _model(args, data):
-    from .models import make_relevance_model
+    from .relevance.models import make_relevance_model
 
     train = _load(args.train, n_grades=data.n_grades) if args.train else None
     model = make_relevance_model(args.model, data.n_grades, random_state=args.seed)
@@ -157,12 +157,12 @@ def build_parser() -> argparse.ArgumentParser:
     cmp.set_defaults(func=_cmd_compare)
 
     try:
-        from .campaign_cli import add_campaign_parser
+        from .campaign.cli import add_campaign_parser
     except ImportError:  # campaign support not installed in this build
         pass
     else:
         add_campaign_parser(sub)
-    # listed for --help only: main() hands `experiment ...` to activerank.experiment.main
+    # listed for --help only: main() hands `experiment ...` to activerank.experiments.harness.main
     sub.add_parser("experiment", help="reproduce the paper's experiments on LETOR data "
                                       "(see `activerank experiment --help`)")
     return parser
@@ -172,7 +172,7 @@ def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv[:1] == ["experiment"]:
         # the experiment harness owns its whole argument list (including --help)
-        from .experiment import main as experiment_main
+        from .experiments.harness import main as experiment_main
 
         return int(experiment_main(argv[1:]) or 0)
     parser = build_parser()

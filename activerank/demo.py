@@ -10,11 +10,11 @@ from __future__ import annotations
 
 
 from .api import compare, estimate
-from .data import load_sample
+from .io.letor import load_sample
 from .labelers import KnownLabels
 from .metrics import pool_metric_values
-from .models import make_relevance_model
-from .rankers import expected_gain_scores, rank_by_scores
+from .relevance.models import make_relevance_model
+from .relevance.rankers import expected_gain_scores, rank_by_scores
 
 BM25_FEATURE = 25  # LETOR 4.0: feature 25 is BM25 on the whole document
 

@@ -103,7 +103,7 @@ class KnownLabels:
 
     @classmethod
     def from_data(cls, data) -> "KnownLabels":
-        """From a labeled :class:`~activerank.data.LetorData`."""
+        """From a labeled :class:`~activerank.io.letor.LetorData`."""
         if data.labels is None:
             raise ValueError("`data` has no labels; KnownLabels needs a labeled dataset.")
         return cls(data.query_ids, data.offsets, data.labels, getattr(data, "doc_ids", None))

@@ -32,7 +32,7 @@ covariance is
 
 ``Sigma_hat = n/(n-1) * sum_d w_d^2 (V_d - R_hat)(V_d - R_hat)^T / (sum w)^2``
 
-(diagonal = :func:`activerank.estimation.snis`'s squared standard error).
+(diagonal = :func:`activerank.inference.estimators.snis`'s squared standard error).
 Differences are linear maps ``A R_hat`` with covariance ``A Sigma_hat A^T``.
 
 Simultaneous intervals use the max-|t| (single-step) method: the critical
@@ -63,13 +63,13 @@ import pandas as pd
 from scipy import stats
 
 from .api import Design, _pool_iv, _query_values, _rankings_for_pool, _trace, design_inputs, label_plan
-from .estimation import ConfidenceInterval, RunInfo, _z, warn_if_low_ess
-from .moments import _pair_moments
+from .inference.estimators import ConfidenceInterval, RunInfo, _z, warn_if_low_ess
+from .metrics.moments import _pair_moments
 from .ragged import Rankings
 
 # the k-system estimators are importance-weighted means; no control variate here
 METHODS = ("active", "passive", "active_uniform_costs")
-from .sampling import DEFAULT_DEFENSIVE, draw_budgeted, expected_squared_error, optimal_distribution
+from .design.sampling import DEFAULT_DEFENSIVE, draw_budgeted, expected_squared_error, optimal_distribution
 
 __all__ = [
     "MultiDesign",
@@ -348,9 +348,9 @@ def design_many(pool, rankings, probs, *, target="baseline", metric="err@10", k=
     Examples
     --------
     >>> import activerank as ar
-    >>> from activerank.rankers import rank_by_scores
+    >>> from activerank.relevance.rankers import rank_by_scores
     >>> data = ar.load_sample()
-    >>> probs = ar.models.UniformRelevanceModel(3).fit(data.X, data.labels).predict_proba(data.X)
+    >>> probs = ar.relevance.UniformRelevanceModel(3).fit(data.X, data.labels).predict_proba(data.X)
     >>> rks = [rank_by_scores(data.X[:, j], data.offsets) for j in range(3)]
     >>> dsg = design_many(data, rks, probs, target="mean", metric="dcg@5")
     >>> dsg.predicted_mean.shape, round(float(dsg.q.sum()), 12)
@@ -362,7 +362,7 @@ def design_many(pool, rankings, probs, *, target="baseline", metric="err@10", k=
     if len(rankings) < 2:
         raise ValueError(f"`rankings` must hold at least 2 rankings; got {len(rankings)}.")
     if not all(isinstance(r, Rankings) for r in rankings):
-        raise TypeError("`rankings` must be a sequence of Rankings (see activerank.rankers.rank_by_scores).")
+        raise TypeError("`rankings` must be a sequence of Rankings (see activerank.relevance.rankers.rank_by_scores).")
     names = _names_iv(names, len(rankings), "names", "system")
     m, P, tops, p, qc = design_inputs(pool, rankings, probs, metric=metric, k=k, method=method,
                                       costs=costs, query_weights=query_weights, methods=METHODS)
@@ -417,7 +417,7 @@ class MultiComparisonResult(RunInfo):
         Candidates' own mean metric estimates.
     baseline_estimate : float
     metric, method, n_draws, n_queries, cost_spent, budget, effective_sample_size
-        As in :class:`~activerank.estimation.ComparisonResult`.
+        As in :class:`~activerank.inference.estimators.ComparisonResult`.
     trace : pandas.DataFrame
         One row per draw: ``draw, query, query_id, q, p, weight, new, cost,
         cumulative_cost``, then ``value_<name>`` per system (baseline last) and
@@ -704,7 +704,7 @@ def compare_many(pool, candidate_scores, baseline_scores, probs, labeler, *, bud
     >>> import activerank as ar
     >>> from activerank.multi import compare_many
     >>> data = ar.load_sample()
-    >>> probs = ar.models.UniformRelevanceModel(3).fit(data.X, data.labels).predict_proba(data.X)
+    >>> probs = ar.relevance.UniformRelevanceModel(3).fit(data.X, data.labels).predict_proba(data.X)
     >>> res = compare_many(data, [data.X[:, 1], data.X[:, 2]], data.X[:, 0], probs,
     ...                    ar.KnownLabels.from_data(data), budget=15, metric="err@5", rng=0,
     ...                    names=["f1", "f2"])
@@ -762,7 +762,7 @@ def rank_systems(pool, scores_list, probs, labeler, *, budget, metric="err@10", 
     >>> import activerank as ar
     >>> from activerank.multi import rank_systems
     >>> data = ar.load_sample()
-    >>> probs = ar.models.UniformRelevanceModel(3).fit(data.X, data.labels).predict_proba(data.X)
+    >>> probs = ar.relevance.UniformRelevanceModel(3).fit(data.X, data.labels).predict_proba(data.X)
     >>> res = rank_systems(data, [data.X[:, j] for j in range(3)], probs,
     ...                    ar.KnownLabels.from_data(data), budget=15, metric="err@5", rng=0)
     >>> len(res.ranking), res.win_probabilities.shape

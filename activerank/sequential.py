@@ -59,11 +59,11 @@ import pandas as pd
 
 from .api import _pool_iv, _py, design
 from .adaptive import _scores_pair
-from .estimation import ComparisonResult, ConfidenceInterval, EstimateResult
+from .inference.estimators import ComparisonResult, ConfidenceInterval, EstimateResult
 from .labelers import LabelingError, check_grades
 from .metrics import pool_metric_values
-from .moments import _moments
-from .sampling import DEFAULT_DEFENSIVE
+from .metrics.moments import _moments
+from .design.sampling import DEFAULT_DEFENSIVE
 
 __all__ = [
     "INTERVAL_KIND",
@@ -217,7 +217,7 @@ class _Anytime:
 
 @dataclass(frozen=True, eq=False, kw_only=True)
 class SequentialEstimateResult(_Anytime, EstimateResult):
-    """:class:`~activerank.estimation.EstimateResult` of a run stopped at a target precision.
+    """:class:`~activerank.inference.estimators.EstimateResult` of a run stopped at a target precision.
 
     Attributes
     ----------
@@ -239,7 +239,7 @@ class SequentialEstimateResult(_Anytime, EstimateResult):
 
 @dataclass(frozen=True, eq=False, kw_only=True)
 class SequentialComparisonResult(_Anytime, ComparisonResult):
-    """:class:`~activerank.estimation.ComparisonResult` of a run stopped at a target precision.
+    """:class:`~activerank.inference.estimators.ComparisonResult` of a run stopped at a target precision.
 
     Same extra attributes as :class:`SequentialEstimateResult`; ``difference``
     is ``estimate_a - estimate_b`` (each the centered IS mean of its ranker).
@@ -378,7 +378,7 @@ def estimate_sequential(pool, scores, probs, labeler, *, target_half_width, budg
     >>> import activerank as ar
     >>> from activerank.sequential import estimate_sequential
     >>> data = ar.load_sample()
-    >>> probs = ar.models.UniformRelevanceModel(data.n_grades).fit(data.X, data.labels).predict_proba(data.X)
+    >>> probs = ar.relevance.UniformRelevanceModel(data.n_grades).fit(data.X, data.labels).predict_proba(data.X)
     >>> res = estimate_sequential(data, data.X[:, 0], probs, ar.KnownLabels.from_data(data),
     ...                           target_half_width=0.5, budget=25, metric="err@5", rng=0)
     >>> res.stopping_reason in ("target", "budget", "all_judged"), res.cost_spent <= 25
@@ -475,7 +475,7 @@ def _model_sq_error(P, dsg, n_rankings) -> np.ndarray:
     """``Var_theta[L | x]`` (or of ``delta``) per query."""
     if n_rankings == 1:
         return _moments(P, dsg.rankings[0], dsg.metric).variance
-    from .moments import _pair_moments
+    from .metrics.moments import _pair_moments
 
     return _pair_moments(P, dsg.rankings[0], dsg.rankings[1], dsg.metric).delta_variance
 

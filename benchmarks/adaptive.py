@@ -48,10 +48,10 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 import activerank as ar  # noqa: E402
 from activerank.adaptive import estimate_adaptive  # noqa: E402
-from activerank.estimation import LowEffectiveSampleSizeWarning  # noqa: E402
+from activerank.inference.estimators import LowEffectiveSampleSizeWarning  # noqa: E402
 from activerank.metrics import pool_metric_values  # noqa: E402
-from activerank.models import SklearnRelevanceModel, UniformRelevanceModel  # noqa: E402
-from activerank.rankers import fit_linear_ranker, rank_by_scores  # noqa: E402
+from activerank.relevance.models import SklearnRelevanceModel, UniformRelevanceModel  # noqa: E402
+from activerank.relevance.rankers import fit_linear_ranker, rank_by_scores  # noqa: E402
 
 SEED = 0
 METRIC = "err@10"

@@ -21,11 +21,11 @@ import pandas as pd
 
 import activerank as ar
 from activerank.api import design
-from activerank.calibration import fit_query_calibrator, query_features
-from activerank.estimation import model_assisted, snis
-from activerank.models import make_relevance_model
-from activerank.rankers import fit_lambdarank_ranker, fit_linear_ranker
-from activerank.sampling import draw_budgeted
+from activerank.relevance.calibration import fit_query_calibrator, query_features
+from activerank.inference.estimators import model_assisted, snis
+from activerank.relevance.models import make_relevance_model
+from activerank.relevance.rankers import fit_lambdarank_ranker, fit_linear_ranker
+from activerank.design.sampling import draw_budgeted
 
 HERE = Path(__file__).resolve().parent
 DEFAULT_DATA = HERE.parent.parent / "shared" / "data" / "mq2008"

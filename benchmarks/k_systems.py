@@ -27,7 +27,7 @@ top-10 lists -- MQ2008 lengths are query-normalised, see experiment.py)
                  differences to the mean system, coverage.
 for budgets Lambda (units of the mean query cost) and methods active/passive,
 ``--reps`` repetitions each (default 500).  Draws are simulated in batch
-(``activerank.simulation.draw_budgeted_batch``; budgets are prefixes of one
+(``activerank.experiments.simulation.draw_budgeted_batch``; budgets are prefixes of one
 run) and every estimate is the library's joint SNIS estimator
 (``activerank.multi.joint_snis``), computed on prefixes.
 
@@ -48,17 +48,17 @@ import pandas as pd
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-from activerank.data import letor_fold  # noqa: E402
+from activerank.io.letor import letor_fold  # noqa: E402
 from activerank.metrics import pool_metric_values  # noqa: E402
-from activerank.models import fit_with_validation, make_relevance_model  # noqa: E402
+from activerank.relevance.models import fit_with_validation, make_relevance_model  # noqa: E402
 from activerank.multi import design_many, kendall_tau, max_abs_t_critical_value  # noqa: E402
-from activerank.rankers import (  # noqa: E402
+from activerank.relevance.rankers import (  # noqa: E402
     expected_gain_scores,
     fit_lambdarank_ranker,
     fit_linear_ranker,
     rank_by_scores,
 )
-from activerank.simulation import budget_stops, draw_budgeted_batch  # noqa: E402
+from activerank.experiments.simulation import budget_stops, draw_budgeted_batch  # noqa: E402
 
 SEED = 0
 BUDGETS = (10, 20, 40, 80)

@@ -19,7 +19,7 @@ Tasks
 ``single``        DCG and ERR moments (full lists, then ``@10``) of one ranker,
                   via the public ``pool_moments`` (input validation included).
 ``pair_update``   pair moments of a ranker and its index update (10% of every
-                  list removed, ``activerank.rankers.remove_fraction``).
+                  list removed, ``activerank.relevance.rankers.remove_fraction``).
 ``pair_indep``    pair moments of two independent rankings of the same candidates.
 ``qstar_draws``   ``optimal_distribution`` + ``expected_squared_error`` from the
                   ERR moments, then one budgeted run of ~1000 draws.
@@ -50,9 +50,9 @@ import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-from activerank.moments import pair_moments, pool_moments, pool_pair_moments, query_moments  # noqa: E402
-from activerank.rankers import remove_fraction  # noqa: E402
-from activerank.sampling import draw_budgeted, expected_squared_error, optimal_distribution  # noqa: E402
+from activerank.metrics.moments import pair_moments, pool_moments, pool_pair_moments, query_moments  # noqa: E402
+from activerank.relevance.rankers import remove_fraction  # noqa: E402
+from activerank.design.sampling import draw_budgeted, expected_squared_error, optimal_distribution  # noqa: E402
 
 from benchmarks._synthetic import make_pool, permute_within  # noqa: E402
 

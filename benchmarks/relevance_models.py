@@ -8,7 +8,7 @@ over a small grid), test S5.  For every model, on the test queries:
 - ``err10``/``ndcg10``  true mean ERR@10 / NDCG@10 of the ranker that orders
   each query by the model's expected gain sum_y (2^y - 1) p(y);
 - ``corr_err10``   Pearson correlation, over test queries, between the model's
-  predicted E[ERR@10 | x] (exact, ``activerank.moments.pool_moments``) for
+  predicted E[ERR@10 | x] (exact, ``activerank.metrics.moments.pool_moments``) for
   that ranker and the true per-query ERR@10;
 - ``corr_err10_lr`` the same correlation for a *fixed* LightGBM lambdarank
   ranker (trained on S1-S3), i.e. how well the model predicts the quality of
@@ -37,11 +37,11 @@ import pandas as pd
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-from activerank.data import letor_fold, ohsumed_doc_length  # noqa: E402
+from activerank.io.letor import letor_fold, ohsumed_doc_length  # noqa: E402
 from activerank.metrics import pool_metric_values  # noqa: E402
-from activerank.models import fit_with_validation, grade_log_loss, make_relevance_model  # noqa: E402
-from activerank.moments import pool_moments  # noqa: E402
-from activerank.rankers import expected_gain_scores, fit_lambdarank_ranker, rank_by_scores  # noqa: E402
+from activerank.relevance.models import fit_with_validation, grade_log_loss, make_relevance_model  # noqa: E402
+from activerank.metrics.moments import pool_moments  # noqa: E402
+from activerank.relevance.rankers import expected_gain_scores, fit_lambdarank_ranker, rank_by_scores  # noqa: E402
 
 SEED = 0
 DATASETS = ("MQ2008", "OHSUMED")  # "OHSUMED-raw" on request (--datasets)

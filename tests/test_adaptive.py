@@ -6,10 +6,10 @@ import pytest
 import activerank as ar
 from activerank.adaptive import PriorJudgments, estimate_adaptive, mis_weights
 from activerank.api import design
-from activerank.estimation import LowEffectiveSampleSizeWarning, snis
+from activerank.inference.estimators import LowEffectiveSampleSizeWarning, snis
 from activerank.metrics import pool_metric_values
-from activerank.models import RelevanceModel
-from activerank.rankers import rank_by_scores
+from activerank.relevance.models import RelevanceModel
+from activerank.relevance.rankers import rank_by_scores
 
 from .conftest import SyntheticPool, stat_reps
 

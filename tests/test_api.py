@@ -138,7 +138,7 @@ def test_pool_from_qids_rejects_split_query():
 def test_shipped_sample_end_to_end():
     data = ar.load_sample()
     train = ar.load_sample("train")
-    model = ar.models.make_relevance_model("ordered_logit", data.n_grades).fit(train.X, train.labels)
+    model = ar.relevance.make_relevance_model("ordered_logit", data.n_grades).fit(train.X, train.labels)
     probs = model.predict_proba(data.X)
     res = ar.estimate(data, model.expected_grade(data.X), probs, ar.KnownLabels.from_data(data),
                       budget=20, metric="err@10", rng=0)

@@ -158,7 +158,7 @@ def compute_fingerprint(data, train, probs, lab, tmp_path) -> dict:
         x = int(np.flatnonzero(data.query_ids == qid)[0])
         rows = np.arange(data.offsets[x], data.offsets[x + 1])
         judged[qid] = {data.doc_ids[r]: int(data.labels[r]) for r in rows}
-    dsg = ar.design(data, (ar.rankers.rank_by_scores(a, data.offsets),), probs, metric="err@10")
+    dsg = ar.make_design(data, (ar.relevance.rank_by_scores(a, data.offsets),), probs, metric="err@10")
     prior = ar.PriorJudgments.from_draws(judged, first.trace["query_id"].tolist(), dsg.q)
     res = _quiet(ar.estimate_adaptive, data, a, CentroidModel(), data.X, lab, budget=10, n_batches=2,
                  metric="err@10", train=(train.X, train.labels), reuse=prior, rng=20)

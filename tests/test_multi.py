@@ -4,7 +4,7 @@ import pytest
 
 import activerank as ar
 from activerank.metrics import pool_metric_values
-from activerank.moments import pool_moments, pool_pair_moments
+from activerank.metrics.moments import pool_moments, pool_pair_moments
 from activerank.multi import (
     SimultaneousIntervals,
     compare_many,
@@ -15,9 +15,9 @@ from activerank.multi import (
     rank_systems,
 )
 from activerank.ragged import Rankings
-from activerank.rankers import rank_by_scores
-from activerank.sampling import draw_budgeted
-from activerank.estimation import snis
+from activerank.relevance.rankers import rank_by_scores
+from activerank.design.sampling import draw_budgeted
+from activerank.inference.estimators import snis
 
 from .conftest import SyntheticPool, stat_reps
 

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from activerank.experiment import default_data_root
+from activerank.experiments.harness import default_data_root
 
 NB = Path(__file__).resolve().parents[1] / "notebooks" / "paper_reproduction.ipynb"
 

@@ -3,7 +3,7 @@ import pytest
 
 import activerank as ar
 from activerank.metrics import pool_metric_values
-from activerank.rankers import rank_by_scores
+from activerank.relevance.rankers import rank_by_scores
 from activerank.sequential import (
     SequentialComparisonResult,
     SequentialEstimateResult,

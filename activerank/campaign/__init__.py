@@ -11,7 +11,7 @@ Examples
 >>> import tempfile, os, activerank as ar
 >>> from activerank.campaign import Campaign
 >>> data = ar.load_sample()
->>> probs = ar.models.UniformRelevanceModel(3).fit(data.X, data.labels).predict_proba(data.X)
+>>> probs = ar.relevance.UniformRelevanceModel(3).fit(data.X, data.labels).predict_proba(data.X)
 >>> with tempfile.TemporaryDirectory() as tmp:
 ...     with Campaign.create(os.path.join(tmp, "c.db"), data, data.X[:, 0], probs,
 ...                          budget=5, metric="dcg@5", seed=0) as c:

@@ -42,10 +42,10 @@ from datetime import datetime, timezone
 import numpy as np
 
 from ..api import Design, Pool, _pool_iv, _rankings_for_pool, design, estimate_from_labels
-from ..costs import QueryCosts
+from ..design.costs import QueryCosts
 from ..metrics import parse_metric
 from ..ragged import Rankings, offsets_from_lengths
-from ..sampling import DEFAULT_DEFENSIVE, DrawPlan, draw_budgeted
+from ..design.sampling import DEFAULT_DEFENSIVE, DrawPlan, draw_budgeted
 from . import io as cio
 
 __all__ = [
@@ -819,7 +819,7 @@ class Campaign:
 
     def write_qrels(self, path, *, combine=None, scope="tasks") -> int:
         """Write the combined judgments as a TREC qrels file; returns the line count."""
-        from ..trec import write_qrels
+        from ..io.trec import write_qrels
 
         return write_qrels(path, self.judgments(combine=combine, scope=scope))
 

@@ -1,4 +1,4 @@
 """Small LETOR samples shipped with activerank (see ``SOURCE.md`` in this folder).
 
-Load them with :func:`activerank.data.load_sample`.
+Load them with :func:`activerank.io.letor.load_sample`.
 """

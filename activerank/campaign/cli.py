@@ -1,0 +1,439 @@
+"""``activerank campaign init | export | import | status | estimate | qrels``.
+
+A labeling campaign for real annotators, kept in one SQLite file:
+
+1. ``init`` freezes a pool, the ranker(s), the sampling design and the draw
+   sequence (from LETOR files, or from TREC run files).
+2. ``export`` writes the next tasks (query-document pairs, in draw order) as
+   JSONL or CSV.
+3. ``import`` reads judgments back (JSONL/CSV/qrels), row by row; bad rows are
+   reported with their line numbers, good rows are stored; re-importing a
+   file is harmless.
+4. ``status`` and ``estimate`` report progress and the current estimate.
+5. ``qrels`` writes the combined judgments as a TREC qrels file.
+
+Exit codes: 0 success; 1 finished, but some input rows were rejected (import)
+or there is nothing to estimate yet; 2 bad input (usage, unreadable or
+malformed file, invalid option values).
+
+Use :func:`add_campaign_parser` to attach the command to an ``argparse``
+parser, or run ``python -m activerank.campaign.cli ...`` directly.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sqlite3
+import sys
+import warnings
+
+import numpy as np
+
+__all__ = ["add_campaign_parser", "main", "run"]
+
+EXIT_OK, EXIT_REJECTED, EXIT_BAD_INPUT = 0, 1, 2
+
+
+class CampaignCLIError(Exception):
+    """Bad command-line input for a campaign command (exit code 2)."""
+
+
+# --------------------------------------------------------------------------- init helpers
+
+
+def _positive_float(text):
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number, got {text!r}") from None
+    if not (math.isfinite(v) and v > 0):
+        raise argparse.ArgumentTypeError(f"must be a positive finite number, got {text!r}")
+    return v
+
+
+def _nonneg_int(text):
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be an integer, got {text!r}") from None
+    if v < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, got {text!r}")
+    return v
+
+
+def _read_query_text(path) -> dict:
+    out = {}
+    with open(path, encoding="utf-8-sig") as f:
+        for i, line in enumerate(f, start=1):
+            line = line.rstrip("\r\n")
+            if not line.strip():
+                continue
+            qid, sep, text = line.partition("\t")
+            if not sep or not qid.strip():
+                raise CampaignCLIError(f"{path}: line {i}: expected 'query_id<TAB>text'.")
+            out[qid.strip()] = text.strip()
+    return out
+
+
+def _letor_ranker(spec, data, probs):
+    from ..cli import CLIError, scores_from_spec
+
+    try:
+        return scores_from_spec(spec, data, probs, option="--ranker")
+    except CLIError as exc:
+        raise CampaignCLIError(str(exc)) from None
+
+
+def _init_letor(args):
+    from ..io.letor import load_letor
+    from ..relevance.models import make_relevance_model
+
+    train = None
+    n_grades = args.grades
+    if args.train:
+        train = load_letor(args.train, n_grades=n_grades)
+        n_grades = n_grades or train.n_grades
+    data = load_letor(args.pool, n_grades=n_grades, length_feature=args.length_feature)
+    n_grades = n_grades or data.n_grades
+    model_name = args.model or "lightgbm"
+    model = make_relevance_model(model_name, n_grades, random_state=args.model_seed)
+    if model_name == "uniform":
+        model.fit(data.X, np.zeros(data.n_docs, dtype=np.int64))
+    elif train is None:
+        raise CampaignCLIError(f"--model {model_name} needs --train FILE with labeled training queries "
+                               "(or use --model uniform).")
+    else:
+        if train.n_features != data.n_features:
+            raise CampaignCLIError(f"--train has {train.n_features} features but --pool has {data.n_features}.")
+        model.fit(train.X, train.labels)
+    probs = model.predict_proba(data.X)
+    specs = args.ranker or ["model"]
+    rankers = {spec: _letor_ranker(spec, data, probs) for spec in specs}
+    if len(rankers) != len(specs):
+        raise CampaignCLIError(f"--ranker values must differ; got {specs}.")
+    return data, rankers, probs
+
+
+def _init_trec(args):
+    from ..relevance.models import UniformRelevanceModel
+    from ..io.trec import read_qrels, read_runs
+
+    if args.model not in (None, "uniform"):
+        raise CampaignCLIError("TREC run files carry no features: only --model uniform is possible with --run.")
+    if args.ranker:
+        raise CampaignCLIError("--ranker is for --pool (LETOR); with --run choose runs with --tag.")
+    runs = read_runs(args.run, queries=args.queries)
+    names = args.tag or list(runs.names)
+    unknown = [t for t in names if t not in runs.rankings]
+    if unknown:
+        raise CampaignCLIError(f"--tag {unknown[0]!r} is not a run tag; the run files hold {list(runs.names)}.")
+    if len(names) not in (1, 2):
+        raise CampaignCLIError(f"a campaign evaluates one run or compares two; the files hold {list(runs.names)} "
+                               "-- choose with --tag.")
+    n_grades = args.grades
+    if n_grades is None and args.qrels:
+        n_grades = read_qrels(args.qrels).max_grade + 1
+    if n_grades is None or n_grades < 2:
+        raise CampaignCLIError("--grades N (size of the grade scale, >= 2) is required with --run "
+                               "unless --qrels shows the scale.")
+    n_docs = runs.pool.n_docs
+    probs = UniformRelevanceModel(n_grades).fit(np.zeros((n_docs, 1)), np.zeros(n_docs, dtype=np.int64)) \
+        .predict_proba(np.zeros((n_docs, 1)))
+    return runs.pool, {t: runs.rankings[t] for t in names}, probs
+
+
+def _cmd_init(args):
+    from . import Campaign
+
+    if bool(args.pool) == bool(args.run):
+        raise CampaignCLIError("give either --pool FILE (LETOR) or --run FILE [--run FILE] (TREC runs).")
+    if args.pool:
+        if args.tag:
+            raise CampaignCLIError("--tag selects TREC runs and needs --run.")
+        pool, rankers, probs = _init_letor(args)
+    else:
+        if args.train or args.length_feature:
+            raise CampaignCLIError("--train and --length-feature need --pool (LETOR).")
+        pool, rankers, probs = _init_trec(args)
+    query_text = _read_query_text(args.query_text) if args.query_text else None
+    camp = Campaign.create(args.store, pool, rankers, probs, budget=args.budget, metric=args.metric,
+                           method=args.method, costs=args.costs, defensive=args.defensive, seed=args.seed,
+                           query_text=query_text, combine=args.combine, overwrite=args.force,
+                           description=args.description or "")
+    with camp:
+        if args.qrels:
+            rep = camp.import_qrels(args.qrels)
+            print(f"pre-existing judgments from {args.qrels}: {rep.accepted} stored, "
+                  f"{len(rep.rejected)} outside the pool or invalid")
+        st = camp.status()
+        print(f"created campaign {args.store}: {len(camp.query_ids)} queries, "
+              f"{int(camp.pool().offsets[-1])} documents; rankers {list(camp.names)}")
+        print(f"  metric {camp.metric}, method {camp.method}, seed {camp.seed}, combine {camp.combine}")
+        print(f"  budget {camp.budget:g}: {st.n_draws} draws over "
+              f"{len(st.queries_done) + len(st.queries_partial) + len(st.queries_pending)} queries "
+              f"({st.n_documents_needed} documents to judge), planned cost {st.cost_planned:.4g}")
+    return EXIT_OK
+
+
+# --------------------------------------------------------------------------- other commands
+
+
+def _open(args):
+    from . import Campaign
+
+    return Campaign.open(args.store)
+
+
+def _cmd_export(args):
+    with _open(args) as camp:
+        rep = camp.export_tasks(args.output, format=args.format, limit=args.limit, max_cost=args.max_cost,
+                                exclude_exported=args.exclude_exported)
+    print(f"wrote {rep.n_rows} tasks ({rep.n_queries} queries, cost {rep.cost:.4g}) to {rep.path}")
+    return EXIT_OK
+
+
+def _cmd_import(args):
+    status = EXIT_OK
+    with _open(args) as camp:
+        for path in args.files:
+            def ack(first, last, n, path=path):
+                print(f"committed {path} lines {first}-{last}: {n} accepted", flush=True)
+
+            rep = camp.import_judgments(path, format=args.format, annotator=args.annotator, scope=args.scope,
+                                        chunk_size=args.chunk_size, on_commit=ack)
+            for note in rep.notes:
+                print(f"{path}: note: {note}")
+            for msg in rep.messages():
+                print(msg, file=sys.stderr)
+            if rep.already_imported:
+                print(f"{path}: already imported (same content, batch {rep.batch_id}); nothing to do")
+            else:
+                print(f"{path}: {rep.accepted_now} judgments stored now ({rep.accepted} in total from this file), "
+                      f"{rep.duplicates} duplicates, {rep.unanswered} unanswered, {len(rep.rejected)} rejected"
+                      + (" (resumed an interrupted import)" if rep.resumed else ""), flush=True)
+            if rep.rejected:
+                status = EXIT_REJECTED
+    return status
+
+
+def _cmd_status(args):
+    with _open(args) as camp:
+        st = camp.status(combine=args.combine)
+    if args.json:
+        print(json.dumps(st.to_dict(), indent=2))
+        return EXIT_OK
+    n_planned = len(st.queries_done) + len(st.queries_partial) + len(st.queries_pending)
+    print(f"budget {st.budget:g}: spent {st.cost_spent:.4g}, in progress {st.cost_in_progress:.4g}, "
+          f"left {st.budget_left:.4g} (planned {st.cost_planned:.4g})")
+    print(f"queries: {len(st.queries_done)} done, {len(st.queries_partial)} partially judged, "
+          f"{len(st.queries_pending)} pending, of {n_planned} planned")
+    print(f"documents: {st.n_documents_judged} of {st.n_documents_needed} judged; {st.n_judgments} judgments "
+          f"stored, {st.n_conflicts} pairs with disagreeing annotators (combined by {st.combine})")
+    print(f"draws usable for the estimate: {st.draws_usable} of {st.n_draws}"
+          + (f" (waiting for query {st.blocking_query!r})" if st.blocking_query is not None else ""))
+    if st.queries_partial:
+        print("partially judged: " + ", ".join(st.queries_partial))
+    return EXIT_OK
+
+
+def _cmd_estimate(args):
+    from ..inference.estimators import ComparisonResult
+
+    with _open(args) as camp:
+        st = camp.status(combine=args.combine)
+        try:
+            res = camp.estimate(combine=args.combine)
+        except ValueError as exc:
+            if "nothing to estimate yet" not in str(exc):
+                raise
+            print(f"activerank campaign estimate: {exc}", file=sys.stderr)
+            return EXIT_REJECTED
+    point = "difference" if isinstance(res, ComparisonResult) else "estimate"
+    ci = res.confidence_interval(args.confidence)
+    out = {point: getattr(res, point), "standard_error": res.standard_error, "ci_low": ci.low,
+           "ci_high": ci.high, "confidence_level": args.confidence, "n_queries": res.n_queries,
+           "n_draws": res.n_draws, "n_draws_planned": st.n_draws, "cost_spent": res.cost_spent,
+           "budget": res.budget, "effective_sample_size": res.effective_sample_size, "metric": res.metric,
+           "method": res.method, "queries_partial": list(st.queries_partial),
+           "queries_pending": len(st.queries_pending)}
+    if point == "difference":
+        out.update(estimate_a=res.estimate_a, estimate_b=res.estimate_b)
+    if args.trace:
+        res.trace.to_csv(args.trace, index=False)
+    if args.json:
+        print(json.dumps(out, indent=2))
+        return EXIT_OK
+    print(f"{res.metric} {point}: {out[point]:.4f} ± {res.standard_error:.4f} (SE); "
+          f"{args.confidence:.0%} CI [{ci.low:.4f}, {ci.high:.4f}]")
+    print(f"  from {res.n_draws} of {st.n_draws} draws ({res.n_queries} queries), cost {res.cost_spent:.4g} "
+          f"of {res.budget:g}; ESS {res.effective_sample_size:.1f}")
+    if st.queries_partial:
+        print(f"  partially judged (not used yet): {', '.join(st.queries_partial)}")
+    if st.draws_usable < st.n_draws:
+        print(f"  {len(st.queries_pending)} planned queries still pending")
+    return EXIT_OK
+
+
+def _cmd_qrels(args):
+    with _open(args) as camp:
+        n = camp.write_qrels(args.output, combine=args.combine, scope=args.scope)
+    print(f"wrote {n} judgments to {args.output}")
+    return EXIT_OK
+
+
+# --------------------------------------------------------------------------- parser
+
+
+_EPILOG = ("exit codes: 0 success; 1 some rows rejected (import) or nothing to estimate yet; "
+           "2 bad input")
+
+
+def add_campaign_parser(subparsers) -> argparse.ArgumentParser:
+    """Add ``campaign`` (with its sub-commands) to an ``argparse`` sub-parser set.
+
+    Every leaf sets ``func`` to a handler ``func(args) -> int`` (exit code);
+    the handlers report their own errors (message on stderr, exit code 2).
+
+    Parameters
+    ----------
+    subparsers : argparse._SubParsersAction
+        From ``parser.add_subparsers()``.
+
+    Returns
+    -------
+    argparse.ArgumentParser
+        The ``campaign`` parser.
+    """
+    from ..api import METHODS
+    from .io import FORMATS, TASK_FORMATS
+    from .store import COMBINE_RULES
+    from ..relevance.models import MODEL_NAMES
+
+    camp = subparsers.add_parser(
+        "campaign", help="labeling campaigns for real annotators (init, export, import, status, estimate)",
+        description="Labeling campaigns for real annotators, kept in one SQLite file: "
+        "init -> export tasks -> import judgments -> status / estimate.",
+        epilog=_EPILOG)
+    sub = camp.add_subparsers(dest="campaign_command", required=True, metavar="COMMAND")
+
+    p = sub.add_parser("init", help="create a campaign file from LETOR files or TREC run files",
+                       description="Create a campaign: freeze the pool, the ranker(s), the sampling design and "
+                       "the draw sequence. LETOR mode: --pool FILE [--train FILE --model NAME] --ranker SPEC "
+                       "[--ranker SPEC]. TREC mode: --run FILE [--run FILE] [--tag TAG ...] --grades N.",
+                       epilog=_EPILOG)
+    p.add_argument("store", help="campaign file to create (SQLite)")
+    src = p.add_argument_group("LETOR source")
+    src.add_argument("--pool", help="LETOR/SVMlight file with the queries and documents to judge")
+    src.add_argument("--train", help="labeled LETOR file to fit the relevance model on")
+    src.add_argument("--ranker", action="append", metavar="SPEC",
+                     help="ranker to evaluate (give twice to compare two): model (expected gain of the "
+                     "relevance model) | feature:N (1-based column) | file:PATH (one score per line) | "
+                     "run:PATH[#TAG] (TREC run matched by doc id); default model")
+    src.add_argument("--length-feature", type=int, help="1-based feature holding document length (for costs)")
+    trec = p.add_argument_group("TREC source")
+    trec.add_argument("--run", action="append", metavar="FILE", help="TREC run file (repeatable)")
+    trec.add_argument("--tag", action="append", help="run tag to evaluate (give two to compare)")
+    trec.add_argument("--queries", choices=("union", "intersection"), default="union",
+                      help="pool queries with several runs (default union)")
+    p.add_argument("--model", choices=MODEL_NAMES, default=None,
+                   help="relevance model (default lightgbm with --pool, uniform with --run)")
+    p.add_argument("--model-seed", type=int, default=0, help="random_state of the relevance model")
+    p.add_argument("--grades", type=int, help="number of grades of the label scale")
+    p.add_argument("--budget", type=_positive_float, required=True,
+                   help="labeling budget in units of the mean query cost")
+    p.add_argument("--metric", default="err@10", help="dcg@k or err@k (default err@10)")
+    p.add_argument("--method", default="active", choices=METHODS, help="sampling/estimation method "
+                   "(default active)")
+    p.add_argument("--costs", default="auto", choices=("auto", "log_length", "constant", "uniform"))
+    p.add_argument("--defensive", type=float, default=0.1, help="weight of p in the sampling mixture")
+    p.add_argument("--seed", type=_nonneg_int, default=None, help="seed of the draw sequence (default: random, "
+                   "stored and printed)")
+    p.add_argument("--combine", choices=COMBINE_RULES, default="mean_gain",
+                   help="how grades of several annotators are combined (default mean_gain)")
+    p.add_argument("--qrels", help="pre-existing judgments (TREC qrels) to store")
+    p.add_argument("--query-text", help="TSV file 'query_id<TAB>text' shown in exported tasks")
+    p.add_argument("--description", help="free text stored with the campaign")
+    p.add_argument("--force", action="store_true", help="overwrite an existing campaign file")
+    p.set_defaults(func=run, _handler=_cmd_init)
+
+    p = sub.add_parser("export", help="write the next tasks (JSONL or CSV)",
+                       description="Write the documents still to judge, query by query in draw order, "
+                       "atomically (temp file + rename).", epilog=_EPILOG)
+    p.add_argument("store", help="campaign file")
+    p.add_argument("output", help="task file to write (.jsonl or .csv)")
+    p.add_argument("--format", choices=TASK_FORMATS, help="default: from the extension")
+    p.add_argument("--limit", type=_nonneg_int, help="at most this many queries")
+    p.add_argument("--max-cost", type=_positive_float, help="at most this much cost (budget units)")
+    p.add_argument("--exclude-exported", action="store_true", help="skip queries exported before")
+    p.set_defaults(func=run, _handler=_cmd_export)
+
+    p = sub.add_parser("import", help="store judgments from JSONL, CSV or qrels files",
+                       description="Validate judgments row by row and store the valid ones. Rejected rows are "
+                       "printed to stderr as 'FILE: line N: reason'. After each commit the command prints "
+                       "'committed FILE lines A-B: N accepted'. Re-importing a file is harmless: it resumes "
+                       "an interrupted import or does nothing.", epilog=_EPILOG)
+    p.add_argument("store", help="campaign file")
+    p.add_argument("files", nargs="+", help="judgment files (.jsonl, .csv, .qrels)")
+    p.add_argument("--format", choices=FORMATS, help="default: from the extension")
+    p.add_argument("--annotator", help="annotator of rows that name none")
+    p.add_argument("--scope", choices=("tasks", "pool"), default="tasks",
+                   help="accept only requested documents (tasks, default) or any pool document (pool)")
+    p.add_argument("--chunk-size", type=int, default=500, help="lines per transaction (default 500)")
+    p.set_defaults(func=run, _handler=_cmd_import)
+
+    p = sub.add_parser("status", help="budget spent/left and queries done/partial/pending",
+                       epilog=_EPILOG)
+    p.add_argument("store", help="campaign file")
+    p.add_argument("--combine", choices=COMBINE_RULES, help="override the campaign's combination rule")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(func=run, _handler=_cmd_status)
+
+    p = sub.add_parser("estimate", help="estimate (and CI) from the judgments so far",
+                       description="Estimate from the longest prefix of the draw sequence whose queries are "
+                       "fully judged; partially judged queries are listed.", epilog=_EPILOG)
+    p.add_argument("store", help="campaign file")
+    p.add_argument("--confidence", type=float, default=0.95, help="confidence level (default 0.95)")
+    p.add_argument("--combine", choices=COMBINE_RULES, help="override the campaign's combination rule")
+    p.add_argument("--trace", help="write the per-draw trace to this CSV file")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(func=run, _handler=_cmd_estimate)
+
+    p = sub.add_parser("qrels", help="write the combined judgments as a TREC qrels file", epilog=_EPILOG)
+    p.add_argument("store", help="campaign file")
+    p.add_argument("output", help="qrels file to write")
+    p.add_argument("--scope", choices=("tasks", "pool"), default="tasks",
+                   help="only requested documents (default) or every judged pool document")
+    p.add_argument("--combine", choices=COMBINE_RULES, help="override the campaign's combination rule")
+    p.set_defaults(func=run, _handler=_cmd_qrels)
+    return camp
+
+
+def run(args) -> int:
+    """Run a parsed ``campaign`` command; returns the exit code."""
+    name = f"activerank campaign {args.campaign_command}"
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("default")
+            return args._handler(args)
+    except (CampaignCLIError, ValueError, TypeError, FileNotFoundError, FileExistsError) as exc:
+        print(f"{name}: error: {exc}", file=sys.stderr)
+    except sqlite3.DatabaseError as exc:
+        print(f"{name}: error: {getattr(args, 'store', '')}: database error: {exc}", file=sys.stderr)
+    except OSError as exc:
+        print(f"{name}: error: {exc}", file=sys.stderr)
+    return EXIT_BAD_INPUT
+
+
+def main(argv=None) -> int:
+    """Entry point of ``python -m activerank.campaign.cli``: the ``campaign`` command on its own."""
+    parser = argparse.ArgumentParser(prog="activerank")
+    sub = parser.add_subparsers(dest="command", required=True)
+    add_campaign_parser(sub)
+    args = parser.parse_args(argv)
+    return args.func(args)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

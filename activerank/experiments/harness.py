@@ -1,0 +1,1324 @@
+"""Reproduce the experiments of Sawade et al. (ECML PKDD 2012, §5) on LETOR data.
+
+Protocol (for a dataset in the five-partition layout ``S1.txt .. S5.txt``):
+
+1. For every *training partition* ``t`` (rotated over all five): split its
+   queries at random into halves, fit rankers and relevance models on one half
+   and tune their hyper-parameters (validation log-loss, small grids) on the
+   other.  The other four partitions form the **pool**; their labels are hidden
+   from every method and only used to compute the true per-query values
+   ``L(x)`` (or ``delta(x) = L_a(x) - L_b(x)``) the simulated labeler returns.
+2. For every scenario instance, metric and method: compute the sampling
+   distribution ``q`` (exactly as :func:`activerank.api.design`: exact moments,
+   ``q* ∝ p sqrt(E[(L - R)^2 | x] / lambda(x))`` mixed with ``p`` by the
+   ``defensive`` weight, costs normalized to mean query cost 1), then run
+   ``n_reps`` budgeted campaigns at once with
+   :func:`activerank.experiments.simulation.draw_budgeted_batch` (first draw of a query is
+   charged, repeats are free) and evaluate the SNIS estimator on every budget
+   of the grid (budget runs are prefixes of the largest one).
+3. Record absolute error, model-selection error (comparisons), CI coverage,
+   draws and cost per budget (tidy CSV), the **label savings** (budget active
+   needs to reach passive's error at a reference budget, with a bootstrap
+   interval over repetitions) and the **analytic** savings
+   ``1 - V(q) / V(p)`` with ``V(q) = sum p^2/q (L - R)^2 * sum q lambda``
+   (and its ceiling with the true ``|L - R|``).
+
+Scenarios (paper §5): ``a`` single ranker (RF-regression and ordered-logit
+rankers); ``b`` comparisons (RF regression vs RF classification, ordered logit
+vs a linear RankSVM, ordered logit vs RF regression); ``c`` index update (a
+ranker vs the same ranker with 10% of each result list removed at random);
+``d`` more training data (RF regression on all vs on 25% of the training
+queries).  Rankers order documents by the expected gain of their relevance
+model.  ``p(y | x, z)`` for active sampling is the evaluated ranker's own model
+or, when both compared rankers have one, the mixture of the two.
+
+Methods are pluggable (:data:`METHODS`, :func:`register_method`): a method maps
+a :class:`Problem` to a sampling distribution and an estimate on drawn queries.
+
+Cost model.  OHSUMED: ``lambda(x) = sum_z log(len(z))`` over the judged
+documents, with title+abstract length from the raw ``Feature-min`` files
+(:func:`activerank.io.letor.ohsumed_doc_length`).  MQ2008: feature 20 (document
+length) is min-max normalised *per query*, so no absolute length exists; we use
+a **constant cost per judged document** (a query costs the number of distinct
+documents in the evaluated top-k lists).  Budgets are in units of the pool's
+mean query cost.
+
+Command line::
+
+    python -m activerank.experiments --out benchmarks/results           # full run
+    python -m activerank.experiments --datasets mq2008 --folds 1 --reps 200 --quick
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import sys
+import time
+from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
+from typing import Callable, Sequence
+
+import numpy as np
+import pandas as pd
+
+from ..design.costs import QueryCosts, document_costs, query_costs
+from ..io.letor import LetorData, concat, load_partitions, ohsumed_doc_length
+from ..metrics import Metric, parse_metric, pool_metric_values
+from ..relevance.models import fit_with_validation, make_relevance_model
+from ..metrics.moments import _moments, _pair_moments
+from ..relevance.rankers import expected_gain_scores, fit_linear_ranker, rank_by_scores, remove_fraction
+from ..design.sampling import DEFAULT_DEFENSIVE, expected_squared_error, optimal_distribution
+from .simulation import (
+    BatchEstimate,
+    BatchPlan,
+    budget_stops,
+    draw_budgeted_batch,
+    model_assisted_prefix,
+    snis_prefix,
+)
+
+__all__ = [
+    "DatasetSpec",
+    "DATASETS",
+    "ScenarioInstance",
+    "SCENARIOS",
+    "Problem",
+    "SamplingMethod",
+    "PassiveMethod",
+    "ActiveISMethod",
+    "METHODS",
+    "register_method",
+    "ExperimentConfig",
+    "ExperimentResults",
+    "load_dataset",
+    "fit_fold",
+    "build_problem",
+    "simulate",
+    "analytic_variance",
+    "analytic_savings",
+    "oracle_savings",
+    "budget_to_reach",
+    "label_savings",
+    "run",
+    "investigate",
+    "main",
+]
+
+CACHE_VERSION = "1"
+PAPER_SAVINGS = {
+    "a_rf": "~20% (RF, ERR, Λ=300, MSLR)",
+    "a_ologit": "~10% (ordered logit)",
+    "b_rfreg_rfcls": "30–55% (model-selection error)",
+    "b_ologit_linear": "30–55% (model-selection error)",
+    "b_ologit_rf": "30–55% (model-selection error)",
+    "c_index": "~75%",
+    "d_moredata": "~45%",
+}
+
+
+# --------------------------------------------------------------------------- datasets
+
+
+@dataclass(frozen=True)
+class DatasetSpec:
+    """Where a LETOR dataset lives and how its labeling costs are modeled.
+
+    Attributes
+    ----------
+    name : str
+    subdir : str
+        Directory (under the data root) with ``S1.txt`` .. ``S5.txt``.
+    length_subdir : str or None
+        Row-aligned twin files to read document length from.
+    length_feature : int, callable or None
+        As in :func:`activerank.io.letor.load_letor`.
+    cost_model : str
+        Document cost model for :func:`activerank.design.costs.document_costs`.
+    budgets : tuple of float
+        Budget grid (units of mean query cost).
+    reference_budget : float
+        Budget at which passive's error defines the savings target.
+    cost_note : str
+        How the cost model was chosen (reported next to the results).
+    """
+
+    name: str
+    subdir: str
+    length_subdir: str | None
+    length_feature: object
+    cost_model: str
+    budgets: tuple
+    reference_budget: float
+    cost_note: str
+    n_grades: int = 3
+
+
+DATASETS: dict[str, DatasetSpec] = {
+    "mq2008": DatasetSpec(
+        name="mq2008",
+        subdir="mq2008",
+        length_subdir=None,
+        length_feature=None,
+        cost_model="constant",
+        budgets=(10, 15, 20, 30, 50, 75, 100, 150, 200, 300),
+        reference_budget=100,
+        cost_note=("constant cost per judged document (feature 20, 'DL of the whole document', is "
+                   "min-max normalised per query, so no absolute length is available)"),
+    ),
+    "ohsumed": DatasetSpec(
+        name="ohsumed",
+        subdir="ohsumed-letor3/QueryLevelNorm",
+        length_subdir="ohsumed-letor3/Feature-min",
+        length_feature=ohsumed_doc_length,
+        cost_model="log_length",
+        budgets=(4, 5, 6, 8, 10, 12, 15, 20, 25, 30, 40),
+        reference_budget=15,
+        cost_note=("log(title+abstract length) per judged document, length = f31/f33 of the raw "
+                   "Feature-min files"),
+    ),
+}
+
+
+def default_data_root() -> str:
+    """``$ACTIVERANK_DATA``, else ``../shared/data`` next to the repository, else ``/work/shared/data``."""
+    env = os.environ.get("ACTIVERANK_DATA")
+    if env:
+        return env
+    here = Path(__file__).resolve().parents[2].parent / "shared" / "data"
+    return str(here) if here.is_dir() else "/work/shared/data"
+
+
+_DATA_CACHE: dict = {}
+
+
+def load_dataset(spec: DatasetSpec | str, data_root: str | None = None) -> tuple[LetorData, np.ndarray]:
+    """Load all five partitions of a dataset.
+
+    Parameters
+    ----------
+    spec : DatasetSpec or str
+        A spec or a key of :data:`DATASETS`.
+    data_root : str, optional
+        Default :func:`default_data_root`.
+
+    Returns
+    -------
+    data : LetorData
+        All queries of S1..S5 in partition order.
+    partition : ndarray of shape (n_queries,), int
+        Partition number (1..5) of every query.
+    """
+    spec = _spec_iv(spec)
+    root = Path(data_root or default_data_root())
+    key = (spec.name, str(root))
+    if key not in _DATA_CACHE:
+        folder = root / spec.subdir
+        if not (folder / "S1.txt").exists():
+            raise ValueError(f"dataset {spec.name!r}: {folder}/S1.txt does not exist (data_root={root}).")
+        parts = []
+        for k in range(1, 6):
+            parts.append(load_partitions(
+                folder, [k], n_grades=spec.n_grades,
+                length_feature=spec.length_feature,
+                length_root=None if spec.length_subdir is None else root / spec.length_subdir,
+            ))
+        data = concat(parts)
+        part = np.repeat(np.arange(1, 6), [d.n_queries for d in parts])
+        _DATA_CACHE[key] = (data, part)
+    return _DATA_CACHE[key]
+
+
+def _spec_iv(spec) -> DatasetSpec:
+    if isinstance(spec, DatasetSpec):
+        return spec
+    if spec not in DATASETS:
+        raise ValueError(f"`dataset` must be one of {sorted(DATASETS)}; got {spec!r}.")
+    return DATASETS[spec]
+
+
+# --------------------------------------------------------------------------- models per fold
+
+
+@dataclass(frozen=True, eq=False)
+class FoldModels:
+    """Rankers' scores and relevance models' probabilities on one fold's pool.
+
+    Attributes
+    ----------
+    pool : LetorData
+        The four partitions not used for training (labels = hidden truth).
+    scores : dict of str to ndarray (n_pool_docs,)
+        Ranking scores of every ranker.
+    probs : dict of str to ndarray (n_pool_docs, n_grades)
+        ``p(y | x, z)`` of every ranker that has a relevance model.
+    params : dict
+        Tuned hyper-parameters (for the record).
+    """
+
+    pool: LetorData
+    scores: dict
+    probs: dict
+    params: dict
+
+
+def _fold_cache_key(spec: DatasetSpec, fold: int, cfg: "ExperimentConfig") -> str:
+    blob = json.dumps(dict(v=CACHE_VERSION, d=spec.name, f=fold, t=cfg.n_trees, s=cfg.seed,
+                           sf=cfg.small_fraction, quick=cfg.quick), sort_keys=True)
+    return f"{spec.name}_fold{fold}_{hashlib.sha1(blob.encode()).hexdigest()[:10]}.npz"
+
+
+def fit_fold(spec: DatasetSpec | str, fold: int, cfg: "ExperimentConfig", *, data_root=None) -> FoldModels:
+    """Train rankers and relevance models on partition ``fold``; predict on the pool.
+
+    The training partition's queries are split at random (seeded) into a
+    fitting half and a validation half.  Models: ``rf_regression``,
+    ``rf_classifier``, ``ordered_logit`` (tuned by validation log-loss),
+    ``linear`` (RankSVM, no probabilities) and ``rf_regression_small``
+    (RF regression on ``cfg.small_fraction`` of the fitting half's queries).
+    Results are cached on disk in ``cfg.cache_dir`` (if set).
+
+    Parameters
+    ----------
+    spec : DatasetSpec or str
+    fold : int in 1..5
+        Training partition.
+    cfg : ExperimentConfig
+    data_root : str, optional
+
+    Returns
+    -------
+    FoldModels
+    """
+    spec = _spec_iv(spec)
+    if isinstance(fold, bool) or not isinstance(fold, (int, np.integer)) or not 1 <= fold <= 5:
+        raise ValueError(f"`fold` must be a partition number in 1..5; got {fold!r}.")
+    data, part = load_dataset(spec, data_root)
+    pool = data.subset(part != fold)
+    names = ("rf_regression", "rf_classifier", "ordered_logit", "linear", "rf_regression_small")
+    path = None
+    if cfg.cache_dir:
+        path = Path(cfg.cache_dir) / _fold_cache_key(spec, fold, cfg)
+        if path.exists():
+            z = np.load(path, allow_pickle=False)
+            scores = {n: z[f"score_{n}"] for n in names}
+            probs = {n: z[f"prob_{n}"] for n in names if f"prob_{n}" in z}
+            params = json.loads(str(z["params"]))
+            return FoldModels(pool, scores, probs, params)
+    train_all = data.subset(part == fold)
+    gen = np.random.default_rng([cfg.seed, fold, 17])
+    perm = gen.permutation(train_all.n_queries)
+    half = train_all.n_queries // 2
+    train, vali = train_all.subset(np.sort(perm[:half])), train_all.subset(np.sort(perm[half:]))
+    small = train.subset(np.sort(gen.permutation(train.n_queries)[: max(2, int(cfg.small_fraction * train.n_queries))]))
+    G = spec.n_grades
+    n_trees = cfg.n_trees
+    rf = dict(n_estimators=n_trees, n_jobs=cfg.n_jobs, max_features=0.5)
+    leaf_grid = {"min_samples_leaf": [5] if cfg.quick else [5, 20]}
+    fits = {
+        "rf_regression": fit_with_validation(
+            partial(make_relevance_model, "rf_regression", G, random_state=cfg.seed, **rf), leaf_grid, train, vali),
+        "rf_classifier": fit_with_validation(
+            partial(make_relevance_model, "rf_classifier", G, random_state=cfg.seed, **rf), leaf_grid, train, vali),
+        "ordered_logit": fit_with_validation(
+            partial(make_relevance_model, "ordered_logit", G),
+            {"alpha": [1.0, 10.0] if cfg.quick else [0.1, 1.0, 10.0, 100.0]}, train, vali),
+    }
+    best_leaf = fits["rf_regression"].params.get("min_samples_leaf", 5)
+    fits["rf_regression_small"] = fit_with_validation(
+        partial(make_relevance_model, "rf_regression", G, random_state=cfg.seed, **rf),
+        {"min_samples_leaf": [best_leaf]}, small, vali)
+    probs = {n: f.model.predict_proba(pool.X) for n, f in fits.items()}
+    scores = {n: expected_gain_scores(p) for n, p in probs.items()}
+    scores["linear"] = fit_linear_ranker(train, method="ranksvm", random_state=cfg.seed).scores(pool.X)
+    params = {n: f.params for n, f in fits.items()}
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(path.name + f".{os.getpid()}.tmp.npz")
+        np.savez_compressed(tmp, params=json.dumps(params),
+                            **{f"score_{n}": s for n, s in scores.items()},
+                            **{f"prob_{n}": p for n, p in probs.items()})
+        os.replace(tmp, path)
+    return FoldModels(pool, scores, probs, params)
+
+
+# --------------------------------------------------------------------------- scenarios
+
+
+@dataclass(frozen=True)
+class ScenarioInstance:
+    """One evaluation task of the paper's §5.
+
+    Attributes
+    ----------
+    key : str
+        Identifier used in the CSVs.
+    scenario : {"a", "b", "c", "d"}
+    title : str
+    ranker_a : str
+        Ranker whose value is estimated (or the first of a pair).
+    ranker_b : str or None
+        Second ranker of a comparison; ``"<name>@removed"`` means ``ranker``'s
+        lists with ``remove`` of each list deleted at random.
+    models : tuple of str
+        Relevance models whose mixture gives ``p(y | x, z)``.
+    remove : float
+        Fraction removed for ``@removed`` rankings.
+    """
+
+    key: str
+    scenario: str
+    title: str
+    ranker_a: str
+    ranker_b: str | None
+    models: tuple
+    remove: float = 0.1
+
+    @property
+    def is_pair(self) -> bool:
+        return self.ranker_b is not None
+
+    @property
+    def loss(self) -> str:
+        """The error measure of the paper's figure for this scenario."""
+        return "selection_error" if self.scenario == "b" else "abs_error"
+
+
+SCENARIOS: tuple[ScenarioInstance, ...] = (
+    ScenarioInstance("a_rf", "a", "(a) RF regression ranker", "rf_regression", None, ("rf_regression",)),
+    ScenarioInstance("a_ologit", "a", "(a) ordered-logit ranker", "ordered_logit", None, ("ordered_logit",)),
+    ScenarioInstance("b_rfreg_rfcls", "b", "(b) RF regression vs RF classification", "rf_regression",
+                     "rf_classifier", ("rf_regression", "rf_classifier")),
+    ScenarioInstance("b_ologit_linear", "b", "(b) ordered logit vs linear RankSVM", "ordered_logit",
+                     "linear", ("ordered_logit",)),
+    ScenarioInstance("b_ologit_rf", "b", "(b) ordered logit vs RF regression", "ordered_logit",
+                     "rf_regression", ("ordered_logit", "rf_regression")),
+    ScenarioInstance("c_index", "c", "(c) index update: 10% of each list removed", "rf_regression",
+                     "rf_regression@removed", ("rf_regression",)),
+    ScenarioInstance("d_moredata", "d", "(d) more training data: 100% vs 25% of queries", "rf_regression",
+                     "rf_regression_small", ("rf_regression", "rf_regression_small")),
+)
+
+
+@dataclass(frozen=True, eq=False)
+class Problem:
+    """Everything a method may use, plus the hidden truth, for one task on one pool.
+
+    Attributes
+    ----------
+    instance : ScenarioInstance
+    metric : Metric
+    p : ndarray of shape (n_queries,)
+        Target distribution (uniform over the pool).
+    costs : QueryCosts
+        ``costs.cost`` is ``lambda(x)`` normalized to mean 1 (the budget unit).
+    moments : dict of str to (mean, variance)
+        Model-predicted ``E[L|x]`` and ``Var[L|x]`` (of ``delta`` for a pair):
+        ``"model"`` under the (mixture) relevance model, ``"uniform"`` under
+        the uniform label distribution (the paper's uniD).
+    values : ndarray of shape (n_queries,)
+        True ``L(x)`` (or ``delta(x)``) -- only the simulated labeler and the
+        error computation may look at it.
+    target : float
+        True ``R = sum p L`` (or ``Delta``).
+    probs : ndarray of shape (n_docs, n_grades)
+        The relevance model's probabilities (for methods that need more).
+    rankings : tuple of Rankings
+        Evaluated rankings, truncated at the metric's cutoff.
+    """
+
+    instance: ScenarioInstance
+    metric: Metric
+    p: np.ndarray
+    costs: QueryCosts
+    moments: dict
+    values: np.ndarray
+    target: float
+    probs: np.ndarray
+    rankings: tuple
+
+
+def _moment_pair(probs, tops, metric):
+    if len(tops) == 1:
+        mom = _moments(probs, tops[0], metric)
+        return mom.mean, mom.variance
+    pm = _pair_moments(probs, tops[0], tops[1], metric)
+    return pm.delta_mean, pm.delta_variance
+
+
+def build_problem(fm: FoldModels, instance: ScenarioInstance, metric, *, cost_model="constant",
+                  rng=None) -> Problem:
+    """Rankings, costs, moments and true values for one task on one fold's pool.
+
+    Parameters
+    ----------
+    fm : FoldModels
+    instance : ScenarioInstance
+    metric : str or Metric
+    cost_model : str, array or callable
+        Passed to :func:`activerank.design.costs.document_costs`.
+    rng : None, int or numpy.random.Generator
+        Randomness of the index-update removal.
+
+    Returns
+    -------
+    Problem
+    """
+    m = parse_metric(metric, require_moments=True)
+    pool = fm.pool
+    ranks = {}
+
+    def ranking(name):
+        if name not in ranks:
+            if name.endswith("@removed"):
+                ranks[name] = remove_fraction(ranking(name[: -len("@removed")]), instance.remove,
+                                              np.random.default_rng(rng))
+            else:
+                if name not in fm.scores:
+                    raise ValueError(f"scenario {instance.key!r}: unknown ranker {name!r}; have {sorted(fm.scores)}.")
+                ranks[name] = rank_by_scores(fm.scores[name], pool.offsets)
+        return ranks[name]
+
+    names = [instance.ranker_a] + ([instance.ranker_b] if instance.is_pair else [])
+    tops = tuple(ranking(n).truncate(m.k) for n in names)
+    probs = np.mean([fm.probs[n] for n in instance.models], axis=0)
+    ymax = pool.n_grades - 1
+    true = [pool_metric_values(pool.labels, r, metric=m, ymax=ymax) for r in tops]
+    values = true[0] if len(true) == 1 else true[0] - true[1]
+    n_q = pool.n_queries
+    p = np.full(n_q, 1.0 / n_q)
+    doc_costs, name = document_costs(pool, pool.n_docs, cost_model)
+    qc = query_costs(doc_costs, list(tops), model=name)
+    uniform = np.full_like(probs, 1.0 / probs.shape[1])
+    moments = {"model": _moment_pair(probs, tops, m), "uniform": _moment_pair(uniform, tops, m)}
+    return Problem(instance, m, p, qc, moments, values, float(p @ values), probs, tops)
+
+
+# --------------------------------------------------------------------------- methods
+
+
+class SamplingMethod:
+    """A method = sampling distribution + estimator (subclass to add one).
+
+    ``distribution(problem, defensive=...)`` returns ``q`` over the pool;
+    ``estimate(problem, q, plan, stops)`` returns a
+    :class:`~activerank.experiments.simulation.BatchEstimate` of shape
+    ``(n_budgets, n_reps)`` from the drawn queries (it may look at
+    ``problem.values`` only at drawn queries -- those are the labels bought).
+    The default estimator is SNIS with weights ``p/q``.
+    """
+
+    name = "base"
+
+    def distribution(self, problem: Problem, *, defensive: float = DEFAULT_DEFENSIVE) -> np.ndarray:
+        raise NotImplementedError
+
+    def estimate(self, problem: Problem, q: np.ndarray, plan: BatchPlan, stops: np.ndarray) -> BatchEstimate:
+        x = plan.queries
+        return snis_prefix(problem.values[x], problem.p[x] / q[x], stops)
+
+
+class PassiveMethod(SamplingMethod):
+    """Sample from ``p`` (uniform over the pool); the SNIS estimate is the plain mean."""
+
+    name = "passive"
+
+    def distribution(self, problem, *, defensive=DEFAULT_DEFENSIVE):
+        return problem.p.copy()
+
+
+class ActiveISMethod(SamplingMethod):
+    """Cost-aware variance-optimal ``q*`` (Sawade et al., Derivation 1) with SNIS.
+
+    Parameters
+    ----------
+    moments : {"model", "uniform"}
+        Which predicted moments to use (``"uniform"`` = the paper's uniD).
+    cost_aware : bool
+        If False, ``q`` ignores costs (the paper's uniC); runs are still
+        charged the true costs.
+    """
+
+    def __init__(self, name: str, *, moments: str = "model", cost_aware: bool = True):
+        self.name = name
+        self.moments = moments
+        self.cost_aware = cost_aware
+
+    def distribution(self, problem, *, defensive=DEFAULT_DEFENSIVE):
+        mean, var = problem.moments[self.moments]
+        lam = problem.costs.cost if self.cost_aware else np.ones_like(problem.costs.cost)
+        return optimal_distribution(expected_squared_error(mean, var, problem.p), lam, problem.p,
+                                    defensive=defensive)
+
+
+class ModelAssistedMethod(SamplingMethod):
+    """Control variate ``m(x) = E_theta[L | x]`` (issue 6): ``q ∝ p sqrt(Var_theta[L|x] / lambda)``
+    and :func:`~activerank.experiments.simulation.model_assisted_prefix` (tuned or fixed coefficient)."""
+
+    def __init__(self, name: str, *, tuned: bool = True, sampling: str = "variance"):
+        self.name = name
+        self.tuned = tuned
+        self.sampling = sampling
+
+    def distribution(self, problem, *, defensive=DEFAULT_DEFENSIVE):
+        mean, var = problem.moments["model"]
+        if self.sampling == "active":  # the plain active q*: robust to a miscalibrated mean
+            return ActiveISMethod("active").distribution(problem, defensive=defensive)
+        return optimal_distribution(var, problem.costs.cost, problem.p, defensive=defensive)
+
+    def estimate(self, problem, q, plan, stops):
+        mean, _ = problem.moments["model"]
+        x = plan.queries
+        return model_assisted_prefix(problem.values[x], mean[x], problem.p[x] / q[x],
+                                     float(problem.p @ mean), stops, tuned=self.tuned)
+
+
+METHODS: dict[str, SamplingMethod] = {
+    "passive": PassiveMethod(),
+    "active": ActiveISMethod("active"),
+    "active_uniD": ActiveISMethod("active_uniD", moments="uniform"),
+    "active_uniC": ActiveISMethod("active_uniC", cost_aware=False),
+    "model_assisted": ModelAssistedMethod("model_assisted", sampling="active"),
+    "model_assisted_variance": ModelAssistedMethod("model_assisted_variance"),
+    "model_assisted_fixed": ModelAssistedMethod("model_assisted_fixed", tuned=False),
+}
+
+
+def register_method(method: SamplingMethod, *, replace: bool = False) -> None:
+    """Add a method to :data:`METHODS` under ``method.name``.
+
+    Examples
+    --------
+    >>> class Half(PassiveMethod):
+    ...     name = "half_passive"
+    >>> register_method(Half()); "half_passive" in METHODS
+    True
+    >>> del METHODS["half_passive"]
+    """
+    if not isinstance(method, SamplingMethod):
+        raise TypeError(f"`method` must be a SamplingMethod; got {type(method).__name__}.")
+    if method.name in METHODS and not replace:
+        raise ValueError(f"method {method.name!r} is already registered (pass replace=True).")
+    METHODS[method.name] = method
+
+
+# --------------------------------------------------------------------------- simulation
+
+
+def simulate(problem: Problem, method: SamplingMethod | str, budgets, n_reps: int, rng=None, *,
+             defensive: float = DEFAULT_DEFENSIVE) -> tuple[pd.DataFrame, dict]:
+    """Monte-Carlo of ``n_reps`` campaigns for every budget of a grid.
+
+    Parameters
+    ----------
+    problem : Problem
+    method : SamplingMethod or str
+    budgets : sequence of float
+        Increasing budgets (units of mean query cost).
+    n_reps : int
+    rng : None, int or numpy.random.Generator
+    defensive : float
+
+    Returns
+    -------
+    summary : pandas.DataFrame
+        One row per budget: ``budget, mean_abs_error, se_abs_error, rmse,
+        selection_error, se_selection_error, coverage95, mean_draws,
+        mean_queries, mean_cost, n_empty``.
+    losses : dict of str to ndarray (n_budgets, n_reps)
+        Per-repetition ``abs_error`` and ``selection_error`` (for bootstraps).
+    """
+    method = METHODS[method] if isinstance(method, str) else method
+    b = np.asarray(budgets, dtype=np.float64)
+    if b.ndim != 1 or b.size == 0 or np.any(np.diff(b) <= 0):
+        raise ValueError(f"`budgets` must be a non-empty increasing 1-d sequence; got {budgets!r}.")
+    q = method.distribution(problem, defensive=defensive)
+    plan = draw_budgeted_batch(q, problem.costs.cost, float(b[-1]), n_reps, rng)
+    stops = budget_stops(plan, b)
+    est = method.estimate(problem, q, plan, stops)
+    t = problem.target
+    e = est.estimate
+    empty = ~np.isfinite(e)
+    # an empty run (no query affordable within the budget) is scored as estimating 0
+    e = np.where(empty, 0.0, e)
+    abs_err = np.abs(e - t)
+    sel = np.where(e == 0.0, 0.5, (np.sign(e) != np.sign(t)).astype(float))
+    covered = np.abs(e - t) <= 1.959964 * np.where(np.isfinite(est.standard_error), est.standard_error, np.inf)
+    charged_cum = np.cumsum(plan.charged, axis=1)
+    rows = np.arange(plan.n_reps)[None, :]
+    idx = np.maximum(stops - 1, 0)
+    cost = np.where(stops > 0, charged_cum[rows, idx], 0.0)
+    newcum = np.cumsum(plan.new, axis=1)
+    nq = np.where(stops > 0, newcum[rows, idx], 0)
+    n = n_reps
+    summary = pd.DataFrame({
+        "budget": b,
+        "mean_abs_error": abs_err.mean(1),
+        "se_abs_error": abs_err.std(1, ddof=1) / np.sqrt(n),
+        "rmse": np.sqrt((abs_err**2).mean(1)),
+        "selection_error": sel.mean(1),
+        "se_selection_error": sel.std(1, ddof=1) / np.sqrt(n),
+        "coverage95": covered.mean(1),
+        "mean_draws": stops.mean(1),
+        "mean_queries": nq.mean(1),
+        "mean_cost": cost.mean(1),
+        "n_empty": empty.sum(1),
+    })
+    return summary, {"abs_error": abs_err, "selection_error": sel}
+
+
+# --------------------------------------------------------------------------- analytic savings
+
+
+def analytic_variance(values, p, q, costs) -> float:
+    """Asymptotic variance per unit budget of SNIS under ``q``.
+
+    ``V(q) = sum_x p(x)^2 / q(x) (L(x) - R)^2 * sum_x q(x) lambda(x)`` with
+    ``R = sum p L``: the variance of ``n`` draws times the expected cost of a
+    draw.  (It ignores that repeated draws are free.)
+
+    Examples
+    --------
+    >>> p = np.array([0.5, 0.5])
+    >>> analytic_variance(np.array([0.0, 1.0]), p, p, np.ones(2))
+    0.25
+    """
+    v = np.asarray(values, dtype=np.float64)
+    p = np.asarray(p, dtype=np.float64)
+    q = np.asarray(q, dtype=np.float64)
+    lam = np.asarray(costs, dtype=np.float64)
+    dev2 = (v - p @ v) ** 2
+    with np.errstate(divide="ignore", invalid="ignore"):
+        term = np.where(p > 0, p * p / q * dev2, 0.0)
+    return float(term.sum() * (q @ lam))
+
+
+def analytic_savings(values, p, q, costs) -> float:
+    """``1 - V(q) / V(p)``: fraction of budget saved asymptotically (NaN if ``V(p) = 0``)."""
+    vp = analytic_variance(values, p, p, costs)
+    return float("nan") if vp <= 0 else 1.0 - analytic_variance(values, p, q, costs) / vp
+
+
+def oracle_distribution(values, p, costs, *, defensive: float = 0.0) -> np.ndarray:
+    """The best ``q`` for the true values: ``q ∝ p |L - R| / sqrt(lambda)`` (mixed with ``p``)."""
+    v = np.asarray(values, dtype=np.float64)
+    return optimal_distribution((v - p @ v) ** 2, np.asarray(costs, dtype=np.float64), p, defensive=defensive)
+
+
+def oracle_savings(values, p, costs) -> float:
+    """Ceiling of :func:`analytic_savings` over all ``q`` (uses the true ``|L - R|``)."""
+    return analytic_savings(values, p, oracle_distribution(values, p, costs), costs)
+
+
+# --------------------------------------------------------------------------- label savings
+
+
+def budget_to_reach(budgets, curves, target) -> tuple[np.ndarray, np.ndarray]:
+    """Smallest budget at which an error curve reaches ``target``.
+
+    Linear interpolation of the error against ``log(budget)`` between grid
+    points; the first crossing counts.
+
+    Parameters
+    ----------
+    budgets : ndarray of shape (n_budgets,)
+    curves : ndarray of shape (..., n_budgets)
+    target : float or ndarray of shape (...)
+
+    Returns
+    -------
+    budget : ndarray of shape (...)
+        Interpolated budget; ``budgets[0]`` if already reached there and
+        ``budgets[-1]`` if never reached.
+    censored : ndarray of shape (...), int
+        ``-1`` reached at or before the first grid point (true budget may be
+        smaller), ``+1`` never reached (true budget is larger), else 0.
+
+    Examples
+    --------
+    >>> b, c = budget_to_reach(np.array([10.0, 100.0]), np.array([1.0, 0.0]), 0.5)
+    >>> round(float(b), 4), int(c)
+    (31.6228, 0)
+    """
+    b = np.asarray(budgets, dtype=np.float64)
+    c = np.asarray(curves, dtype=np.float64)
+    t = np.broadcast_to(np.asarray(target, dtype=np.float64), c.shape[:-1])[..., None]
+    ok = c <= t
+    any_ok = ok.any(axis=-1)
+    j = np.where(any_ok, ok.argmax(axis=-1), b.size - 1)
+    jm = np.maximum(j - 1, 0)
+    cj = np.take_along_axis(c, j[..., None], -1)[..., 0]
+    cm = np.take_along_axis(c, jm[..., None], -1)[..., 0]
+    lb = np.log(b)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        frac = np.where(cm > cj, (cm - t[..., 0]) / (cm - cj), 1.0)
+    logb = lb[jm] + np.clip(frac, 0.0, 1.0) * (lb[j] - lb[jm])
+    out = np.exp(logb)
+    censored = np.where(~any_ok, 1, np.where(j == 0, -1, 0))
+    out = np.where(~any_ok, b[-1], np.where(j == 0, b[0], out))
+    return out, censored
+
+
+def label_savings(budgets, active: Sequence[np.ndarray], passive: Sequence[np.ndarray], reference_budget,
+                  *, n_boot: int = 500, rng=None, level: float = 0.95) -> dict:
+    """Label savings of active vs passive from per-repetition losses, with a bootstrap interval.
+
+    The error curve of a method is the mean loss over repetitions, averaged
+    over folds.  Savings ``= 1 - B_active / B_ref`` where ``B_active`` is the
+    budget at which active's curve reaches passive's error at ``B_ref``
+    (:func:`budget_to_reach`).  The bootstrap resamples repetitions
+    independently per fold and method.
+
+    Parameters
+    ----------
+    budgets : array-like of shape (n_budgets,)
+    active, passive : sequence of ndarray of shape (n_budgets, n_reps)
+        Per-fold losses.
+    reference_budget : float
+        Must be one of ``budgets``.
+    n_boot : int
+    rng : None, int or numpy.random.Generator
+    level : float
+
+    Returns
+    -------
+    dict
+        ``savings, low, high, censored`` (censored: -1 lower bound, +1
+        upper bound on the point estimate, 0 exact), ``passive_error``,
+        ``active_error`` (at the reference budget).
+    """
+    b = np.asarray(budgets, dtype=np.float64)
+    hit = np.flatnonzero(np.isclose(b, reference_budget))
+    if hit.size == 0:
+        raise ValueError(f"`reference_budget` {reference_budget} must be one of `budgets` {b.tolist()}.")
+    r = int(hit[0])
+    gen = np.random.default_rng(rng)
+
+    def curve(losses):
+        return np.mean([l.mean(axis=1) for l in losses], axis=0)
+
+    def boot(losses):
+        out = 0.0
+        for l in losses:
+            idx = gen.integers(0, l.shape[1], size=(n_boot, l.shape[1]))
+            out = out + l[:, idx].mean(axis=2).T  # (n_boot, n_budgets)
+        return out / len(losses)
+
+    ca, cp = curve(active), curve(passive)
+    point, cens = budget_to_reach(b, ca, cp[r])
+    ba, bp = boot(active), boot(passive)
+    bb, _ = budget_to_reach(b, ba, bp[:, r])
+    a = (1 - level) / 2
+    sav = 1.0 - bb / b[r]
+    valid = cp[r] > 0
+    return {
+        "savings": float(1.0 - point / b[r]) if valid else float("nan"),
+        "low": float(np.quantile(sav, a)) if valid else float("nan"),
+        "high": float(np.quantile(sav, 1 - a)) if valid else float("nan"),
+        "censored": int(cens),
+        "passive_error": float(cp[r]),
+        "active_error": float(ca[r]),
+    }
+
+
+# --------------------------------------------------------------------------- driver
+
+
+@dataclass
+class ExperimentConfig:
+    """Settings of :func:`run` (defaults = the documented full run).
+
+    Attributes
+    ----------
+    datasets : tuple of str
+    folds : tuple of int
+        Training partitions to rotate over.
+    n_reps : int
+        Repetitions per budget.
+    metrics : tuple of str
+    methods : tuple of str
+    scenarios : tuple of str
+        Keys of :data:`SCENARIOS` (or scenario letters).
+    budgets : dict, optional
+        Per-dataset budget grid (default: the dataset spec's).
+    reference_budget : dict, optional
+    defensive : float
+    n_trees : int
+        Trees of the random forests (small to keep training cheap).
+    small_fraction : float
+        Training-query fraction of the ``rf_regression_small`` ranker.
+    seed : int
+    n_boot : int
+    n_jobs : int
+    quick : bool
+        Smaller hyper-parameter grids.
+    cache_dir : str or None
+        Where fitted models' pool predictions are cached.
+    data_root : str or None
+    """
+
+    datasets: tuple = ("mq2008", "ohsumed")
+    folds: tuple = (1, 2, 3, 4, 5)
+    n_reps: int = 1000
+    metrics: tuple = ("err@10", "dcg@10", "err", "dcg")
+    methods: tuple = ("passive", "active", "active_uniD", "active_uniC")
+    scenarios: tuple = tuple(s.key for s in SCENARIOS)
+    budgets: dict = field(default_factory=dict)
+    reference_budget: dict = field(default_factory=dict)
+    defensive: float = DEFAULT_DEFENSIVE
+    n_trees: int = 50
+    small_fraction: float = 0.25
+    seed: int = 0
+    n_boot: int = 300
+    n_jobs: int = 2
+    quick: bool = False
+    cache_dir: str | None = None
+    data_root: str | None = None
+
+    def grid(self, dataset: str) -> np.ndarray:
+        return np.asarray(self.budgets.get(dataset, DATASETS[dataset].budgets), dtype=np.float64)
+
+    def reference(self, dataset: str) -> float:
+        return float(self.reference_budget.get(dataset, DATASETS[dataset].reference_budget))
+
+    def instances(self) -> list[ScenarioInstance]:
+        out = [s for s in SCENARIOS if s.key in self.scenarios or s.scenario in self.scenarios]
+        unknown = set(self.scenarios) - {s.key for s in SCENARIOS} - {s.scenario for s in SCENARIOS}
+        if unknown:
+            raise ValueError(f"`scenarios` has unknown entries {sorted(unknown)}; "
+                             f"choose from {[s.key for s in SCENARIOS]} or letters a-d.")
+        return out
+
+
+@dataclass
+class ExperimentResults:
+    """Outputs of :func:`run`.
+
+    Attributes
+    ----------
+    curves : pandas.DataFrame
+        Tidy per (dataset, fold, instance, metric, method, budget) summary.
+    analytic : pandas.DataFrame
+        Per (dataset, fold, instance, metric, method) analytic variance and
+        savings; method ``"oracle"`` is the ceiling.
+    savings : pandas.DataFrame
+        Per (dataset, instance, metric, method): simulated savings with
+        bootstrap interval, and the analytic savings (pooled over folds).
+    cost_samples : dict of str to ndarray
+        Normalized query costs of one pool per dataset (single ranker, @10
+        and full list) for the histogram.
+    seconds : float
+    """
+
+    curves: pd.DataFrame
+    analytic: pd.DataFrame
+    savings: pd.DataFrame
+    cost_samples: dict
+    seconds: float
+    config: ExperimentConfig | None = None
+
+
+def _seed(cfg, *keys) -> np.random.SeedSequence:
+    return np.random.SeedSequence([cfg.seed, *keys])
+
+
+def _print_flush(line: str) -> None:
+    print(line, flush=True)
+
+
+def run(cfg: ExperimentConfig, *, progress: Callable[[str], None] | None = _print_flush) -> ExperimentResults:
+    """Run the whole protocol (all datasets, folds, scenarios, metrics, methods).
+
+    Parameters
+    ----------
+    cfg : ExperimentConfig
+    progress : callable or None
+        Called with one line per finished fold.
+
+    Returns
+    -------
+    ExperimentResults
+    """
+    t0 = time.perf_counter()
+    say = progress or (lambda s: None)
+    for name in cfg.methods:
+        if name not in METHODS:
+            raise ValueError(f"`methods` entry {name!r} is not registered; have {sorted(METHODS)}.")
+    if "passive" not in cfg.methods:
+        raise ValueError("`methods` must include 'passive' (the savings baseline).")
+    instances = cfg.instances()
+    metrics = [str(parse_metric(m, require_moments=True)) for m in cfg.metrics]
+    curve_rows, analytic_rows, save_rows = [], [], []
+    cost_samples = {}
+    for di, ds in enumerate(cfg.datasets):
+        spec = _spec_iv(ds)
+        grid = cfg.grid(spec.name)
+        ref = cfg.reference(spec.name)
+        losses: dict = {}  # (instance, metric, method) -> list of per-fold arrays
+        for fold in cfg.folds:
+            tf = time.perf_counter()
+            fm = fit_fold(spec, fold, cfg, data_root=cfg.data_root)
+            t_fit = time.perf_counter() - tf
+            for ii, inst in enumerate(instances):
+                for mi, metric in enumerate(metrics):
+                    prob = build_problem(fm, inst, metric, cost_model=spec.cost_model,
+                                         rng=_seed(cfg, di, fold, ii, mi, 99))
+                    if inst.key == "a_rf" and fold == cfg.folds[0]:
+                        cost_samples[(spec.name, metric)] = prob.costs.cost.copy()
+                    lam = prob.costs.cost
+                    common = dict(dataset=spec.name, fold=fold, scenario=inst.scenario, instance=inst.key,
+                                  metric=metric, pool_queries=prob.p.size, target=prob.target)
+                    vp = analytic_variance(prob.values, prob.p, prob.p, lam)
+                    for ki, mname in enumerate(cfg.methods):
+                        method = METHODS[mname]
+                        q = method.distribution(prob, defensive=cfg.defensive)
+                        analytic_rows.append(dict(common, method=mname, variance=analytic_variance(
+                            prob.values, prob.p, q, lam), variance_passive=vp))
+                        summ, loss = simulate(prob, method, grid, cfg.n_reps, _seed(cfg, di, fold, ii, mi, ki),
+                                              defensive=cfg.defensive)
+                        meta = dict(dataset=spec.name, fold=fold, scenario=inst.scenario, instance=inst.key,
+                                    metric=metric, method=mname)
+                        summ = pd.concat([pd.DataFrame({k: [v] * len(summ) for k, v in meta.items()}), summ], axis=1)
+                        summ["n_reps"] = cfg.n_reps
+                        summ["target"] = prob.target
+                        summ["pool_queries"] = prob.p.size
+                        curve_rows.append(summ)
+                        losses.setdefault((inst.key, metric, mname), []).append(loss)
+                    qo = oracle_distribution(prob.values, prob.p, lam)
+                    analytic_rows.append(dict(common, method="oracle",
+                                              variance=analytic_variance(prob.values, prob.p, qo, lam),
+                                              variance_passive=vp))
+            say(f"{spec.name} fold {fold}: models {t_fit:.1f}s, total {time.perf_counter() - tf:.1f}s")
+        # savings
+        an = pd.DataFrame([r for r in analytic_rows if r["dataset"] == spec.name])
+        for ii, inst in enumerate(instances):
+            for mi, metric in enumerate(metrics):
+                sub = an[(an.instance == inst.key) & (an.metric == metric)]
+                vpass = sub[sub.method == "passive"].variance.sum()
+                oracle = 1 - sub[sub.method == "oracle"].variance.sum() / vpass if vpass > 0 else np.nan
+                for ki, mname in enumerate(cfg.methods):
+                    if mname == "passive":
+                        continue
+                    vm = sub[sub.method == mname].variance.sum()
+                    per_fold = 1 - sub[sub.method == mname].variance.values / sub[sub.method == "passive"].variance.values
+                    row = dict(dataset=spec.name, scenario=inst.scenario, instance=inst.key, title=inst.title,
+                               metric=metric, method=mname, reference_budget=ref)
+                    for measure in ("abs_error", "selection_error"):
+                        if measure == "selection_error" and not inst.is_pair:
+                            continue
+                        s = label_savings(grid, [l[measure] for l in losses[(inst.key, metric, mname)]],
+                                          [l[measure] for l in losses[(inst.key, metric, "passive")]],
+                                          ref, n_boot=cfg.n_boot, rng=_seed(cfg, di, ii, mi, ki, 7))
+                        tag = "sel" if measure == "selection_error" else "abs"
+                        row.update({f"{tag}_{k}": v for k, v in s.items()})
+                    row.update(analytic_savings=1 - vm / vpass if vpass > 0 else np.nan,
+                               analytic_min_fold=float(np.nanmin(per_fold)), analytic_max_fold=float(np.nanmax(per_fold)),
+                               oracle_savings=oracle)
+                    save_rows.append(row)
+    curves = pd.concat(curve_rows, ignore_index=True) if curve_rows else pd.DataFrame()
+    analytic = pd.DataFrame(analytic_rows)
+    if len(analytic):
+        analytic["savings"] = 1 - analytic.variance / analytic.variance_passive
+    return ExperimentResults(curves, analytic, pd.DataFrame(save_rows), cost_samples,
+                             time.perf_counter() - t0, cfg)
+
+
+# --------------------------------------------------------------------------- investigation
+
+
+def _temper(probs, temperature):
+    z = np.log(np.clip(probs, 1e-300, None)) / temperature
+    z -= z.max(axis=1, keepdims=True)
+    e = np.exp(z)
+    return e / e.sum(axis=1, keepdims=True)
+
+
+def _pooled(rows, key_cols):
+    df = pd.DataFrame(rows)
+    g = df.groupby(key_cols, sort=False)
+    out = g.agg(variance=("variance", "sum"), variance_passive=("variance_passive", "sum"),
+                min_fold=("savings", "min"), max_fold=("savings", "max")).reset_index()
+    out["savings"] = 1 - out.variance / out.variance_passive
+    return out
+
+
+def investigate(cfg: ExperimentConfig, *, progress: Callable[[str], None] | None = _print_flush) -> dict:
+    """Why does (or doesn't) active sampling save labels?  Analytic what-if analysis.
+
+    Uses the analytic savings ``1 - V(q)/V(p)`` (no Monte-Carlo noise) on the
+    same folds and tasks as :func:`run`, varying one ingredient at a time:
+
+    * ``defensive`` weight of the mixture with ``p`` (0 .. 0.5);
+    * ``temperature`` of the relevance model (``p^(1/T)`` renormalized:
+      T < 1 sharpens, T > 1 flattens) -- sensitivity to calibration;
+    * ``costs``: the dataset's cost model vs a constant cost per document vs
+      one unit per query;
+    * ``model``: each relevance model alone instead of the mixture (pairs).
+
+    and reports query-level diagnostics of the relevance model: correlation of
+    predicted ``E[L|x]`` with the true ``L(x)``, of the predicted
+    ``sqrt(E[(L-R)^2|x])`` with the true ``|L(x) - R|`` (what ``q`` needs),
+    and the ratio of mean predicted to mean true ``(L - R)^2``.
+
+    Returns
+    -------
+    dict with DataFrames ``variants`` (pooled over folds) and ``diagnostics``
+    (mean over folds).
+    """
+    say = progress or (lambda s: None)
+    rows, diag = [], []
+    metrics = [str(parse_metric(m, require_moments=True)) for m in cfg.metrics]
+    for ds in cfg.datasets:
+        spec = _spec_iv(ds)
+        for fold in cfg.folds:
+            fm = fit_fold(spec, fold, cfg, data_root=cfg.data_root)
+            for inst in cfg.instances():
+                for metric in metrics:
+                    prob = build_problem(fm, inst, metric, cost_model=spec.cost_model)
+                    p, lam, L = prob.p, prob.costs.cost, prob.values
+                    vp = analytic_variance(L, p, p, lam)
+                    base = dict(dataset=spec.name, fold=fold, instance=inst.key, metric=metric)
+
+                    def add(variant, value, q, lam_eval=lam, vpass=vp):
+                        v = analytic_variance(L, p, q, lam_eval)
+                        rows.append(dict(base, variant=variant, value=str(value), variance=v,
+                                         variance_passive=vpass, savings=1 - v / vpass if vpass > 0 else np.nan))
+
+                    mean, var = prob.moments["model"]
+                    sq = expected_squared_error(mean, var, p)
+                    for d in (0.0, 0.05, 0.1, 0.2, 0.3, 0.5):
+                        add("defensive", d, optimal_distribution(sq, lam, p, defensive=d))
+                    for t in (0.5, 1.0, 2.0):
+                        mt, vt = _moment_pair(_temper(prob.probs, t), prob.rankings, prob.metric)
+                        add("temperature", t, optimal_distribution(expected_squared_error(mt, vt, p), lam, p,
+                                                                   defensive=cfg.defensive))
+                    for cm in dict.fromkeys([spec.cost_model, "constant", "per_query"]):
+                        if cm == "per_query":
+                            lam_c = np.ones_like(lam)
+                        else:
+                            dc, _ = document_costs(fm.pool, fm.pool.n_docs, cm)
+                            lam_c = query_costs(dc, list(prob.rankings)).cost
+                        vpc = analytic_variance(L, p, p, lam_c)
+                        add("costs", cm, optimal_distribution(sq, lam_c, p, defensive=cfg.defensive), lam_c, vpc)
+                    if len(inst.models) > 1:
+                        for mname in inst.models:
+                            mm, vv = _moment_pair(fm.probs[mname], prob.rankings, prob.metric)
+                            add("model", mname, optimal_distribution(expected_squared_error(mm, vv, p), lam, p,
+                                                                     defensive=cfg.defensive))
+                    dev = np.abs(L - prob.target)
+                    diag.append(dict(
+                        base,
+                        corr_mean=_corr(mean, L),
+                        corr_dev=_corr(np.sqrt(sq), dev),
+                        pred_over_true_sq=float(sq.mean() / np.mean(dev**2)) if np.mean(dev**2) > 0 else np.nan,
+                        var_share=float(var.mean() / sq.mean()) if sq.mean() > 0 else np.nan,
+                        cost_cv=float(lam.std() / lam.mean()),
+                    ))
+            say(f"investigate {spec.name} fold {fold} done")
+    variants = _pooled(rows, ["dataset", "instance", "metric", "variant", "value"])
+    diagnostics = pd.DataFrame(diag).groupby(["dataset", "instance", "metric"], sort=False).mean(
+        numeric_only=True).drop(columns="fold").reset_index()
+    return {"variants": variants, "diagnostics": diagnostics}
+
+
+def _corr(a, b) -> float:
+    a, b = np.asarray(a, float), np.asarray(b, float)
+    if a.std() == 0 or b.std() == 0:
+        return float("nan")
+    return float(np.corrcoef(a, b)[0, 1])
+
+
+# --------------------------------------------------------------------------- reporting
+
+
+def _fmt_pct(x, lo=None, hi=None, cens=0) -> str:
+    if x is None or not np.isfinite(x):
+        return "n/a"
+    s = f"{100 * x:.0f}%"
+    if cens == 1:
+        s = f"≤ {s}"
+    elif cens == -1:
+        s = f"≥ {s}"
+    if lo is not None and np.isfinite(lo):
+        s += f" [{100 * lo:.0f}, {100 * hi:.0f}]"
+    return s
+
+
+def savings_table(savings: pd.DataFrame, method: str = "active") -> pd.DataFrame:
+    """Compact per (dataset, scenario instance, metric) table of one method's savings.
+
+    Columns: simulated savings on the scenario's primary error measure with
+    95% bootstrap interval (``≥``/``≤`` when the crossing lies outside the
+    budget grid), analytic savings (pooled over folds; min..max over folds),
+    the oracle ceiling, and the paper's number.
+    """
+    s = savings[savings.method == method]
+    rows = []
+    for _, r in s.iterrows():
+        inst = next(i for i in SCENARIOS if i.key == r.instance)
+        tag = "sel" if inst.loss == "selection_error" else "abs"
+        rows.append({
+            "dataset": r.dataset,
+            "scenario": r.title,
+            "metric": r.metric,
+            "measure": "model-selection error" if tag == "sel" else "absolute error",
+            "Λ_ref": f"{r.reference_budget:g}",
+            "passive error at Λ_ref": f"{r[f'{tag}_passive_error']:.4g}",
+            "simulated savings [95% CI]": _fmt_pct(r[f"{tag}_savings"], r[f"{tag}_low"], r[f"{tag}_high"],
+                                                   r[f"{tag}_censored"]),
+            "abs-error savings": _fmt_pct(r["abs_savings"], r["abs_low"], r["abs_high"], r["abs_censored"])
+            if tag == "sel" else "",
+            "analytic (fold range)": f"{_fmt_pct(r.analytic_savings)} ({100 * r.analytic_min_fold:.0f}..{100 * r.analytic_max_fold:.0f})",
+            "ceiling (true |L-R|)": _fmt_pct(r.oracle_savings),
+            "paper (MSLR)": PAPER_SAVINGS.get(r.instance, ""),
+        })
+    return pd.DataFrame(rows)
+
+
+def _markdown(df: pd.DataFrame) -> str:
+    cols = list(df.columns)
+    lines = ["| " + " | ".join(cols) + " |", "|" + "|".join("---" for _ in cols) + "|"]
+    for _, r in df.iterrows():
+        lines.append("| " + " | ".join(str(r[c]) for c in cols) + " |")
+    return "\n".join(lines)
+
+
+def investigation_markdown(inv: dict) -> str:
+    """Markdown section summarizing :func:`investigate` (active method, pooled over folds)."""
+    v = inv["variants"].copy()
+    v["col"] = v.variant + "=" + v.value
+    tab = v.pivot_table(index=["dataset", "instance", "metric"], columns="col", values="savings", sort=False)
+    tab = (100 * tab).round(0).astype("Int64").astype(str) + "%"
+    tab = tab.reset_index()
+    d = inv["diagnostics"].round(2)
+    return "\n".join([
+        "## Why active does or does not win: analytic what-if (savings 1 − V(q)/V(p), pooled over folds)", "",
+        "Each column changes one ingredient of `active` (defensive weight; temperature T of the relevance "
+        "model, p^(1/T) renormalized, T<1 sharper, T>1 flatter; cost model — `per_query` charges 1 per query, "
+        "i.e. both V(q) and V(p) are evaluated under uniform costs; `model` = one of the two models instead of "
+        "their mixture).", "",
+        _markdown(tab), "",
+        "Query-level diagnostics of the relevance model (mean over folds): `corr_mean` = corr(predicted "
+        "E[L|x], true L(x)); `corr_dev` = corr(predicted sqrt E[(L−R)²|x], true |L(x)−R|) — what q* needs; "
+        "`pred_over_true_sq` = mean predicted / mean true (L−R)² (1 = calibrated on average); `var_share` = "
+        "share of the predicted E[(L−R)²|x] that is Var[L|x]; `cost_cv` = coefficient of variation of λ(x).", "",
+        _markdown(d), ""])
+
+
+def write_outputs(res: ExperimentResults, out_dir, *, figures: bool = True, command: str | None = None,
+                  investigation: dict | None = None) -> list[str]:
+    """Write CSVs, figures and ``savings.md`` into ``out_dir``; return the paths."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for name, df in (("curves.csv", res.curves), ("analytic.csv", res.analytic), ("savings.csv", res.savings)):
+        df.to_csv(out / name, index=False)
+        paths.append(str(out / name))
+    if figures:
+        from . import plots
+
+        paths += plots.all_figures(res, out)
+    md = ["# Label savings of active evaluation (activerank reproduction of Sawade et al. 2012)", ""]
+    if command:
+        md += [f"Regenerate: `{command}` (runtime {res.seconds / 60:.1f} min).", ""]
+    cfg = res.config
+    if cfg is not None:
+        md += [f"Settings: folds {list(cfg.folds)} (training partition rotated; pool = the other four), "
+               f"{cfg.n_reps} repetitions per budget, defensive weight {cfg.defensive}, "
+               f"forests of {cfg.n_trees} trees.", ""]
+        for ds in cfg.datasets:
+            spec = DATASETS[ds]
+            grid = ", ".join(f"{b:g}" for b in cfg.grid(ds))
+            md.append(f"- **{ds}** cost model: {spec.cost_note}; budget grid [{grid}], "
+                      f"reference budget Λ = {cfg.reference(ds):g} (mean query cost = 1).")
+        md.append("")
+    md += ["Savings = 1 − (budget active needs to reach passive's error at the reference budget) / "
+           "(reference budget). Interval: 95% bootstrap over repetitions. ≥ / ≤: the crossing lies "
+           "outside the budget grid (bound). Analytic: 1 − V(q)/V(p) with the pool's true L(x), pooled "
+           "over folds (range over folds). Ceiling: the same with the true |L − R| in q.", ""]
+    for method in [m for m in (cfg.methods if cfg else ["active"]) if m != "passive"]:
+        tab = savings_table(res.savings, method)
+        if len(tab):
+            md += [f"## Method `{method}`", "", _markdown(tab), ""]
+    if investigation is not None:
+        for name, df in investigation.items():
+            df.to_csv(out / f"investigation_{name}.csv", index=False)
+            paths.append(str(out / f"investigation_{name}.csv"))
+        md.append(investigation_markdown(investigation))
+    (out / "savings.md").write_text("\n".join(md))
+    paths.append(str(out / "savings.md"))
+    return paths
+
+
+def _parse_budgets(text):
+    out = {}
+    for part in text.split(";"):
+        if part.strip():
+            ds, _, vals = part.partition(":")
+            out[ds.strip()] = tuple(float(v) for v in vals.split(","))
+    return out
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Argument parser of ``activerank experiment`` / ``python -m activerank.experiments``."""
+    ap = argparse.ArgumentParser(
+        prog="activerank experiment",
+        description="Reproduce Sawade et al. (2012) §5 on LETOR data: error curves, label savings, figures.")
+    ap.add_argument("--datasets", default="mq2008,ohsumed", help="comma list of %(default)s")
+    ap.add_argument("--data", default=None, help="data root with mq2008/ and ohsumed-letor3/ "
+                    "(default $ACTIVERANK_DATA or ../shared/data)")
+    ap.add_argument("--out", default="benchmarks/results", help="output directory (default %(default)s)")
+    ap.add_argument("--folds", default="1,2,3,4,5", help="training partitions (default %(default)s)")
+    ap.add_argument("--reps", type=int, default=1000, help="repetitions per budget (default %(default)s)")
+    ap.add_argument("--metrics", default="err@10,dcg@10,err,dcg")
+    ap.add_argument("--methods", default="passive,active,active_uniD,active_uniC")
+    ap.add_argument("--scenarios", default=",".join(s.key for s in SCENARIOS),
+                    help="instance keys or letters a-d")
+    ap.add_argument("--budgets", default="", help="per-dataset grids, e.g. 'mq2008:10,20,50;ohsumed:5,10'")
+    ap.add_argument("--reference", default="", help="per-dataset reference budget, e.g. 'mq2008:100'")
+    ap.add_argument("--defensive", type=float, default=DEFAULT_DEFENSIVE)
+    ap.add_argument("--n-trees", type=int, default=50)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--n-boot", type=int, default=300)
+    ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--quick", action="store_true", help="smaller tuning grids")
+    ap.add_argument("--no-cache", action="store_true", help="do not cache fitted models' predictions")
+    ap.add_argument("--no-figures", action="store_true")
+    ap.add_argument("--investigate", action="store_true",
+                    help="also run the analytic what-if analysis (defensive weight, calibration, costs, model)")
+    return ap
+
+
+def config_from_args(args) -> ExperimentConfig:
+    """:class:`ExperimentConfig` from parsed command-line arguments."""
+    split = lambda s: tuple(x.strip() for x in s.split(",") if x.strip())  # noqa: E731
+    refs = {k: v[0] for k, v in _parse_budgets(args.reference).items()}
+    return ExperimentConfig(
+        datasets=split(args.datasets), folds=tuple(int(f) for f in split(args.folds)), n_reps=args.reps,
+        metrics=split(args.metrics), methods=split(args.methods), scenarios=split(args.scenarios),
+        budgets=_parse_budgets(args.budgets), reference_budget=refs, defensive=args.defensive,
+        n_trees=args.n_trees, seed=args.seed, n_boot=args.n_boot, n_jobs=args.jobs, quick=args.quick,
+        cache_dir=None if args.no_cache else str(Path(args.out) / "cache"), data_root=args.data)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Command-line entry point; returns the exit status."""
+    t0 = time.perf_counter()
+    args = build_parser().parse_args(argv)
+    cfg = config_from_args(args)
+    command = "python -m activerank.experiments " + " ".join(sys.argv[1:] if argv is None else argv)
+    res = run(cfg)
+    inv = investigate(cfg) if args.investigate else None
+    res.seconds = time.perf_counter() - t0
+    paths = write_outputs(res, args.out, figures=not args.no_figures, command=command.strip(), investigation=inv)
+    print(f"done in {res.seconds:.1f}s; wrote {len(paths)} files to {args.out}")
+    for method in [m for m in cfg.methods if m != "passive"][:1]:
+        print(savings_table(res.savings, method).to_string(index=False))
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,629 @@
+"""Exact moments of DCG@k and ERR@k under independent graded labels.
+
+Given a relevance model ``p(y_z | x, z)`` for every ranked item ``z`` of a query
+``x``, the labels are independent given the query, so the first and second
+moments of a ranking metric ``L`` -- and the cross moment ``E[L_a L_b | x]`` of two
+rankings of the same query, where a shared item carries one label -- are exact
+sums and products over items.  No label vector is ever enumerated.
+
+Formulas (``i`` is a 0-based rank, ``d_i``/``c_i`` the metric's discount):
+
+* DCG, ``L = sum_i d_i g(y_i)``: ``E[L] = sum d_i mu_i``,
+  ``Var[L] = sum d_i^2 v_i`` with ``mu, v`` the mean/variance of ``g(y)``;
+  for two rankings ``Cov = sum_{z shared} d_a(z) d_b(z) v_z`` and
+  ``Var[L_a - L_b] = sum_z (d_a(z) - d_b(z))^2 v_z`` (zero discount when absent).
+  ``O(|Y| |r_a u r_b|)``.
+* ERR, suffix recursion ``S_i = c_i R_i + (1 - R_i) S_{i+1}`` with ``R_i``
+  independent of ``S_{i+1}``: ``E[S_i] = c_i r_i + (1 - r_i) E[S_{i+1}]`` and
+  ``Var[S_i] = ((c_i - E S_{i+1})^2 + Var S_{i+1}) Var R_i + (1 - r_i)^2 Var S_{i+1}``.
+  ``O(|Y| n)``.
+* ERR cross moment: ``E[L_a L_b] = sum_{i,l} c_i c_l E[R(a_i) P^a_i R(b_l) P^b_l]``
+  with ``P`` the products of ``(1 - R)`` above each rank.  Each term factorizes
+  over items: prefix products of ``E[1 - R]``, a factor
+  ``E[(1 - R)^2] / E[1 - R]^2`` for every item above both ``a_i`` and ``b_l``,
+  and a correction for the two items at ``(i, l)``.  The kernel walks down
+  ``a`` keeping one row over ``l`` (see ``_cascade_cross_block``):
+  ``O(|Y| (n_a + n_b) + n_a n_b)``, vectorized over blocks of queries of
+  similar length so the working set stays in cache.
+
+Item statistics are computed in cache-sized chunks of the probability matrix
+and the ERR suffix recursion reads them in position-major order, so the
+single-ranker kernels stream the pool's probabilities about once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .._validation import probs_iv, ranking_iv, rankings_iv
+from .registry import Metric, parse_metric
+from ..ragged import PositionMajor, Rankings
+
+__all__ = [
+    "QueryMoments",
+    "PairMoments",
+    "PoolMoments",
+    "PoolPairMoments",
+    "query_moments",
+    "pair_moments",
+    "pool_moments",
+    "pool_pair_moments",
+]
+
+# Elements (queries x len(b)) of the arrays one step of the ERR cross-moment
+# kernel updates: 64K doubles = 512 KB each, so the step's working set stays in
+# L2 while the Python overhead per step (~20 us) is amortized over enough work.
+_PAIR_BLOCK_ELEMENTS = 1 << 16
+
+# Rows of the probability matrix gathered at a time for per-item statistics.
+_STATS_CHUNK = 1 << 15
+
+
+# --------------------------------------------------------------------------- results
+
+
+@dataclass(frozen=True)
+class QueryMoments:
+    """Moments of a metric ``L`` for one query under the relevance model.
+
+    Attributes
+    ----------
+    mean : float
+        ``E[L | x]``.
+    second_moment : float
+        ``E[L^2 | x]``.
+    variance : float
+        ``Var[L | x]`` (computed without cancellation where the metric allows).
+    """
+
+    mean: float
+    second_moment: float
+    variance: float
+
+
+@dataclass(frozen=True)
+class PairMoments:
+    """Joint moments of two rankings' metrics ``L_a``, ``L_b`` of one query.
+
+    ``delta_mean`` and ``delta_variance`` refer to ``delta = L_a - L_b``.
+    """
+
+    mean_a: float
+    mean_b: float
+    second_a: float
+    second_b: float
+    cross: float
+    delta_variance: float
+
+    @property
+    def delta_mean(self) -> float:
+        return self.mean_a - self.mean_b
+
+
+@dataclass(frozen=True, eq=False)
+class PoolMoments:
+    """Per-query moments for a whole pool; every array has shape (n_queries,)."""
+
+    mean: np.ndarray
+    second_moment: np.ndarray
+    variance: np.ndarray
+
+
+@dataclass(frozen=True, eq=False)
+class PoolPairMoments:
+    """Per-query joint moments of two rankers; arrays of shape (n_queries,)."""
+
+    mean_a: np.ndarray
+    mean_b: np.ndarray
+    second_a: np.ndarray
+    second_b: np.ndarray
+    cross: np.ndarray
+    delta_variance: np.ndarray
+
+    @property
+    def delta_mean(self) -> np.ndarray:
+        return self.mean_a - self.mean_b
+
+    @property
+    def covariance(self) -> np.ndarray:
+        return self.cross - self.mean_a * self.mean_b
+
+
+# --------------------------------------------------------------------------- item statistics
+
+
+def _grade_values(metric: Metric, n_grades: int) -> np.ndarray:
+    return metric.definition.gain(np.arange(n_grades, dtype=np.float64), n_grades - 1)
+
+
+def _row_stats(probs: np.ndarray, columns: np.ndarray) -> np.ndarray:
+    """Expectations ``E[f_k(y)]`` and the variance of ``f_0(y)`` for every row of ``probs``.
+
+    Parameters
+    ----------
+    probs : ndarray of shape (n_rows, n_grades)
+    columns : ndarray of shape (n_grades, n_cols)
+        ``columns[j, k] = f_k(j)``; column 0 is the metric's per-item value.
+
+    Returns
+    -------
+    ndarray of shape (n_cols + 1, n_rows)
+        Rows ``0..n_cols - 1`` hold ``E[f_k]``; the last row holds ``Var[f_0]``.
+
+    Notes
+    -----
+    The variance is ``sum_j p_j (sum_k p_k (f_0(j) - f_0(k)))^2``: for rows
+    summing to one this is ``sum_j p_j (f_0(j) - E f_0)^2``, but it needs no
+    per-row broadcast of the mean (slow with a 5-wide inner axis), never
+    cancels, and is exactly 0 for one-hot rows.  All work is matrix products and
+    contiguous elementwise passes over cache-sized chunks, so a web-scale
+    probability matrix (150 MB) is streamed from memory about once.
+    """
+    n_rows, n_grades = probs.shape
+    n_cols = columns.shape[1]
+    out = np.empty((n_cols + 1, n_rows))
+    v = columns[:, 0]
+    diff_t = v[None, :] - v[:, None]  # diff_t[k, j] = f_0(j) - f_0(k)
+    cols_t = np.ascontiguousarray(columns.T)
+    ones = np.ones(n_grades)
+    for s in range(0, n_rows, _STATS_CHUNK):
+        p = probs[s : s + _STATS_CHUNK]
+        e = s + p.shape[0]
+        np.matmul(cols_t, p.T, out=out[:n_cols, s:e])
+        dev = p @ diff_t
+        dev *= dev
+        dev *= p
+        np.matmul(dev, ones, out=out[n_cols, s:e])
+    return out
+
+
+def _entry_stats(probs: np.ndarray, items: np.ndarray, columns: np.ndarray) -> np.ndarray:
+    """:func:`_row_stats` of every ranked entry, shape ``(n_cols + 1, items.size)``.
+
+    Long lists touch most rows anyway: streaming the whole matrix in storage
+    order and gathering the few result rows is then cheaper than gathering
+    5-wide probability rows.  Truncated lists (``@k``) touch few rows: those are
+    gathered first.
+    """
+    if 2 * items.size >= probs.shape[0]:
+        return np.stack([row[items] for row in _row_stats(probs, columns)])
+    return _row_stats(probs[items], columns)
+
+
+def _additive_entry_stats(probs, items, metric: Metric):
+    """Mean and variance of the gain of every entry."""
+    g = _grade_values(metric, probs.shape[1])
+    mu, var = _entry_stats(probs, items, g[:, None])
+    return mu, var
+
+
+@dataclass(frozen=True)
+class _CascadeStats:
+    """Per-entry expectations of the stopping probability ``R``."""
+
+    r: np.ndarray  # E[R]
+    u: np.ndarray  # E[1 - R]  (>= 2**-ymax > 0, so safe to divide by)
+    var: np.ndarray  # Var[R]
+    r2: np.ndarray | None = None  # E[R^2]
+    w: np.ndarray | None = None  # E[(1 - R)^2]
+    ru: np.ndarray | None = None  # E[R (1 - R)]
+
+
+def _cascade_entry_stats(probs, items, metric: Metric, *, joint: bool = False) -> _CascadeStats:
+    """Stats of every entry; ``joint`` adds the second-order ones the cross moment needs."""
+    rv = _grade_values(metric, probs.shape[1])
+    cols = [rv, 1.0 - rv]
+    if joint:
+        cols += [rv**2, (1.0 - rv) ** 2, rv * (1.0 - rv)]
+    st = _entry_stats(probs, items, np.stack(cols, axis=1))
+    if not joint:
+        return _CascadeStats(r=st[0], u=st[1], var=st[2])
+    return _CascadeStats(r=st[0], u=st[1], var=st[5], r2=st[2], w=st[3], ru=st[4])
+
+
+# --------------------------------------------------------------------------- single-ranking kernels
+
+
+def _discounts(metric: Metric, max_len: int) -> np.ndarray:
+    """Discount of every rank ``0..max_len - 1`` (one table instead of one call per entry)."""
+    return metric.definition.discount(np.arange(max_len, dtype=np.float64))
+
+
+def _additive_moments(probs, rankings: Rankings, metric: Metric):
+    mu, var = _additive_entry_stats(probs, rankings.items, metric)
+    d = _discounts(metric, int(rankings.lengths.max(initial=0)))[rankings.positions()]
+    q = rankings.query_index()
+    m = rankings.n_queries
+    mean = np.bincount(q, d * mu, minlength=m)
+    d *= d
+    d *= var
+    variance = np.bincount(q, d, minlength=m)
+    return mean, variance
+
+
+def _cascade_recursion(pm: PositionMajor, st: _CascadeStats, metric: Metric):
+    """ERR mean and variance by the suffix recursion; ``st`` is in position-major order."""
+    mean = np.zeros(pm.n_queries)
+    variance = np.zeros(pm.n_queries)
+    c_all = _discounts(metric, pm.max_len)
+    for i in range(pm.max_len - 1, -1, -1):
+        lo, hi = pm.bounds[i], pm.bounds[i + 1]
+        n = hi - lo
+        c = c_all[i]
+        r, u, v = st.r[lo:hi], st.u[lo:hi], st.var[lo:hi]
+        m_next, v_next = mean[:n], variance[:n]
+        variance[:n] = ((c - m_next) ** 2 + v_next) * v + (u * u) * v_next
+        mean[:n] = c * r + u * m_next
+    return pm.unsort(mean), pm.unsort(variance)
+
+
+def _cascade_moments(probs, rankings: Rankings, metric: Metric):
+    pm = PositionMajor(rankings.offsets)
+    st = _cascade_entry_stats(probs, rankings.items[pm.flat_order()], metric)
+    return _cascade_recursion(pm, st, metric)
+
+
+def _moments(probs: np.ndarray, rankings: Rankings, metric: Metric) -> PoolMoments:
+    """Validated-input kernel: ``rankings`` already truncated at ``metric.k``."""
+    if metric.family == "additive":
+        mean, variance = _additive_moments(probs, rankings, metric)
+    else:
+        mean, variance = _cascade_moments(probs, rankings, metric)
+    return PoolMoments(mean=mean, second_moment=variance + mean * mean, variance=variance)
+
+
+# --------------------------------------------------------------------------- pair kernels
+
+
+def _match(ra: Rankings, rb: Rankings, n_docs: int):
+    """Entries of ``ra`` and ``rb`` that rank the same item for the same query.
+
+    Returns ``(ia, ib)``, flat entry indices into ``ra.items`` and ``rb.items``,
+    ordered by ``ib``.
+    """
+    qa, qb = ra.query_index(), rb.query_index()
+    if ra.items.size and np.bincount(ra.items, minlength=n_docs).max() <= 1:
+        # every row occurs at most once in ``ra``: an O(n) lookup table row -> entry
+        where_a = np.full(n_docs, -1, dtype=np.int64)
+        where_a[ra.items] = np.arange(ra.items.size)
+        ja = where_a[rb.items]
+        hit = ja >= 0
+        hit[hit] = qa[ja[hit]] == qb[hit]
+        ib = np.flatnonzero(hit)
+        return ja[ib], ib
+    # rows shared across queries: match on (query, row) keys by sorting
+    ka = qa * n_docs + ra.items
+    kb = qb * n_docs + rb.items
+    _, ia, ib = np.intersect1d(ka, kb, assume_unique=True, return_indices=True)
+    order = np.argsort(ib, kind="stable")
+    return ia[order], ib[order]
+
+
+def _identical(ra: Rankings, rb: Rankings) -> np.ndarray:
+    """Queries whose two (truncated) rankings are the same list."""
+    same = ra.lengths == rb.lengths
+    if same.all():
+        # common case (e.g. a ranker compared with itself): no masking needed
+        differs = np.bincount(ra.query_index()[ra.items != rb.items], minlength=ra.n_queries) > 0
+        return ~differs
+    ea, eb = same[ra.query_index()], same[rb.query_index()]
+    # restricted to equal-length queries, the two flat arrays line up entry by entry
+    diff = ra.items[ea] != rb.items[eb]
+    differs = np.bincount(ra.query_index()[ea][diff], minlength=ra.n_queries) > 0
+    return same & ~differs
+
+
+def _additive_pair(probs, ra: Rankings, rb: Rankings, metric: Metric):
+    mu_a, va = _additive_entry_stats(probs, ra.items, metric)
+    mu_b, vb = _additive_entry_stats(probs, rb.items, metric)
+    disc = _discounts(metric, int(max(ra.lengths.max(initial=0), rb.lengths.max(initial=0))))
+    da, db = disc[ra.positions()], disc[rb.positions()]
+    qa, qb = ra.query_index(), rb.query_index()
+    m = ra.n_queries
+    mean_a = np.bincount(qa, da * mu_a, minlength=m)
+    mean_b = np.bincount(qb, db * mu_b, minlength=m)
+    var_a = np.bincount(qa, da * da * va, minlength=m)
+    var_b = np.bincount(qb, db * db * vb, minlength=m)
+    ia, ib = _match(ra, rb, probs.shape[0])
+    cov = np.bincount(qa[ia], da[ia] * db[ib] * va[ia], minlength=m)
+    # Var[L_a - L_b] directly as sum_z (d_a(z) - d_b(z))^2 v_z: no cancellation
+    coef_a = da.copy()
+    coef_a[ia] -= db[ib]
+    only_b = np.ones(rb.items.size, dtype=bool)
+    only_b[ib] = False
+    dvar = np.bincount(qa, coef_a**2 * va, minlength=m) + np.bincount(
+        qb[only_b], (db**2 * vb)[only_b], minlength=m
+    )
+    return mean_a, mean_b, var_a, var_b, cov, dvar
+
+
+def _pad(values, rankings: Rankings, queries: np.ndarray, width: int, fill):
+    """Per-entry ``values`` of the given queries as a padded (n, width) block."""
+    mask = np.arange(width)[None, :] < rankings.lengths[queries][:, None]
+    idx = rankings.offsets[queries][:, None] + np.arange(width)[None, :]
+    out = np.full((queries.size, width), fill, dtype=np.asarray(values).dtype)
+    out[mask] = values[idx[mask]]
+    return out
+
+
+def _cascade_cross_block(sa: _CascadeStats, sb: _CascadeStats, ra, rb, queries, pos_ab, c_all):
+    """``E[L_a L_b]`` for one block of queries, sorted by ``len(a)`` descending.
+
+    Walks down list ``a`` (one step per rank ``i``, vectorized over the block's
+    queries and over all ranks ``l`` of ``b``) keeping, per query,
+
+    * ``S_i = prod_{j<i} E[1 - R(a_j)]`` (precomputed for the whole block);
+    * ``V(l) = E[P^a_i P^b_l] / S_i``: the prefix products of ``b``, with the
+      factor ``h = E[(1-R)^2] / E[1-R]^2`` for every item already above both
+      ``a_i`` and ``b_l`` (``V <= 1``, so nothing overflows);
+    * ``F(l) = c_l E[R(b_l)]``, or ``c_l E[R(1-R)] / E[1-R]`` once ``b_l`` is
+      above ``a_i`` in ``a``.
+
+    With ``z = a_i`` at rank ``p`` of ``b`` (``p = nb`` if absent) the row sum
+    ``sum_l c_l E[R(a_i) P^a_i R(b_l) P^b_l]`` is
+    ``S_i (E[R_z] sum_{l<p} V F + E[R_z^2] c_p V(p) + E[R_z(1-R_z)]/E[1-R_z] sum_{l>p} V F)``;
+    stepping to ``i + 1`` multiplies ``V(l > p)`` by ``h_z`` and switches ``F(p)``.
+    Each step is five passes over a (queries x nb) array; everything that does
+    not depend on ``V`` is computed for all steps at once.  A spare column
+    ``l = nb`` (``F = 0``, ``c = 0``) absorbs the updates of items absent from
+    ``b``, so no step needs a mask.
+    """
+    q_n = queries.size
+    na = int(ra.lengths[queries].max(initial=0))
+    nb = int(rb.lengths[queries].max(initial=0))
+    if na == 0 or nb == 0:
+        return np.zeros(q_n)
+    w = nb + 1
+    cb = np.append(c_all[:nb], 0.0)
+    eb = _pad(np.arange(rb.items.size), rb, queries, nb, 0)
+    in_b = np.arange(nb)[None, :] < rb.lengths[queries][:, None]
+    # V(l) at i = 0: exclusive prefix products of E[1 - R] down b
+    V = np.ones((q_n, w))
+    if nb > 1:
+        np.cumprod(np.where(in_b[:, :-1], sb.u[eb[:, :-1]], 1.0), axis=1, out=V[:, 1:nb])
+    F = np.zeros((q_n, w))
+    F[:, :nb] = np.where(in_b, cb[:nb] * sb.r[eb], 0.0)
+
+    # per-step quantities, transposed to (na, queries) so step i reads contiguous rows
+    ea = _pad(np.arange(ra.items.size), ra, queries, na, 0).T
+    in_a = (np.arange(na)[:, None] < ra.lengths[queries][None, :])
+    p = np.where(in_a, np.minimum(_pad(pos_ab, ra, queries, na, nb).T, nb), nb)
+    a_u = np.where(in_a, sa.u[ea], 1.0)
+    S = np.ones((na, q_n))
+    if na > 1:
+        np.cumprod(a_u[:-1], axis=0, out=S[1:])
+    ci = (c_all[:na] * in_a.T).T * S  # c_i S_i, zero past the end of a
+    a_ratio = sa.ru[ea] / a_u
+    coef_left = ci * sa.r[ea]
+    coef_mid = ci * sa.r2[ea] * cb[p]
+    coef_right = ci * a_ratio
+    h = (sa.w[ea] / (a_u * a_u))[:, :, None]
+    flat = np.arange(q_n)[None, :] * w + p  # (i, query) -> flat index of (query, p)
+    f_new = cb[p] * a_ratio  # F(p) after a_i = b_p enters a's prefix (0 in the spare column)
+    active = np.searchsorted(-ra.lengths[queries], -np.arange(na), side="left")
+
+    left = np.zeros((na, q_n))
+    mid = np.zeros((na, q_n))
+    right = np.zeros((na, q_n))
+    Z = np.empty((q_n, w))
+    mask = np.empty((q_n, w), dtype=bool)
+    Vf, Zf, Ff = V.reshape(-1), Z.reshape(-1), F.reshape(-1)
+    ones = np.ones(w)
+    lidx = np.arange(w)
+    for i in range(na):
+        n = active[i]
+        Vn, Zn, Mn = V[:n], Z[:n], mask[:n]
+        fi = flat[i, :n]
+        np.multiply(Vn, F[:n], out=Zn)
+        total = Zn @ ones
+        np.greater(lidx, p[i, :n, None], out=Mn)
+        r_sum = np.einsum("ij,ij->i", Zn, Mn)
+        right[i, :n] = r_sum
+        left[i, :n] = total - r_sum - Zf[fi]
+        mid[i, :n] = Vf[fi]
+        np.multiply(Vn, h[i, :n], out=Vn, where=Mn)
+        Ff[fi] = f_new[i, :n]
+    # sums of nonnegative terms: clip the rounding of total - right - Z(p)
+    np.maximum(left, 0.0, out=left)
+    return (coef_left * left + coef_mid * mid + coef_right * right).sum(axis=0)
+
+
+def _cascade_pair(probs, ra: Rankings, rb: Rankings, metric: Metric):
+    pa, pb = PositionMajor(ra.offsets), PositionMajor(rb.offsets)
+    oa, ob = pa.flat_order(), pb.flat_order()
+    # joint stats in CSR order for the cross moment; the recursion wants them position-major
+    sa = _cascade_entry_stats(probs, ra.items, metric, joint=True)
+    sb = _cascade_entry_stats(probs, rb.items, metric, joint=True)
+    mean_a, var_a = _cascade_recursion(pa, _CascadeStats(sa.r[oa], sa.u[oa], sa.var[oa]), metric)
+    mean_b, var_b = _cascade_recursion(pb, _CascadeStats(sb.r[ob], sb.u[ob], sb.var[ob]), metric)
+    m = ra.n_queries
+    ia, ib = _match(ra, rb, probs.shape[0])
+    # rank of each a-entry inside b (clipped to the block width later)
+    pos_ab = np.full(ra.items.size, np.iinfo(np.int64).max)
+    pos_ab[ia] = rb.positions()[ib]
+    c_all = _discounts(metric, int(max(ra.lengths.max(initial=0), rb.lengths.max(initial=0))) + 1)
+    cross = np.zeros(m)
+    # Blocks of queries with similar len(b) keep the padding small; inside a
+    # block, queries sorted by len(a) make the active ones a prefix at every step.
+    size_b = np.maximum(rb.lengths, 1)
+    order = np.argsort(-size_b, kind="stable")
+    start = 0
+    while start < m:
+        width = int(size_b[order[start]])
+        n_q = max(1, _PAIR_BLOCK_ELEMENTS // width)
+        block = order[start : start + n_q]
+        block = block[np.argsort(-ra.lengths[block], kind="stable")]
+        cross[block] = _cascade_cross_block(sa, sb, ra, rb, block, pos_ab, c_all)
+        start += n_q
+    cov = cross - mean_a * mean_b
+    dvar = np.maximum(var_a + var_b - 2.0 * cov, 0.0)
+    return mean_a, mean_b, var_a, var_b, cov, dvar
+
+
+def _pair_moments(probs, ra: Rankings, rb: Rankings, metric: Metric) -> PoolPairMoments:
+    """Validated-input kernel: both rankings already truncated at ``metric.k``."""
+    kernel = _additive_pair if metric.family == "additive" else _cascade_pair
+    mean_a, mean_b, var_a, var_b, cov, dvar = kernel(probs, ra, rb, metric)
+    second_a = var_a + mean_a**2
+    second_b = var_b + mean_b**2
+    cross = cov + mean_a * mean_b
+    # identical lists: delta is 0 for every label vector, so report that exactly
+    same = _identical(ra, rb)
+    cross = np.where(same, second_a, cross)
+    dvar = np.where(same, 0.0, dvar)
+    return PoolPairMoments(mean_a, mean_b, second_a, second_b, cross, dvar)
+
+
+# --------------------------------------------------------------------------- public API
+
+
+def pool_moments(probs, rankings, *, metric, k=None) -> PoolMoments:
+    """Exact ``E[L | x]``, ``E[L^2 | x]`` and ``Var[L | x]`` for every query of a pool.
+
+    Parameters
+    ----------
+    probs : array-like of shape (n_docs, n_grades)
+        Row ``z`` is ``p(y_z = . | x, z)`` for document row ``z``; the grade
+        scale is ``0..n_grades - 1``.
+    rankings : Rankings or sequence of sequences
+        Per-query rankings (distinct document-row indices, best first).
+    metric : str
+        ``"dcg"`` or ``"err"``, optionally with a cutoff ``@k``.
+    k : int or None, optional
+        Cutoff (``None``: whole list); behaves exactly like ``metric(r[:k])``.
+
+    Returns
+    -------
+    PoolMoments
+        ``mean``, ``second_moment``, ``variance``, each of shape (n_queries,).
+
+    Examples
+    --------
+    >>> probs = [[0.5, 0.5], [1.0, 0.0], [0.0, 1.0]]
+    >>> res = pool_moments(probs, [[0, 1], [2]], metric="dcg")
+    >>> res.mean.tolist(), res.variance.tolist()
+    ([0.5, 1.0], [0.25, 0.0])
+    """
+    m = parse_metric(metric, k, require_moments=True)
+    P = probs_iv(probs)
+    r = rankings_iv(rankings, P.shape[0]).truncate(m.k)
+    return _moments(P, r, m)
+
+
+def pool_pair_moments(probs, rankings_a, rankings_b, *, metric, k=None) -> PoolPairMoments:
+    """Exact joint moments of two rankers' metrics for every query of a pool.
+
+    Parameters
+    ----------
+    probs : array-like of shape (n_docs, n_grades)
+        Label distribution of every document row.
+    rankings_a, rankings_b : Rankings or sequence of sequences
+        Rankings of the same queries (same count); they may share, reorder,
+        add or drop items.  A shared item has one label.
+    metric : str
+        ``"dcg"`` or ``"err"``, optionally with ``@k``.
+    k : int or None, optional
+        Cutoff applied to each list; an item in one list's top ``k`` only
+        contributes to that list.
+
+    Returns
+    -------
+    PoolPairMoments
+        Arrays of shape (n_queries,): ``mean_a``, ``mean_b``, ``second_a``,
+        ``second_b``, ``cross`` (``E[L_a L_b | x]``), ``delta_variance`` and the
+        derived ``delta_mean``.
+
+    Examples
+    --------
+    >>> probs = [[0.5, 0.5], [0.2, 0.8]]
+    >>> res = pool_pair_moments(probs, [[0, 1]], [[1, 0]], metric="err")
+    >>> bool(res.delta_mean[0] < 0)
+    True
+    """
+    m = parse_metric(metric, k, require_moments=True)
+    P = probs_iv(probs)
+    ra = rankings_iv(rankings_a, P.shape[0], name="rankings_a").truncate(m.k)
+    rb = rankings_iv(rankings_b, P.shape[0], name="rankings_b").truncate(m.k)
+    if ra.n_queries != rb.n_queries:
+        raise ValueError(
+            f"`rankings_a` and `rankings_b` must cover the same queries; got "
+            f"{ra.n_queries} and {rb.n_queries} queries."
+        )
+    return _pair_moments(P, ra, rb, m)
+
+
+def query_moments(probs, ranking, *, metric, k=None) -> QueryMoments:
+    """Exact moments of a metric for one query.
+
+    Parameters
+    ----------
+    probs : array-like of shape (n_items, n_grades)
+        Row ``z`` is ``p(y_z = . | x, z)``.
+    ranking : array-like of shape (n_ranked,)
+        Distinct row indices, best first.
+    metric : str
+        ``"dcg"`` or ``"err"``, optionally with ``@k``.
+    k : int or None, optional
+        Cutoff; ``None`` means the whole list.
+
+    Returns
+    -------
+    QueryMoments
+        ``mean`` (``E[L | x]``), ``second_moment`` (``E[L^2 | x]``), ``variance``.
+
+    References
+    ----------
+    .. [1] C. Sawade, S. Bickel, T. von Oertzen, T. Scheffer, N. Landwehr.
+       "Active Evaluation of Ranking Functions based on Graded Relevance."
+       ECML PKDD 2012.
+
+    Examples
+    --------
+    >>> res = query_moments([[0.5, 0.5], [0.5, 0.5]], [0, 1], metric="err")
+    >>> res.mean  # R(1) = 1/2: 1/4 + (1/2)(3/4)(1/4)
+    0.34375
+    """
+    m = parse_metric(metric, k, require_moments=True)
+    P = probs_iv(probs)
+    r = Rankings.from_list([ranking_iv(ranking, P.shape[0])]).truncate(m.k)
+    res = _moments(P, r, m)
+    return QueryMoments(float(res.mean[0]), float(res.second_moment[0]), float(res.variance[0]))
+
+
+def pair_moments(probs, ranking_a, ranking_b, *, metric, k=None) -> PairMoments:
+    """Exact joint moments of two rankings of the same query.
+
+    Parameters
+    ----------
+    probs : array-like of shape (n_items, n_grades)
+        Label distribution of every item of the query.
+    ranking_a, ranking_b : array-like of int
+        Distinct item indices, best first.  They may share items (one label per
+        item), be disjoint, reordered, or one may drop items of the other.
+    metric : str
+        ``"dcg"`` or ``"err"``, optionally with ``@k``.
+    k : int or None, optional
+        Cutoff applied to both lists.
+
+    Returns
+    -------
+    PairMoments
+        ``mean_a``, ``mean_b``, ``second_a``, ``second_b``, ``cross`` =
+        ``E[L_a L_b | x]``, ``delta_variance`` = ``Var[L_a - L_b | x]`` and
+        ``delta_mean``.
+
+    Examples
+    --------
+    >>> res = pair_moments([[0.5, 0.5], [0.5, 0.5]], [0, 1], [0, 1], metric="dcg")
+    >>> res.delta_variance
+    0.0
+    """
+    m = parse_metric(metric, k, require_moments=True)
+    P = probs_iv(probs)
+    ra = Rankings.from_list([ranking_iv(ranking_a, P.shape[0], name="ranking_a")]).truncate(m.k)
+    rb = Rankings.from_list([ranking_iv(ranking_b, P.shape[0], name="ranking_b")]).truncate(m.k)
+    res = _pair_moments(P, ra, rb, m)
+    return PairMoments(*(float(getattr(res, f)[0]) for f in
+                         ("mean_a", "mean_b", "second_a", "second_b", "cross", "delta_variance")))

@@ -1,0 +1,358 @@
+"""``activerank campaign`` CLI, and crash tests (SIGKILL during import and export)."""
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import warnings
+from importlib import resources
+
+import numpy as np
+import pytest
+
+import activerank as ar
+from activerank.campaign import Campaign
+from activerank.campaign.cli import main
+from activerank.inference.estimators import LowEffectiveSampleSizeWarning
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+@pytest.fixture(scope="module")
+def files():
+    ds = resources.files("activerank.datasets")
+    return str(ds / "mq2008_sample.txt"), str(ds / "mq2008_sample_train.txt")
+
+
+def run_cli(argv, capsys):
+    code = main(argv)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def _answer(tasks, out, data, annotator="sim"):
+    lab = ar.KnownLabels.from_data(data)
+    with open(tasks) as f, open(out, "w") as g:
+        for line in f:
+            r = json.loads(line)
+            r["grade"] = int(lab(int(r["query_id"]), [r["doc_id"]])[0])
+            r["annotator"] = annotator
+            g.write(json.dumps(r) + "\n")
+
+
+# --------------------------------------------------------------------------- functional
+
+
+def test_cli_round_trip_equals_estimate(tmp_path, files, capsys):
+    pool, train = files
+    db, tasks, ans = str(tmp_path / "c.db"), str(tmp_path / "t.jsonl"), str(tmp_path / "a.jsonl")
+    code, out, _ = run_cli(["campaign", "init", db, "--pool", pool, "--train", train, "--model", "lightgbm",
+                            "--ranker", "feature:1", "--grades", "3", "--budget", "12", "--metric", "dcg@5",
+                            "--seed", "4"], capsys)
+    assert code == 0 and "created campaign" in out and "seed 4" in out
+    code, out, err = run_cli(["campaign", "estimate", db], capsys)
+    assert code == 1 and "nothing to estimate yet" in err
+    code, out, _ = run_cli(["campaign", "export", db, tasks], capsys)
+    assert code == 0 and out.startswith("wrote ")
+    data = ar.load_letor(pool, n_grades=3)     # as the CLI loads it (no length feature: constant costs)
+    _answer(tasks, ans, data)
+    code, out, err = run_cli(["campaign", "import", db, ans], capsys)
+    assert code == 0 and "committed" in out and err == ""
+    code, out, _ = run_cli(["campaign", "import", db, ans], capsys)
+    assert code == 0 and "already imported" in out
+    code, out, _ = run_cli(["campaign", "estimate", db, "--json"], capsys)
+    got = json.loads(out)
+    model = ar.relevance.make_relevance_model("lightgbm", 3, random_state=0)
+    tr = ar.load_letor(train, n_grades=3)
+    probs = model.fit(tr.X, tr.labels).predict_proba(data.X)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", LowEffectiveSampleSizeWarning)
+        ref = ar.estimate(data, data.X[:, 0], probs, ar.KnownLabels.from_data(data), budget=12,
+                          metric="dcg@5", rng=4)
+    assert got["estimate"] == ref.estimate and got["standard_error"] == ref.standard_error
+    assert got["n_draws"] == ref.n_draws == got["n_draws_planned"]
+    code, out, _ = run_cli(["campaign", "status", db, "--json"], capsys)
+    st = json.loads(out)
+    assert code == 0 and st["queries_pending"] == [] and st["cost_spent"] <= st["budget"]
+    code, out, _ = run_cli(["campaign", "status", db], capsys)
+    assert "queries:" in out and "budget 12" in out
+    code, out, _ = run_cli(["campaign", "qrels", db, str(tmp_path / "j.qrels")], capsys)
+    assert code == 0 and (tmp_path / "j.qrels").read_text().count("\n") == st["n_documents_needed"]
+
+
+def test_cli_trec_mode_compare(tmp_path, capsys):
+    run = tmp_path / "runs.txt"
+    lines = []
+    rng = np.random.default_rng(0)
+    for q in range(8):
+        for tag in ("sysA", "sysB"):
+            for d in range(6):
+                lines.append(f"q{q} Q0 doc{q}_{d} {d + 1} {rng.random():.6f} {tag}")
+    run.write_text("\n".join(lines) + "\n")
+    qrels = tmp_path / "old.qrels"
+    qrels.write_text("q0 0 doc0_0 2\nq0 0 doc0_1 0\nzz 0 nodoc 1\n")
+    db = str(tmp_path / "t.db")
+    code, out, _ = run_cli(["campaign", "init", db, "--run", str(run), "--budget", "4", "--metric", "err@3",
+                            "--qrels", str(qrels), "--seed", "0"], capsys)
+    assert code == 0 and "['sysA', 'sysB']" in out and "2 stored, 1 outside the pool" in out
+    code, out, _ = run_cli(["campaign", "export", db, str(tmp_path / "t.csv")], capsys)
+    assert code == 0
+    rows = (tmp_path / "t.csv").read_text().splitlines()
+    assert rows[0] == "query_id,query_text,doc_id,draw,grade,annotator"
+    answered = [rows[0]] + [",".join(r.split(",")[:4] + ["1", "ann"]) for r in rows[1:]]
+    (tmp_path / "a.csv").write_text("\n".join(answered) + "\n")
+    code, out, err = run_cli(["campaign", "import", db, str(tmp_path / "a.csv")], capsys)
+    assert code == 0, err
+    code, out, _ = run_cli(["campaign", "estimate", db, "--json"], capsys)
+    got = json.loads(out)
+    assert code == 0 and "difference" in got and "estimate_a" in got
+    with Campaign.open(db) as c:
+        assert c.names == ("sysA", "sysB") and c.n_grades == 3
+
+
+@pytest.mark.parametrize("sub", ["init", "export", "import", "status", "estimate", "qrels"])
+def test_cli_help(sub, capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["campaign", sub, "--help"])
+    assert exc.value.code == 0
+    out = capsys.readouterr().out
+    assert f"usage: activerank campaign {sub}" in out and "exit codes" in out
+
+
+def test_cli_wired_into_main_cli(tmp_path, files, capsys):
+    from activerank.cli import main as ar_main
+
+    with pytest.raises(SystemExit) as exc:
+        ar_main(["campaign", "--help"])
+    assert exc.value.code == 0 and "init" in capsys.readouterr().out
+
+
+def test_cli_errors(tmp_path, files, capsys):
+    pool, train = files
+    db = str(tmp_path / "c.db")
+    cases = [
+        (["campaign", "init", db, "--budget", "5"], "give either --pool FILE"),
+        (["campaign", "init", db, "--pool", pool, "--budget", "5", "--grades", "3"],
+         "--model lightgbm needs --train FILE"),
+        (["campaign", "init", db, "--pool", pool, "--model", "uniform", "--grades", "3", "--budget", "5",
+          "--ranker", "feature:99"], "feature must be 1..46"),
+        (["campaign", "init", db, "--pool", pool, "--model", "uniform", "--grades", "3", "--budget", "5",
+          "--ranker", "magic"], "--ranker must be 'model'"),
+        (["campaign", "init", db, "--pool", pool, "--model", "uniform", "--grades", "3", "--budget", "5",
+          "--metric", "map@3"], "is not a known metric"),
+        (["campaign", "init", db, "--pool", str(tmp_path / "none.txt"), "--model", "uniform", "--grades", "3",
+          "--budget", "5"], "No such file"),
+        (["campaign", "status", str(tmp_path / "none.db")], "no campaign file"),
+        (["campaign", "estimate", pool], "not an activerank campaign store"),
+    ]
+    for argv, msg in cases:
+        code, out, err = run_cli(argv, capsys)
+        assert code == 2, (argv, out, err)
+        assert err.startswith(f"activerank campaign {argv[1]}: error:") and msg in err, err
+    with pytest.raises(SystemExit) as exc:
+        main(["campaign", "init", db, "--pool", pool, "--budget", "-3"])
+    assert exc.value.code == 2
+    assert "must be a positive finite number" in capsys.readouterr().err
+
+    code, _, _ = run_cli(["campaign", "init", db, "--pool", pool, "--model", "uniform", "--grades", "3",
+                          "--budget", "5", "--seed", "1"], capsys)
+    assert code == 0
+    code, _, err = run_cli(["campaign", "init", db, "--pool", pool, "--model", "uniform", "--grades", "3",
+                            "--budget", "5"], capsys)
+    assert code == 2 and "already exists" in err and "--force" in err
+    code, _, err = run_cli(["campaign", "export", db, str(tmp_path / "t.txt")], capsys)
+    assert code == 2 and "cannot tell the format" in err
+    code, _, err = run_cli(["campaign", "import", db, str(tmp_path / "nothere.jsonl")], capsys)
+    assert code == 2 and "No such file" in err
+    (tmp_path / "w.csv").write_text("qid,docid,grade\n")
+    code, _, err = run_cli(["campaign", "import", db, str(tmp_path / "w.csv")], capsys)
+    assert code == 2 and "wrong column names" in err
+    with Campaign.open(db) as c:
+        q = c.query_ids[c.plan().queries[0]]
+        d = c.tasks(q)[0]
+    (tmp_path / "b.jsonl").write_text(json.dumps({"query_id": q, "doc_id": d, "grade": 1}) + "\n"
+                                      + '{"query_id": 1\n')
+    code, out, err = run_cli(["campaign", "import", db, str(tmp_path / "b.jsonl")], capsys)
+    assert code == 1 and "b.jsonl: line 2: malformed JSON" in err and "1 judgments stored now" in out
+
+
+# --------------------------------------------------------------------------- crash tests
+
+
+N_QUERIES, N_DOCS, K = 300, 24, 20
+
+
+def _big_campaign(path):
+    rng = np.random.default_rng(123)
+    qids = np.repeat(np.arange(1000, 1000 + N_QUERIES), N_DOCS)
+    doc_ids = np.array([f"doc-{q}-{j}" for q in range(N_QUERIES) for j in range(N_DOCS)], dtype=object)
+    pool = ar.Pool.from_qids(qids, doc_ids=doc_ids)
+    probs = rng.dirichlet(np.ones(3), size=qids.size)
+    c = Campaign.create(path, pool, rng.random(qids.size), probs, budget=200.0, metric=f"dcg@{K}", seed=7)
+    c.close()
+    return pool
+
+
+def _big_judgment_file(db, path):
+    """Two annotators per task (the second disagreeing sometimes), plus malformed lines."""
+    with Campaign.open(db) as c:
+        lines = []
+        for x in c.plan().queries[c.plan().new]:
+            q = c.query_ids[x]
+            for i, d in enumerate(c.tasks(q)):
+                g = (int(x) + i) % 3
+                lines.append(json.dumps({"query_id": int(q), "doc_id": d, "grade": g, "annotator": "a"}))
+                lines.append(json.dumps({"query_id": int(q), "doc_id": d, "grade": (g + i % 2) % 3,
+                                         "annotator": "b"}))
+                if len(lines) % 997 == 0:
+                    lines.append('{"query_id": 1, "doc_')
+    with open(path, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    return len(lines)
+
+
+def _state(db):
+    with Campaign.open(db) as c:
+        assert c.check() == []
+        conn = c._db
+        lines = set(conn.execute("SELECT line, status FROM import_lines"))
+        judg = conn.execute("SELECT doc_row, grade, annotator, line FROM judgments").fetchall()
+    assert len(judg) == len(set(judg)), "a judgment is stored twice"
+    assert len(judg) == sum(1 for _, s in lines if s == "accepted")
+    return lines, sorted(judg)
+
+
+@pytest.fixture(scope="module")
+def big(tmp_path_factory):
+    root = tmp_path_factory.mktemp("crash")
+    db0 = str(root / "fresh.db")
+    _big_campaign(db0)
+    judgments = str(root / "judgments.jsonl")
+    n_lines = _big_judgment_file(db0, judgments)
+    ref_db = str(root / "ref.db")
+    shutil.copy(db0, ref_db)
+    t0 = time.perf_counter()
+    with Campaign.open(ref_db) as c:
+        rep = c.import_judgments(judgments, chunk_size=100)
+    t_import = time.perf_counter() - t0
+    assert rep.accepted > 7000 and len(rep.rejected) >= 5 and n_lines > 7500
+    ref_tasks = str(root / "ref_tasks.jsonl")
+    t0 = time.perf_counter()
+    with Campaign.open(db0) as c:
+        c.export_tasks(ref_tasks)
+    t_export = time.perf_counter() - t0
+    return dict(root=root, db0=db0, judgments=judgments, ref=_state(ref_db), t_import=t_import,
+                t_export=t_export, ref_tasks=open(ref_tasks).read())
+
+
+def _fork_and_kill(target, delay):
+    """Run ``target(write_fd)`` in a forked child, SIGKILL it after ``delay`` s; return what it wrote."""
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # child
+        os.close(r)
+        try:
+            target(w)
+        finally:
+            os._exit(0)
+    os.close(w)
+    time.sleep(delay)
+    os.kill(pid, signal.SIGKILL)
+    os.waitpid(pid, 0)
+    chunks = []
+    while True:
+        b = os.read(r, 65536)
+        if not b:
+            break
+        chunks.append(b)
+    os.close(r)
+    return b"".join(chunks).decode()
+
+
+def _acked_lines(text):
+    acked = set()
+    for line in text.splitlines():
+        if line.startswith("ack "):
+            a, b = map(int, line.split()[1:3])
+            acked.update(range(a, b + 1))
+    return acked
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+@pytest.mark.parametrize("seed", range(4))
+def test_crash_during_import(big, seed, tmp_path):
+    db = str(tmp_path / "c.db")
+    shutil.copy(big["db0"], db)
+    judgments = big["judgments"]
+    delay = np.random.default_rng(seed).uniform(0.0, 1.1 * big["t_import"])
+
+    def child(w):
+        with Campaign.open(db) as c:
+            c.import_judgments(judgments, chunk_size=100,
+                               on_commit=lambda a, b, n: os.write(w, f"ack {a} {b}\n".encode()))
+        os.write(w, b"done\n")
+
+    out = _fork_and_kill(child, delay)
+    acked = _acked_lines(out)
+    lines, judg = _state(db)                       # opens cleanly, no duplicates
+    stored = {ln for ln, _ in lines}
+    data_lines = {ln for ln, _ in big["ref"][0]}
+    assert acked & data_lines <= stored            # every acknowledged line is there
+    with Campaign.open(db) as c:                   # re-import completes the file
+        rep = c.import_judgments(judgments, chunk_size=100)
+    assert rep.already_imported == ("done" in out)
+    assert _state(db) == big["ref"]
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+@pytest.mark.parametrize("seed", range(3))
+def test_crash_during_export(big, seed, tmp_path):
+    db = str(tmp_path / "c.db")
+    shutil.copy(big["db0"], db)
+    out_path = str(tmp_path / "tasks.jsonl")
+    with open(out_path, "w") as f:
+        f.write("OLD\n")
+    delay = np.random.default_rng(100 + seed).uniform(0.0, 1.1 * big["t_export"])
+
+    def child(w):
+        with Campaign.open(db) as c:
+            c.export_tasks(out_path)
+        os.write(w, b"done\n")
+
+    out = _fork_and_kill(child, delay)
+    content = open(out_path).read()
+    assert content in ("OLD\n", big["ref_tasks"])    # never a partial file
+    if "done" in out:
+        assert content == big["ref_tasks"]
+    with Campaign.open(db) as c:
+        assert c.check() == []
+        c.export_tasks(out_path)
+    assert open(out_path).read() == big["ref_tasks"]
+
+
+def test_crash_cli_subprocess_import(big, tmp_path):
+    """The real CLI in a subprocess, killed after its first acknowledged commit."""
+    db = str(tmp_path / "c.db")
+    shutil.copy(big["db0"], db)
+    env = dict(os.environ, PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    proc = subprocess.Popen([sys.executable, "-m", "activerank.campaign.cli", "campaign", "import", db,
+                             big["judgments"], "--chunk-size", "100"],
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, text=True)
+    acks = [proc.stdout.readline()]
+    time.sleep(np.random.default_rng(1).uniform(0, 0.5 * big["t_import"]))
+    proc.send_signal(signal.SIGKILL)
+    rest, _ = proc.communicate()
+    acked = set()
+    for line in acks + rest.splitlines():
+        if line.startswith("committed "):
+            a, b = line.split(" lines ")[1].split(":")[0].split("-")
+            acked.update(range(int(a), int(b) + 1))
+    assert acked, "the importer acknowledged no commit before the kill"
+    lines, _ = _state(db)
+    data_lines = {ln for ln, _ in big["ref"][0]}
+    assert acked & data_lines <= {ln for ln, _ in lines}
+    assert main(["campaign", "import", db, big["judgments"]]) == 1    # completes; some lines rejected
+    assert _state(db) == big["ref"]

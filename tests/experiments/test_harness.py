@@ -1,0 +1,156 @@
+"""Experiment harness: problems, methods, analytic and simulated savings (small, seeded)."""
+
+import os
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from activerank.experiments import harness as ex
+from activerank.io.letor import load_sample
+from activerank.relevance.rankers import expected_gain_scores
+
+
+def _fold_models(seed=0):
+    """A fake fold on the shipped sample: noisy-truth relevance models and rankers."""
+    pool = load_sample()
+    g = np.random.default_rng(seed)
+    onehot = np.eye(pool.n_grades)[pool.labels]
+    probs = {}
+    for name, noise in [("rf_regression", 1.0), ("rf_classifier", 2.0), ("ordered_logit", 1.5),
+                        ("rf_regression_small", 3.0)]:
+        raw = 0.6 * onehot + 0.4 * g.dirichlet(np.full(pool.n_grades, noise), size=pool.n_docs)
+        probs[name] = raw / raw.sum(1, keepdims=True)
+    scores = {n: expected_gain_scores(p) for n, p in probs.items()}
+    scores["linear"] = pool.X[:, 0] + 0.1 * g.random(pool.n_docs)
+    return ex.FoldModels(pool, scores, probs, {})
+
+
+def test_problem_pair_and_single():
+    fm = _fold_models()
+    single = ex.build_problem(fm, ex.SCENARIOS[0], "err@10")
+    assert single.values.shape == (fm.pool.n_queries,)
+    assert single.costs.cost.mean() == pytest.approx(1.0)
+    assert single.target == pytest.approx(single.values.mean())
+    idx = next(s for s in ex.SCENARIOS if s.key == "c_index")
+    pair = ex.build_problem(fm, idx, "dcg@10", rng=0)
+    assert pair.instance.is_pair and pair.rankings[1].items.size < pair.rankings[0].items.size
+    # uniD moments differ from the model's
+    assert not np.allclose(pair.moments["model"][1], pair.moments["uniform"][1])
+
+
+def test_methods_distributions():
+    prob = ex.build_problem(_fold_models(), ex.SCENARIOS[0], "dcg@10", cost_model=np.linspace(0.5, 2, 607))
+    qp = ex.METHODS["passive"].distribution(prob)
+    np.testing.assert_allclose(qp, prob.p)
+    for name in ("active", "active_uniD", "active_uniC"):
+        q = ex.METHODS[name].distribution(prob, defensive=0.2)
+        assert q.sum() == pytest.approx(1.0) and (q >= 0.2 * prob.p - 1e-15).all()
+    # uniC ignores costs: equals active when costs are constant
+    const = ex.build_problem(_fold_models(), ex.SCENARIOS[0], "dcg@10", cost_model="constant")
+    a = ex.METHODS["active"].distribution(const)
+    c = ex.METHODS["active_uniC"].distribution(const)
+    lam = const.costs.cost
+    if np.allclose(lam, lam[0]):
+        np.testing.assert_allclose(a, c)
+
+
+def test_register_method_is_pluggable():
+    class Oracle(ex.SamplingMethod):
+        name = "oracle_test"
+
+        def distribution(self, problem, *, defensive=0.1):
+            return ex.oracle_distribution(problem.values, problem.p, problem.costs.cost, defensive=defensive)
+
+    ex.register_method(Oracle())
+    try:
+        with pytest.raises(ValueError, match="already registered"):
+            ex.register_method(Oracle())
+        prob = ex.build_problem(_fold_models(), ex.SCENARIOS[2], "err@10")
+        summ, loss = ex.simulate(prob, "oracle_test", [5, 10, 20], 200, rng=0)
+        assert list(summ.budget) == [5, 10, 20] and loss["abs_error"].shape == (3, 200)
+    finally:
+        del ex.METHODS["oracle_test"]
+
+
+def test_simulate_summary_and_passive_error_scale():
+    prob = ex.build_problem(_fold_models(), ex.SCENARIOS[0], "err@10")
+    summ, loss = ex.simulate(prob, "passive", [5, 10, 20], 2000, rng=1)
+    assert (np.diff(summ.mean_abs_error) < 0).all()
+    assert (summ.mean_cost <= summ.budget + 1e-9).all()
+    assert summ.coverage95.iloc[-1] > 0.8
+    with pytest.raises(ValueError, match="increasing"):
+        ex.simulate(prob, "passive", [10, 5], 10)
+
+
+def test_analytic_variance_predicts_simulated_mse():
+    # large synthetic pool: Lambda * MSE -> V(q) when repeats are rare
+    g = np.random.default_rng(0)
+    m = 4000
+    values = g.gamma(0.5, size=m)
+    p = np.full(m, 1 / m)
+    lam = g.gamma(3.0, size=m)
+    lam /= lam.mean()
+    q = ex.oracle_distribution(values, p, lam, defensive=0.3)
+    from activerank.experiments.simulation import budget_stops, draw_budgeted_batch, snis_prefix
+
+    budget = 100.0
+    for dist in (p, q):
+        plan = draw_budgeted_batch(dist, lam, budget, 3000, rng=2)
+        est = snis_prefix(values[plan.queries], p[plan.queries] / dist[plan.queries], budget_stops(plan, [budget]))
+        mse = np.mean((est.estimate - values.mean()) ** 2)
+        assert budget * mse == pytest.approx(ex.analytic_variance(values, p, dist, lam), rel=0.15)
+    assert ex.analytic_savings(values, p, p, lam) == pytest.approx(0.0)
+    assert ex.oracle_savings(values, p, lam) >= ex.analytic_savings(values, p, q, lam) - 1e-12
+
+
+def test_budget_to_reach_and_label_savings():
+    b = np.array([10.0, 20.0, 40.0, 80.0])
+    got, cens = ex.budget_to_reach(b, np.array([[4.0, 3.0, 2.0, 1.0], [1.0, 0.5, 0.4, 0.3], [9, 9, 9, 9.0]]),
+                                   np.array([2.0, 2.0, 2.0]))
+    assert got.tolist() == [40.0, 10.0, 80.0] and cens.tolist() == [0, -1, 1]
+    # active's error at budget B equals passive's at 2B (std ~ 1/sqrt(B)): savings 50%
+    g = np.random.default_rng(0)
+    bud = np.array([10.0, 20.0, 40.0, 80.0, 160.0])
+    passive = [np.abs(g.normal(size=(5, 4000))) / np.sqrt(bud)[:, None] for _ in range(2)]
+    active = [np.abs(g.normal(size=(5, 4000))) / np.sqrt(2 * bud)[:, None] for _ in range(2)]
+    s = ex.label_savings(bud, active, passive, 40.0, n_boot=200, rng=1)
+    assert s["low"] < s["savings"] < s["high"]
+    assert s["savings"] == pytest.approx(0.5, abs=0.08)
+    with pytest.raises(ValueError, match="reference_budget"):
+        ex.label_savings(bud, active, passive, 33.0)
+
+
+def test_config_validation():
+    with pytest.raises(ValueError, match="scenarios"):
+        ex.ExperimentConfig(scenarios=("zz",)).instances()
+    assert [s.key for s in ex.ExperimentConfig(scenarios=("b",)).instances()] == [
+        "b_rfreg_rfcls", "b_ologit_linear", "b_ologit_rf"]
+    with pytest.raises(ValueError, match="dataset"):
+        ex.load_dataset("nope")
+    with pytest.raises(ValueError, match="passive"):
+        ex.run(ex.ExperimentConfig(methods=("active",)), progress=None)
+
+
+MQ = os.path.join(ex.default_data_root(), "mq2008", "S1.txt")
+
+
+@pytest.mark.skipif(not os.path.exists(MQ), reason="MQ2008 partitions not available")
+def test_main_end_to_end_small(tmp_path):
+    out = tmp_path / "res"
+    rc = ex.main(["--datasets", "mq2008", "--folds", "2", "--reps", "60", "--metrics", "err@10",
+                  "--scenarios", "a_rf,c_index", "--n-trees", "8", "--quick", "--n-boot", "50",
+                  "--budgets", "mq2008:10,20,40", "--reference", "mq2008:20", "--out", str(out),
+                  "--investigate"])
+    assert rc == 0
+    curves = pd.read_csv(out / "curves.csv")
+    assert set(curves.method) == {"passive", "active", "active_uniD", "active_uniC"}
+    assert len(curves) == 2 * 4 * 3
+    sav = pd.read_csv(out / "savings.csv")
+    assert set(sav.instance) == {"a_rf", "c_index"} and sav.oracle_savings.notna().all()
+    assert (out / "fig_mq2008_err10.png").exists() and (out / "fig_mq2008_costs.png").exists()
+    assert "Method `active`" in (out / "savings.md").read_text()
+    assert list((out / "cache").glob("*.npz"))
+    inv = pd.read_csv(out / "investigation_variants.csv")
+    assert {"defensive", "temperature", "costs"} <= set(inv.variant)
+    assert "what-if" in (out / "savings.md").read_text()
