@@ -22,15 +22,14 @@ __version__ = "0.2.0"
 
 # public name -> module that defines it (loaded on first access, PEP 562)
 _EXPORTS = {
-    "estimate": "api", "compare": "api", "make_design": "api", "Design": "api", "Pool": "api",
-    "compare_many": "multi", "rank_systems": "multi",
-    "MultiComparisonResult": "multi", "SystemRankingResult": "multi",
-    "estimate_sequential": "sequential", "SequentialEstimateResult": "sequential",
-    "SequentialComparisonResult": "sequential",
-    "estimate_adaptive": "adaptive", "PriorJudgments": "adaptive",
-    "EstimateResult": "inference.estimators", "ComparisonResult": "inference.estimators",
-    "ConfidenceInterval": "inference.estimators",
-    "LowEffectiveSampleSizeWarning": "inference.estimators",
+    "estimate": "api", "compare": "api", "compare_many": "api", "rank_systems": "api",
+    "estimate_sequential": "api", "estimate_adaptive": "api", "make_design": "api",
+    "Design": "design.design", "Pool": "pool", "PriorJudgments": "engine.schedules",
+    "EstimateResult": "inference.results", "ComparisonResult": "inference.results",
+    "MultiComparisonResult": "inference.results", "SystemRankingResult": "inference.results",
+    "SequentialEstimateResult": "inference.results", "SequentialComparisonResult": "inference.results",
+    "ConfidenceInterval": "inference.intervals",
+    "LowEffectiveSampleSizeWarning": "inference.snis",
     "CallableLabeler": "labelers", "KnownLabels": "labelers", "LabelingError": "labelers",
     "LetorData": "io.letor", "letor_fold": "io.letor", "load_letor": "io.letor",
     "load_partitions": "io.letor", "load_sample": "io.letor",
@@ -39,6 +38,7 @@ _EXPORTS = {
     "PairMoments": "metrics", "PoolMoments": "metrics", "PoolPairMoments": "metrics",
     "QueryMoments": "metrics", "pair_moments": "metrics", "pool_moments": "metrics",
     "pool_pair_moments": "metrics", "query_moments": "metrics",
+    "METHODS": "design.methods", "Method": "design.methods", "register_method": "design.methods",
     "Rankings": "ragged",
 }
 _SUBPACKAGES = ("api", "campaign", "datasets", "design", "engine", "experiments", "inference", "io", "labelers",
@@ -62,14 +62,28 @@ def __dir__():
 
 
 if TYPE_CHECKING:  # pragma: no cover - for static analysis only
-    from .adaptive import PriorJudgments, estimate_adaptive
-    from .api import Design, Pool, compare, estimate, make_design
-    from .inference.estimators import (
-        ComparisonResult,
-        ConfidenceInterval,
-        EstimateResult,
-        LowEffectiveSampleSizeWarning,
+    from .api import (
+        compare,
+        compare_many,
+        estimate,
+        estimate_adaptive,
+        estimate_sequential,
+        make_design,
+        rank_systems,
     )
+    from .design.design import Design
+    from .design.methods import METHODS, Method, register_method
+    from .engine.schedules import PriorJudgments
+    from .inference.intervals import ConfidenceInterval
+    from .inference.results import (
+        ComparisonResult,
+        EstimateResult,
+        MultiComparisonResult,
+        SequentialComparisonResult,
+        SequentialEstimateResult,
+        SystemRankingResult,
+    )
+    from .inference.snis import LowEffectiveSampleSizeWarning
     from .io.letor import LetorData, letor_fold, load_letor, load_partitions, load_sample
     from .labelers import CallableLabeler, KnownLabels, LabelingError
     from .metrics import (
@@ -87,6 +101,5 @@ if TYPE_CHECKING:  # pragma: no cover - for static analysis only
         pool_pair_moments,
         query_moments,
     )
-    from .multi import MultiComparisonResult, SystemRankingResult, compare_many, rank_systems
+    from .pool import Pool
     from .ragged import Rankings
-    from .sequential import SequentialComparisonResult, SequentialEstimateResult, estimate_sequential

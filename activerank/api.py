@@ -1,208 +1,66 @@
-"""Public entry points: ``estimate`` (one ranker) and ``compare`` (two rankers).
+"""Public entry points: thin calls of the engine.
 
-Both follow the same pipeline -- relevance model probabilities -> exact moments
--> costs -> sampling distribution -> budgeted draws -> labels -> estimator --
-split into a :class:`Design` (everything decided before any label is bought)
-and the labeling/estimation step, so a labeling campaign can persist the
-design and estimate later from stored judgments.
+Every function validates its inputs once (:mod:`activerank._validation`),
+builds the sampling design (a :class:`~activerank.design.targets.Target` -- what
+is estimated -- times a registered :class:`~activerank.design.methods.Method`
+-- how queries are sampled), and runs a schedule through the engine
+(:func:`activerank.engine.run`):
+
+==========================  ====================  ======================
+function                    target                schedule
+==========================  ====================  ======================
+:func:`estimate`            one ranker's mean     fixed budget
+:func:`compare`             ``R_a - R_b``         fixed budget
+:func:`compare_many`        candidates - baseline fixed budget
+:func:`rank_systems`        systems - mean system fixed budget
+:func:`estimate_sequential` one ranker or a pair  target precision
+:func:`estimate_adaptive`   one ranker or a pair  adaptive batches
+==========================  ====================  ======================
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
-import pandas as pd
 
-from ._validation import probs_iv
-from .design.costs import QueryCosts, document_costs, query_costs
-from .inference.estimators import ComparisonResult, EstimateResult, model_assisted, snis, warn_if_low_ess
-from .labelers import LabelingError, check_grades
-from .metrics import Metric, parse_metric, pool_metric_values
-from .metrics.moments import _moments, _pair_moments
-from .ragged import Rankings
-from .relevance.rankers import rank_by_scores
-from .design.sampling import (
-    DEFAULT_DEFENSIVE,
-    DrawPlan,
-    draw_budgeted,
-    expected_squared_error,
-    optimal_distribution,
-    query_weights_iv,
+from ._validation import (
+    budget_iv,
+    choice_iv,
+    confidence_level_iv,
+    defensive_iv,
+    features_iv,
+    int_iv,
+    labeler_iv,
+    model_iv,
+    names_iv,
+    pool_iv,
+    positive_real_iv,
+    reuse_iv,
+    rng_iv,
+    scores_iv,
+    scores_list_iv,
+    train_iv,
 )
+from .design.design import Design, prepare_design
+from .design.methods import method_names
+from .design.sampling import DEFAULT_DEFENSIVE
+from .engine import Adaptive, FixedBudget, Judgments, Sequential, run
+from .inference.estimators import SelfNormalized
+from .pool import Pool
+from .ragged import Rankings
 
-__all__ = ["Pool", "Design", "METHODS", "design", "make_design", "estimate", "compare", "label_plan", "estimate_from_labels"]
+__all__ = ["Design", "Pool", "compare", "compare_many", "estimate", "estimate_adaptive", "estimate_sequential",
+           "make_design", "rank_systems"]
 
-METHODS = ("active", "passive", "active_uniform_costs", "model_assisted", "model_assisted_variance",
-           "model_assisted_fixed")
-MODEL_ASSISTED = ("model_assisted", "model_assisted_variance", "model_assisted_fixed")
-
-
-@dataclass(frozen=True, eq=False)
-class Pool:
-    """The unlabeled query pool: which document rows belong to which query.
-
-    Any object with ``offsets`` and ``query_ids`` (such as
-    :class:`~activerank.io.letor.LetorData`) can be used as a pool; this class is
-    the minimal one.
-
-    Examples
-    --------
-    >>> pool = Pool.from_qids([7, 7, 9])
-    >>> pool.query_ids.tolist(), pool.offsets.tolist()
-    ([7, 9], [0, 2, 3])
-    """
-
-    query_ids: np.ndarray
-    offsets: np.ndarray
-    doc_ids: np.ndarray | None = None
-    doc_length: np.ndarray | None = None
-
-    @classmethod
-    def from_qids(cls, qids, *, doc_ids=None, doc_length=None) -> "Pool":
-        """Pool from one query id per document row (rows of a query contiguous)."""
-        qids = np.asarray(qids).reshape(-1)
-        if qids.size == 0:
-            raise ValueError("`qids` must not be empty.")
-        starts = np.r_[0, np.flatnonzero(qids[1:] != qids[:-1]) + 1]
-        query_ids = qids[starts]
-        _, counts = np.unique(query_ids, return_counts=True)
-        if (counts > 1).any():
-            dup = np.unique(query_ids, return_counts=True)[0][counts > 1][0]
-            raise ValueError(f"`qids` must group each query's rows contiguously; query {_py(dup)!r} is split.")
-        offsets = np.r_[starts, qids.size].astype(np.int64)
-        return cls(query_ids, offsets, doc_ids, doc_length)
-
-    @property
-    def n_queries(self) -> int:
-        return self.offsets.size - 1
-
-    @property
-    def n_docs(self) -> int:
-        return int(self.offsets[-1])
+REFIT_MODES = ("each_batch", "never")
 
 
-def _py(value):
-    """Plain Python scalar for messages and dict keys (numpy scalars repr as np.int64(...))."""
-    return value.item() if isinstance(value, np.generic) else value
+# --------------------------------------------------------------------------- design
 
 
-def _pool_iv(pool):
-    if not (hasattr(pool, "offsets") and hasattr(pool, "query_ids")):
-        raise TypeError(
-            "`pool` must have `offsets` and `query_ids` (e.g. a LetorData or activerank.Pool); "
-            f"got {type(pool).__name__}."
-        )
-    offsets = np.asarray(pool.offsets, dtype=np.int64)
-    if offsets.size < 2:
-        raise ValueError("`pool` must contain at least one query.")
-    return pool
-
-
-def _rankings_for_pool(scores, pool, name: str) -> Rankings:
-    """Per-query rankings from per-document scores, or validated given Rankings."""
-    offsets = np.asarray(pool.offsets, dtype=np.int64)
-    n_docs = int(offsets[-1])
-    if isinstance(scores, Rankings):
-        if scores.n_queries != offsets.size - 1:
-            raise ValueError(
-                f"`{name}` ranks {scores.n_queries} queries but the pool has {offsets.size - 1}."
-            )
-        q = scores.query_index()
-        outside = (scores.items < offsets[q]) | (scores.items >= offsets[q + 1])
-        if outside.any():
-            e = int(np.flatnonzero(outside)[0])
-            raise ValueError(
-                f"`{name}` must rank each query's own documents; query {_py(pool.query_ids[q[e]])!r} "
-                f"lists row {scores.items[e]}, outside rows [{offsets[q[e]]}, {offsets[q[e] + 1]})."
-            )
-        from ._validation import rankings_iv
-
-        return rankings_iv(scores, n_docs, name=name)
-    s = np.asarray(scores, dtype=np.float64)
-    if s.ndim != 1 or s.size != n_docs:
-        raise ValueError(
-            f"`{name}` must have one score per pool document ({n_docs}); got shape {s.shape}."
-        )
-    nan = np.flatnonzero(np.isnan(s))
-    if nan.size:
-        q = int(np.searchsorted(offsets, nan[0], side="right") - 1)
-        raise ValueError(
-            f"`{name}` must not contain NaN; query {_py(pool.query_ids[q])!r} (document row {nan[0]}) has NaN."
-        )
-    return rank_by_scores(s, offsets)
-
-
-def _predicted_iv(predicted, n_queries):
-    try:
-        mean, variance = (np.asarray(a, dtype=np.float64).reshape(-1) for a in predicted)
-    except (TypeError, ValueError):
-        raise TypeError("`predicted` must be a pair (mean, variance) of arrays.") from None
-    for name, arr in (("mean", mean), ("variance", variance)):
-        if arr.size != n_queries:
-            raise ValueError(f"`predicted` {name} must have one entry per query ({n_queries}); got {arr.size}.")
-        if not np.isfinite(arr).all():
-            raise ValueError(f"`predicted` {name} must be finite; query {int(np.flatnonzero(~np.isfinite(arr))[0])} is not.")
-    if (variance < 0).any():
-        raise ValueError(f"`predicted` variance must be >= 0; query {int(np.flatnonzero(variance < 0)[0])} is negative.")
-    return mean, variance
-
-
-@dataclass(frozen=True, eq=False)
-class Design:
-    """Everything fixed before labeling: rankings, p, q, costs.
-
-    Attributes
-    ----------
-    rankings : tuple of Rankings
-        The evaluated ranking(s), truncated at the metric's cutoff.
-    metric : Metric
-    method : str
-    p, q : ndarray of shape (n_queries,)
-        Target and sampling distributions.
-    costs : QueryCosts
-        Costs of judging each query's documents (union over rankings).
-    predicted_mean : ndarray of shape (n_queries,)
-        ``E_theta[L | x]`` (or of ``delta`` for a comparison) under the model.
-    """
-
-    rankings: tuple
-    metric: Metric
-    method: str
-    p: np.ndarray
-    q: np.ndarray
-    costs: QueryCosts
-    predicted_mean: np.ndarray
-    n_grades: int
-
-    def documents(self, query: int) -> np.ndarray:
-        """Global rows to judge for pool query ``query`` (union of the top-k lists)."""
-        rows = np.concatenate([r[query] for r in self.rankings])
-        _, first = np.unique(rows, return_index=True)
-        return rows[np.sort(first)]
-
-
-def design_inputs(pool, rankings, probs, *, metric, k, method, costs, query_weights,
-                  methods=METHODS):
-    """Validated pieces every design needs: metric, probs, truncated rankings, p, costs."""
-    m = parse_metric(metric, k, require_moments=True)
-    if method not in methods:
-        raise ValueError(f"`method` must be one of {list(methods)}, got {method!r}.")
-    P = probs_iv(probs)
-    n_docs = int(pool.offsets[-1])
-    if P.shape[0] != n_docs:
-        raise ValueError(f"`probs` has {P.shape[0]} rows but the pool has {n_docs} documents.")
-    tops = tuple(r.truncate(m.k) for r in rankings)
-    p = query_weights_iv(query_weights, tops[0].n_queries)
-    per_query = isinstance(costs, str) and costs == "uniform"
-    doc_costs, cost_name = document_costs(pool, n_docs, "constant" if per_query else costs)
-    qc = query_costs(doc_costs, list(tops), model=cost_name, per_query=per_query)
-    return m, P, tops, p, qc
-
-
-def design(pool, rankings, probs, *, metric, k=None, method="active", costs="auto",
-           query_weights=None, defensive=DEFAULT_DEFENSIVE, predicted=None) -> Design:
-    """Compute the sampling design for one ranking (``len(rankings) == 1``) or a pair.
+def make_design(pool, rankings, probs, *, metric, k=None, method="active", costs="auto", query_weights=None,
+                defensive=DEFAULT_DEFENSIVE, predicted=None, target=None, names=None) -> Design:
+    """Compute the sampling design (everything fixed before labeling).
+Compute the sampling design for one ranking (``len(rankings) == 1``) or a pair.
 
     Parameters
     ----------
@@ -220,180 +78,40 @@ def design(pool, rankings, probs, *, metric, k=None, method="active", costs="aut
     -------
     Design
     """
-    m, P, tops, p, qc = design_inputs(pool, rankings, probs, metric=metric, k=k, method=method,
-                                      costs=costs, query_weights=query_weights)
-    if predicted is not None:
-        mean, variance = _predicted_iv(predicted, tops[0].n_queries)
-    elif len(tops) == 1:
-        mom = _moments(P, tops[0], m)
-        mean, variance = mom.mean, mom.variance
-    else:
-        pm = _pair_moments(P, tops[0], tops[1], m)
-        mean, variance = pm.delta_mean, pm.delta_variance
-    if method == "passive":
-        q = p.copy()
-    elif method in ("model_assisted_variance", "model_assisted_fixed"):
-        # optimal for a calibrated model: the control variate removes the predictable part
-        q = optimal_distribution(variance, qc.cost, p, defensive=defensive)
-    else:
-        lam = np.ones_like(qc.cost) if method == "active_uniform_costs" else qc.cost
-        q = optimal_distribution(expected_squared_error(mean, variance, p), lam, p, defensive=defensive)
-    return Design(tops, m, method, p, q, qc, mean, P.shape[1])
+    pool_ = pool_iv(pool)
+    rankings = tuple(rankings)
+    if not rankings or not all(isinstance(r, Rankings) for r in rankings):
+        raise TypeError("`rankings` must be a sequence of Rankings (see activerank.relevance.rank_by_scores).")
+    kind = target or {1: "mean", 2: "difference"}.get(len(rankings), "baseline")
+    choice_iv(kind, "target", ("mean", "difference", "baseline", "ranking"))
+    lo, hi = {"mean": (1, 1), "difference": (2, 2)}.get(kind, (2, None))
+    if len(rankings) < lo or (hi is not None and len(rankings) > hi):
+        raise ValueError(f"`target`={kind!r} needs {lo if lo == hi else f'at least {lo}'} rankings; "
+                         f"got {len(rankings)}.")
+    rankings = tuple(scores_iv(r, pool_, f"rankings[{i}]") for i, r in enumerate(rankings))
+    return prepare_design(pool, pool_, kind, rankings, probs, metric=metric, k=k, method=method, costs=costs,
+                   query_weights=query_weights, defensive=defensive, predicted=predicted, names=names)
 
 
-def label_plan(pool, dsg: Design, plan: DrawPlan, labeler, *, judgments=None) -> dict:
-    """Ask ``labeler`` for every newly drawn query; returns ``{query index: grades}``.
-
-    ``judgments`` (``{query index: grades}``) are reused instead of asking again.
-    On failure a :class:`LabelingError` carries everything acquired so far.
-    """
-    acquired = {} if judgments is None else dict(judgments)
-    doc_ids = getattr(pool, "doc_ids", None)
-    n_grades = dsg.n_grades
-    for j in np.flatnonzero(plan.new):
-        x = int(plan.queries[j])
-        if x in acquired:
-            continue
-        rows = dsg.documents(x)
-        ids = rows.tolist() if doc_ids is None else [doc_ids[r] for r in rows]
-        qid = _py(pool.query_ids[x])
-        try:
-            grades = check_grades(labeler(qid, ids), qid, ids, n_grades)
-        except Exception as exc:
-            raise LabelingError(
-                f"labeling query {qid!r} (draw {j}) failed: {exc}",
-                judgments=_by_query_id(pool, dsg, acquired),
-                trace=_trace(pool, dsg, plan, stop=j),
-            ) from exc
-        except BaseException as exc:  # Ctrl-C in a human-in-the-loop tool: keep what was bought
-            exc.judgments = _by_query_id(pool, dsg, acquired)
-            raise
-        acquired[x] = grades
-    return acquired
+# --------------------------------------------------------------------------- fixed budget
 
 
-def _from_query_ids(pool, dsg: Design, judgments) -> dict:
-    """``{query_id: {doc_id: grade}}`` (as in ``LabelingError.judgments``) -> ``{query index: grades}``.
-
-    Only queries whose every document to judge is present are reused.
-    """
-    if judgments is None:
-        return {}
-    if not isinstance(judgments, dict):
-        raise TypeError("`judgments` must be a dict {query_id: {doc_id: grade}}.")
-    index = {_py(q): i for i, q in enumerate(np.asarray(pool.query_ids).tolist())}
-    doc_ids = getattr(pool, "doc_ids", None)
-    acquired = {}
-    for qid, judged in judgments.items():
-        if qid not in index:
-            raise ValueError(f"`judgments` names query {qid!r}, which is not in the pool.")
-        x = index[qid]
-        rows = dsg.documents(x)
-        ids = rows.tolist() if doc_ids is None else [doc_ids[r] for r in rows]
-        if all(d in judged for d in ids):
-            acquired[x] = check_grades([judged[d] for d in ids], qid, ids, dsg.n_grades)
-    return acquired
-
-
-def _by_query_id(pool, dsg: Design, acquired: dict) -> dict:
-    doc_ids = getattr(pool, "doc_ids", None)
-    out = {}
-    for x, grades in acquired.items():
-        rows = dsg.documents(x)
-        ids = rows.tolist() if doc_ids is None else [doc_ids[r] for r in rows]
-        out[_py(pool.query_ids[x])] = dict(zip(ids, grades.tolist()))
-    return out
-
-
-def _trace(pool, dsg: Design, plan: DrawPlan, stop=None, values=None) -> pd.DataFrame:
-    stop = plan.n_draws if stop is None else stop
-    x = plan.queries[:stop]
-    charged = plan.charged[:stop]
-    df = pd.DataFrame({
-        "draw": np.arange(stop),
-        "query": x,
-        "query_id": np.asarray(pool.query_ids)[x],
-        "q": dsg.q[x],
-        "p": dsg.p[x],
-        "weight": dsg.p[x] / dsg.q[x],
-        "new": plan.new[:stop],
-        "cost": charged,
-        "cumulative_cost": np.cumsum(charged),
-    })
-    if values is not None:
-        for name, v in values.items():
-            df[name] = v[x]
-    return df
-
-
-def _query_values(dsg: Design, acquired: dict, n_docs: int) -> list[np.ndarray]:
-    """Metric value of every judged query under each ranking (NaN elsewhere)."""
-    queries = np.array(sorted(acquired), dtype=np.int64)
-    labels = np.zeros(n_docs, dtype=np.int64)
-    for x in queries:
-        labels[dsg.documents(int(x))] = acquired[int(x)]
-    out = []
-    for r in dsg.rankings:
-        sub = r.subset(queries)
-        vals = np.full(r.n_queries, np.nan)
-        vals[queries] = pool_metric_values(labels, sub, metric=dsg.metric, ymax=dsg.n_grades - 1)
-        out.append(vals)
-    return out
-
-
-def estimate_from_labels(pool, dsg: Design, plan: DrawPlan, acquired: dict):
-    """Estimator over a draw plan whose drawn queries are all in ``acquired``."""
-    if plan.n_draws == 0:
-        raise ValueError(
-            f"no query could be judged: the first draw needed more than the budget "
-            f"({plan.budget:g}); raise the budget or the defensive weight.")
-    values = _query_values(dsg, acquired, int(pool.offsets[-1]))
-    x = plan.queries
-    w = dsg.p[x] / dsg.q[x]
-    common = dict(
-        metric=str(dsg.metric), method=dsg.method, n_draws=plan.n_draws,
-        n_queries=int(np.unique(x).size), cost_spent=plan.cost_spent, budget=plan.budget,
-    )
-    point = values[0] if len(values) == 1 else values[0] - values[1]
-    n_distinct = common["n_queries"]
-    if dsg.method in MODEL_ASSISTED:
-        res = model_assisted(point[x], dsg.predicted_mean[x], w,
-                             float(np.dot(dsg.p, dsg.predicted_mean)),
-                             tuned=dsg.method != "model_assisted_fixed", n_distinct=n_distinct)
-        common["control_coefficient"] = res.coefficient
-    else:
-        res = snis(point[x], w, n_distinct=n_distinct)
-    warn_if_low_ess(res.effective_sample_size, plan.n_draws, stacklevel=4)
-    common.update(standard_error=res.standard_error, effective_sample_size=res.effective_sample_size)
-    if len(values) == 1:
-        return EstimateResult(estimate=res.estimate,
-                              trace=_trace(pool, dsg, plan, values={"value": values[0]}), **common)
-    return ComparisonResult(
-        difference=res.estimate,
-        estimate_a=snis(values[0][x], w).estimate, estimate_b=snis(values[1][x], w).estimate,
-        trace=_trace(pool, dsg, plan, values={"value_a": values[0], "value_b": values[1],
-                                              "delta": point}), **common)
-
-
-def _run(pool, rankings, probs, labeler, *, budget, metric, k, method, costs, query_weights,
-         defensive, rng, predicted, judgments):
-    pool = _pool_iv(pool)
-    dsg = design(pool, rankings, probs, metric=metric, k=k, method=method, costs=costs,
-                 query_weights=query_weights, defensive=defensive, predicted=predicted)
-    plan = draw_budgeted(dsg.q, dsg.costs.cost, budget, rng)
-    acquired = label_plan(pool, dsg, plan, labeler, judgments=_from_query_ids(pool, dsg, judgments))
-    try:
-        return estimate_from_labels(pool, dsg, plan, acquired)
-    except BaseException as exc:
-        # e.g. warnings turned into errors: the judgments are paid for, hand them back
-        exc.judgments = _by_query_id(pool, dsg, acquired)
-        raise
+def _fixed(pool, pool_, kind, rankings, probs, labeler, *, budget, rng, judgments=None, **design_args):
+    budget = budget_iv(budget)
+    rng = rng_iv(rng)
+    labeler = labeler_iv(labeler)
+    dsg = prepare_design(pool, pool_, kind, rankings, probs, **design_args)
+    store = Judgments(pool_, dsg.n_grades)
+    if judgments is not None:
+        store.load(judgments, name="judgments")
+    return run(dsg, pool_, labeler, FixedBudget(budget, rng), judgments=store)
 
 
 def estimate(pool, scores, probs, labeler, *, budget, metric="err@10", k=None, method="active",
              costs="auto", query_weights=None, defensive=DEFAULT_DEFENSIVE, rng=None,
-             predicted=None, judgments=None) -> EstimateResult:
+             predicted=None, judgments=None):
     """Estimate a ranker's mean metric from a budget of relevance judgments.
+Estimate a ranker's mean metric from a budget of relevance judgments.
 
     Parameters
     ----------
@@ -421,7 +139,7 @@ def estimate(pool, scores, probs, labeler, *, budget, metric="err@10", k=None, m
         model (``probs`` all equal).  ``"model_assisted"`` samples like
         ``"active"`` and adds the model's exact pool mean as a control variate
         with a tuned, shrunken coefficient
-        (:func:`activerank.inference.estimators.model_assisted`); it saved 8-17% over
+        (:func:`activerank.inference.model_assisted.model_assisted`); it saved 8-17% over
         active on MQ2008 single rankers and was never clearly worse.
         ``"model_assisted_variance"`` samples ``q ∝ p sqrt(Var[L|x] / lambda)``
         instead, optimal when the model is calibrated but costly when it is
@@ -465,17 +183,18 @@ def estimate(pool, scores, probs, labeler, *, budget, metric="err@10", k=None, m
     >>> res.cost_spent <= 15
     True
     """
-    rankings = (_rankings_for_pool(scores, _pool_iv(pool), "scores"),)
-    return _run(pool, rankings, probs, labeler, budget=budget, metric=metric, k=k,
-                        method=method, costs=costs,
-                        query_weights=query_weights, defensive=defensive, rng=rng,
-                        predicted=predicted, judgments=judgments)
+    pool_ = pool_iv(pool)
+    rankings = (scores_iv(scores, pool_, "scores"),)
+    return _fixed(pool, pool_, "mean", rankings, probs, labeler, budget=budget, rng=rng, judgments=judgments,
+                  metric=metric, k=k, method=method, costs=costs, query_weights=query_weights,
+                  defensive=defensive, predicted=predicted)
 
 
 def compare(pool, scores_a, scores_b, probs, labeler, *, budget, metric="err@10", k=None,
             method="active", costs="auto", query_weights=None, defensive=DEFAULT_DEFENSIVE,
-            rng=None, predicted=None, judgments=None) -> ComparisonResult:
+            rng=None, predicted=None, judgments=None):
     """Estimate ``Delta = R_a - R_b`` between two rankers from a labeling budget.
+Estimate ``Delta = R_a - R_b`` between two rankers from a labeling budget.
 
     Same parameters as :func:`estimate`, with two rankers.  Judging a query
     costs the union of both rankings' top-k documents; a shared document is
@@ -497,13 +216,329 @@ def compare(pool, scores_a, scores_b, probs, labeler, *, budget, metric="err@10"
     >>> cmp.n_queries > 0
     True
     """
-    pool_ = _pool_iv(pool)
-    rankings = (_rankings_for_pool(scores_a, pool_, "scores_a"),
-                _rankings_for_pool(scores_b, pool_, "scores_b"))
-    return _run(pool, rankings, probs, labeler, budget=budget, metric=metric, k=k,
-                        method=method, costs=costs,
-                        query_weights=query_weights, defensive=defensive, rng=rng,
-                        predicted=predicted, judgments=judgments)
+    pool_ = pool_iv(pool)
+    rankings = (scores_iv(scores_a, pool_, "scores_a"), scores_iv(scores_b, pool_, "scores_b"))
+    return _fixed(pool, pool_, "difference", rankings, probs, labeler, budget=budget, rng=rng,
+                  judgments=judgments, metric=metric, k=k, method=method, costs=costs,
+                  query_weights=query_weights, defensive=defensive, predicted=predicted)
 
 
-make_design = design  # the public name: ``activerank.design`` is the subpackage
+def compare_many(pool, candidate_scores, baseline_scores, probs, labeler, *, budget, metric="err@10",
+                 k=None, method="active", costs="auto", query_weights=None,
+                 defensive=DEFAULT_DEFENSIVE, rng=None, names=None, baseline_name="baseline",
+                 judgments=None):
+    """Estimate how much each of several candidates beats a baseline, from one budget.
+Estimate how much each of several candidates beats a baseline, from one budget.
+
+    Draws queries from ``q*(x) ∝ p(x) sqrt(sum_j E[(delta_j - Delta_j)^2 | x] / lambda(x))``
+    (the distribution minimizing the sum of the ``m`` difference variances;
+    ``delta_j = L_j - L_baseline``), judges the union of all rankings' top-k
+    documents of each drawn query, and estimates every ``Delta_j`` with its
+    joint covariance.  With one candidate this is exactly
+    :func:`activerank.compare` (same draws, same numbers for the same ``rng``).
+
+    Parameters
+    ----------
+    pool : LetorData, Pool, or object with ``offsets`` and ``query_ids``
+    candidate_scores : list of array-like of shape (n_docs,) or Rankings
+        One entry per candidate (at least one).
+    baseline_scores : array-like of shape (n_docs,) or Rankings
+    probs : array-like of shape (n_docs, n_grades)
+        Relevance model ``p(y | x, z)``.
+    labeler : callable
+        ``labeler(query_id, doc_ids) -> grades``.
+    budget : float
+        Labeling budget in units of the pool's mean query cost, where a query's
+        cost is that of the union of all ``m + 1`` rankings' top-k documents.
+    metric, k, method, costs, query_weights, defensive, rng
+        As in :func:`activerank.estimate`.
+    names : sequence of str, optional
+        Candidate names (default ``"candidate_0"``, ...).
+    baseline_name : str, default "baseline"
+
+    Returns
+    -------
+    MultiComparisonResult
+        ``differences``, ``standard_errors``, ``covariance``,
+        ``confidence_intervals(confidence_level, simultaneous=True)``,
+        ``prob_better()``, ``summary()``, ``trace``.
+
+    Examples
+    --------
+    >>> import activerank as ar
+    >>> data = ar.load_sample()
+    >>> probs = ar.relevance.UniformRelevanceModel(3).fit(data.X, data.labels).predict_proba(data.X)
+    >>> res = ar.compare_many(data, [data.X[:, 1], data.X[:, 2]], data.X[:, 0], probs,
+    ...                    ar.KnownLabels.from_data(data), budget=15, metric="err@5", rng=0,
+    ...                    names=["f1", "f2"])
+    >>> res.names, res.covariance.shape
+    (('f1', 'f2'), (2, 2))
+    >>> ci = res.confidence_intervals()           # simultaneous 95% intervals
+    >>> bool(ci.critical_value > 1.96)
+    True
+    """
+    pool_ = pool_iv(pool)
+    if isinstance(candidate_scores, dict) and names is None:
+        names = [str(n) for n in candidate_scores]
+    cands = scores_list_iv(candidate_scores, pool_, "candidate_scores", 1)
+    base = scores_iv(baseline_scores, pool_, "baseline_scores")
+    cand_names = names_iv(names, len(cands), "names", "candidate")
+    if not isinstance(baseline_name, str) or not baseline_name:
+        raise ValueError(f"`baseline_name` must be a non-empty string; got {baseline_name!r}.")
+    if baseline_name in cand_names:
+        raise ValueError(f"`baseline_name` {baseline_name!r} must differ from the candidate `names`.")
+    return _fixed(pool, pool_, "baseline", (*cands, base), probs, labeler, budget=budget, rng=rng,
+                  judgments=judgments, metric=metric, k=k, method=method, costs=costs,
+                  query_weights=query_weights, defensive=defensive, names=(*cand_names, baseline_name))
+
+
+def rank_systems(pool, scores_list, probs, labeler, *, budget, metric="err@10", k=None,
+                 method="active", costs="auto", query_weights=None, defensive=DEFAULT_DEFENSIVE,
+                 rng=None, names=None, judgments=None):
+    """Rank ``k`` systems by their mean metric from one labeling budget.
+Rank ``k`` systems by their mean metric from one labeling budget.
+
+    Estimates each system's mean metric relative to the mean system,
+    ``theta_i = R_i - mean_l R_l`` (Schnabel et al. 2016, Sec. 6), drawing
+    queries from the ``q*`` that minimizes ``sum_i Var(theta_hat_i)`` --
+    equivalently the sum of all pairwise-difference variances -- under the
+    relevance model and per-query costs (union of all rankings' top-k).
+
+    Parameters
+    ----------
+    pool : LetorData, Pool, or object with ``offsets`` and ``query_ids``
+    scores_list : list of array-like of shape (n_docs,) or Rankings
+        One entry per system (at least two).
+    probs, labeler, budget, metric, k, method, costs, query_weights, defensive, rng
+        As in :func:`compare_many`.
+    names : sequence of str, optional
+        System names (default ``"system_0"``, ...).
+
+    Returns
+    -------
+    SystemRankingResult
+        ``ranking`` (best first), ``estimates``, ``relative``,
+        ``win_probabilities`` (``P(R_i > R_j)``),
+        ``confidence_intervals()`` (simultaneous for ``theta``),
+        ``pairwise_intervals()``, ``kendall_tau(truth)``, ``summary()``.
+
+    Examples
+    --------
+    >>> import activerank as ar
+    >>> data = ar.load_sample()
+    >>> probs = ar.relevance.UniformRelevanceModel(3).fit(data.X, data.labels).predict_proba(data.X)
+    >>> res = ar.rank_systems(data, [data.X[:, j] for j in range(3)], probs,
+    ...                    ar.KnownLabels.from_data(data), budget=15, metric="err@5", rng=0)
+    >>> len(res.ranking), res.win_probabilities.shape
+    (3, (3, 3))
+    >>> abs(float(res.relative.sum())) < 1e-12
+    True
+    """
+    pool_ = pool_iv(pool)
+    if isinstance(scores_list, dict) and names is None:
+        names = [str(n) for n in scores_list]
+    systems = scores_list_iv(scores_list, pool_, "scores_list", 2)
+    names = names_iv(names, len(systems), "names", "system")
+    return _fixed(pool, pool_, "ranking", tuple(systems), probs, labeler, budget=budget, rng=rng,
+                  judgments=judgments, metric=metric, k=k, method=method, costs=costs,
+                  query_weights=query_weights, defensive=defensive, names=names)
+
+
+# --------------------------------------------------------------------------- target precision
+
+
+def _one_or_two(scores, pool_):
+    """One ranking (kind "mean"), or two when ``scores`` is a tuple of two (kind "difference")."""
+    if isinstance(scores, tuple):
+        if len(scores) != 2:
+            raise ValueError(f"`scores` must be one ranker's scores or a tuple of two; got a tuple of {len(scores)}.")
+        return "difference", (scores_iv(scores[0], pool_, "scores[0]"), scores_iv(scores[1], pool_, "scores[1]"))
+    return "mean", (scores_iv(scores, pool_, "scores"),)
+
+
+def estimate_sequential(pool, scores, probs, labeler, *, target_half_width, budget, confidence_level=0.95,
+                        metric="err@10", k=None, method="active", costs="auto", query_weights=None,
+                        defensive=DEFAULT_DEFENSIVE, min_draws=30, max_draws=None, t_opt=None, rng=None):
+    """Label one query at a time until the anytime-valid interval is narrow enough.
+Label one query at a time until the anytime-valid interval is narrow enough.
+
+    Parameters
+    ----------
+    pool : LetorData, Pool, or object with ``offsets`` and ``query_ids``
+    scores : array-like of shape (n_docs,), Rankings, or tuple of two of them
+        One ranker, or ``(scores_a, scores_b)`` to estimate ``Delta = R_a - R_b``.
+    probs : array-like of shape (n_docs, n_grades)
+        Relevance model ``p(y | x, z)``.
+    labeler : callable
+        ``labeler(query_id, doc_ids) -> grades``; asked once per new query.
+    target_half_width : float
+        Stop once the confidence sequence's half-width is at most this.
+    budget : float
+        Hard cap on the labeling cost, in units of the pool's mean query cost.
+    confidence_level : float, default 0.95
+    metric, k, method, costs, query_weights, defensive
+        As in :func:`activerank.estimate` (``method`` in ``{"active",
+        "passive", "active_uniform_costs"}``).
+    min_draws : int, default 30
+        Never stop on the target before this many draws (the asymptotic
+        sequence needs a sample variance worth the name).
+    max_draws : int, optional
+        Hard cap on draws (default ``100 * n_queries``).
+    t_opt : float, optional
+        Time at which to tune ``rho``; default: when the half-width predicted
+        by the relevance model meets the target, capped at the number of
+        draws the budget buys.
+    rng : None, int or numpy.random.Generator
+
+    Returns
+    -------
+    SequentialEstimateResult or SequentialComparisonResult
+        ``confidence_interval()`` is the anytime-valid interval at the stopping
+        time; ``stopping_reason`` says why it stopped; ``trace`` has one row
+        per draw with the running ``cs_center`` and ``cs_half_width``.
+
+    Examples
+    --------
+    >>> import activerank as ar
+    >>> data = ar.load_sample()
+    >>> probs = ar.relevance.UniformRelevanceModel(data.n_grades).fit(data.X, data.labels).predict_proba(data.X)
+    >>> res = ar.estimate_sequential(data, data.X[:, 0], probs, ar.KnownLabels.from_data(data),
+    ...                           target_half_width=0.5, budget=25, metric="err@5", rng=0)
+    >>> res.stopping_reason in ("target", "budget", "all_judged"), res.cost_spent <= 25
+    (True, True)
+    >>> ci = res.confidence_interval()
+    >>> res.interval.startswith("anytime-valid")
+    True
+    """
+    pool_ = pool_iv(pool)
+    kind, rankings = _one_or_two(scores, pool_)
+    labeler = labeler_iv(labeler)
+    level = confidence_level_iv(confidence_level)
+    target = positive_real_iv(target_half_width, "target_half_width")
+    budget = budget_iv(budget)
+    min_draws = int_iv(min_draws, "min_draws", 2)
+    if t_opt is not None:
+        t_opt = positive_real_iv(t_opt, "t_opt")
+    rng = rng_iv(rng)
+    dsg = prepare_design(pool, pool_, kind, rankings, probs, metric=metric, k=k, method=method, costs=costs,
+                  query_weights=query_weights, defensive=defensive,
+                  methods=method_names(estimator=SelfNormalized))
+    schedule = Sequential(budget, rng, target_half_width=target, confidence_level=level, min_draws=min_draws,
+                          max_draws=max_draws, t_opt=t_opt)
+    return run(dsg, pool_, labeler, schedule)
+
+
+# --------------------------------------------------------------------------- adaptive batches
+
+
+def estimate_adaptive(pool, scores, model, X, labeler, *, budget, n_batches=4, metric="err@10", k=None,
+                      refit="each_batch", train=None, reuse=None, weights="balance", costs="auto",
+                      query_weights=None, defensive=DEFAULT_DEFENSIVE, method="active", rng=None):
+    """Active estimate (or comparison) that refits the relevance model between batches.
+Active estimate (or comparison) that refits the relevance model between batches.
+
+    Parameters
+    ----------
+    pool : LetorData, Pool, or object with ``offsets`` and ``query_ids``
+        The unlabeled queries.  Hidden labels it may carry are never read.
+    scores : array-like of shape (n_docs,), Rankings, or tuple of two of them
+        The ranker's scores, or ``(scores_a, scores_b)`` to estimate
+        ``Delta = R_a - R_b``.
+    model : RelevanceModel
+        Relevance model with ``fit(X, y)`` and ``predict_proba(X)``.  It is
+        refitted **in place**.  If it is unfitted and ``train`` is None, the
+        first batch uses uniform grade probabilities (the paper's uniD).
+    X : array-like of shape (n_docs, n_features)
+        Features of the pool's documents (what ``model`` predicts from).
+    labeler : callable
+        ``labeler(query_id, doc_ids) -> grades``; asked only for documents not
+        judged before.
+    budget : float
+        Total labeling budget in units of the pool's mean query cost (as in
+        :func:`activerank.estimate`); never exceeded.
+    n_batches : int, default 4
+        Batch ``b`` may spend up to ``budget * (b + 1) / n_batches`` minus what
+        was spent before (unspent budget carries over).
+    metric : str, default "err@10"
+    k : int or None, optional
+    refit : {"each_batch", "never"}
+        ``"each_batch"`` refits ``model`` on ``train`` plus the judged
+        documents after every batch; ``"never"`` keeps it (then all ``q_b`` are
+        equal and the weights reduce to ``p / q``).
+    train : (X_train, y_train) or LetorData, optional
+        Labeled training data the model is fitted on at the start (if
+        unfitted) and that every refit includes.
+    reuse : PriorJudgments or list of PriorJudgments, optional
+        Earlier judgments (see :class:`PriorJudgments` and the module notes).
+    weights : {"balance", "per_batch"}, default "balance"
+        ``"balance"``: the balance heuristic ``p / sum_b (n_b/n) q_b``.
+        ``"per_batch"``: each draw keeps its own batch's ``p / q_b``, which
+        makes the weighted sums martingales even though later ``q_b`` depend on
+        earlier labels.  In the seeded simulations both have the same small
+        finite-sample (self-normalization) bias and nearly the same error.
+    costs, query_weights, defensive
+        As in :func:`activerank.estimate`.  ``defensive`` must be > 0 here:
+        the balance-heuristic mixture must keep every query reachable.
+    rng : None, int or numpy.random.Generator
+
+    Returns
+    -------
+    EstimateResult or ComparisonResult
+        ``method="adaptive"``.  ``trace`` has one row per draw (reused draws
+        first) with ``batch``, ``q`` (of the draw's batch), ``q_mixture``,
+        ``weight`` (``p / q_mixture``, or ``p / q`` for ``"per_batch"``), ``stratum`` (``"census"`` for reused
+        draws inside a census set), ``new``, ``cost``, ``cumulative_cost`` and
+        the values; ``trace.attrs["batches"]`` is a per-batch table (source,
+        ``n_draws``, ``n_new``, cost, budget allotted, training-set size of the
+        model behind ``q_b``), ``trace.attrs["q"]`` the array of shape
+        (n_components, n_queries) of all ``q_b`` and
+        ``trace.attrs["census_queries"]`` the census query ids.
+
+    Examples
+    --------
+    >>> import activerank as ar
+    >>> data = ar.load_sample()
+    >>> model = ar.relevance.make_relevance_model("logistic", data.n_grades)
+    >>> res = ar.estimate_adaptive(data, data.X[:, 0], model, data.X, ar.KnownLabels.from_data(data),
+    ...                         budget=20, n_batches=2, metric="dcg@5", rng=0)
+    >>> res.cost_spent <= 20, sorted(res.trace["batch"].unique().tolist())
+    (True, [0, 1])
+    """
+    pool_ = pool_iv(pool)
+    kind, rankings = _one_or_two(scores, pool_)
+    model = model_iv(model)
+    labeler = labeler_iv(labeler)
+    n_batches = int_iv(n_batches, "n_batches", 1)
+    choice_iv(weights, "weights", ("balance", "per_batch"))
+    choice_iv(refit, "refit", REFIT_MODES)
+    Xa = features_iv(X, pool_.n_docs)
+    train = train_iv(train, Xa.shape[1])
+    if defensive_iv(defensive) <= 0:
+        raise ValueError(f"`defensive` must be > 0 for adaptive sampling; got {defensive!r}.")
+    budget = budget_iv(budget)
+    reuse = reuse_iv(reuse)
+    rng = rng_iv(rng)
+    fitted = bool(getattr(model, "fitted_", False))
+    if not fitted and train is not None:
+        model.fit(*train)
+        fitted = True
+    if not fitted and refit == "never":
+        raise ValueError("`model` is not fitted and `refit`='never' with no `train` data: nothing to "
+                         "estimate q from; fit the model or pass `train`.")
+    n_grades = getattr(model, "n_grades", None)
+
+    def probs_now(is_fitted):
+        if is_fitted:
+            return np.asarray(model.predict_proba(Xa), dtype=np.float64)
+        return np.full((pool_.n_docs, n_grades), 1.0 / n_grades)
+
+    if n_grades is None:
+        n_grades = probs_now(fitted).shape[1]
+    probs = probs_now(fitted)
+    dsg = prepare_design(pool, pool_, kind, rankings, probs, metric=metric, k=k, method=method, costs=costs,
+                  query_weights=query_weights, defensive=defensive,
+                  methods=method_names(estimator=SelfNormalized))
+    schedule = Adaptive(budget, rng, model=model, X=Xa, probs=probs, probs_now=probs_now,
+                        fitted=fitted, n_batches=n_batches, refit=refit, train=train, reuse=reuse,
+                        weights=weights, method=dsg.method_spec)
+    return run(dsg, pool_, labeler, schedule)

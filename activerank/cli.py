@@ -76,7 +76,10 @@ def _common(p):
                    help="relevance model: lightgbm, rf_regression, rf_classifier, ordered_logit, logistic, uniform")
     p.add_argument("--budget", type=float, required=True, help="labeling budget in mean-query-cost units")
     p.add_argument("--metric", default="err@10", help="dcg@k or err@k (default err@10)")
-    p.add_argument("--method", default="active", help="active, passive or active_uniform_costs")
+    from .design.methods import method_names
+
+    p.add_argument("--method", default="active", choices=method_names(), metavar="METHOD",
+                   help="sampling/estimation method, one of: " + ", ".join(method_names()) + " (default active)")
     p.add_argument("--costs", default="auto", help="auto, log_length, constant or uniform")
     p.add_argument("--grades", type=int, default=None, help="number of grades of the label scale")
     p.add_argument("--seed", type=int, default=0)

@@ -11,7 +11,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["PositionMajor", "Rankings", "offsets_from_lengths", "segment_ids", "segment_positions"]
+__all__ = ["PositionMajor", "Rankings", "offsets_from_lengths", "rank_rows_by_scores", "segment_ids",
+           "segment_positions"]
 
 
 def segment_ids(offsets: np.ndarray) -> np.ndarray:
@@ -32,6 +33,26 @@ def offsets_from_lengths(lengths) -> np.ndarray:
     offsets = np.zeros(lengths.size + 1, dtype=np.int64)
     np.cumsum(lengths, out=offsets[1:])
     return offsets
+
+
+def _index_array(values, name: str) -> np.ndarray:
+    """int64 copy of integer (or integral-valued float) indices; anything else is an error, not a cast."""
+    arr = np.asarray(values)
+    if arr.size and arr.dtype.kind not in "iu":
+        if arr.dtype.kind != "f":
+            raise TypeError(f"`{name}` must hold integer row indices; got dtype {arr.dtype}.")
+        whole = np.isfinite(arr) & (arr == np.round(arr))
+        if not whole.all():
+            e = int(np.flatnonzero(~whole.reshape(-1))[0])
+            raise ValueError(f"`{name}` must hold integer row indices; entry {e} is {arr.reshape(-1)[e].item()!r}.")
+    return np.ascontiguousarray(arr, dtype=np.int64)
+
+
+def rank_rows_by_scores(scores: np.ndarray, offsets: np.ndarray) -> "Rankings":
+    """Rank every query's rows by descending score, ties to the lower row (no validation)."""
+    rows = np.arange(scores.size, dtype=np.int64)
+    order = np.lexsort((rows, -scores, segment_ids(offsets)))
+    return Rankings(order, offsets)
 
 
 @dataclass(frozen=True, eq=False)
@@ -58,14 +79,17 @@ class Rankings:
     offsets: np.ndarray
 
     def __post_init__(self):
-        items = np.ascontiguousarray(self.items, dtype=np.int64)
-        offsets = np.ascontiguousarray(self.offsets, dtype=np.int64)
+        items = _index_array(self.items, "items")
+        offsets = _index_array(self.offsets, "offsets")
         if offsets.ndim != 1 or offsets.size < 1 or offsets[0] != 0:
             raise ValueError("`offsets` must be a 1-d array starting at 0.")
-        if np.any(np.diff(offsets) < 0) or offsets[-1] != items.size:
+        dec = np.flatnonzero(np.diff(offsets) < 0)
+        if dec.size:
+            raise ValueError(f"`offsets` must be non-decreasing; query {dec[0]} has a negative length "
+                             f"({offsets[dec[0]]} -> {offsets[dec[0] + 1]}).")
+        if offsets[-1] != items.size:
             raise ValueError(
-                "`offsets` must be non-decreasing and end at len(items) "
-                f"({items.size}); got last offset {offsets[-1]}."
+                f"`offsets` must end at len(items) ({items.size}); got last offset {offsets[-1]}."
             )
         items.setflags(write=False)
         offsets.setflags(write=False)

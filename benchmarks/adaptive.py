@@ -9,7 +9,7 @@ batch is affordable).  Costs: a constant cost per judged document
 (MQ2008 has no absolute document length), budgets in units of the pool's mean
 query cost.
 
-Conditions (all but ``passive`` use :func:`activerank.adaptive.estimate_adaptive`
+Conditions (all but ``passive`` use :func:`activerank.estimate_adaptive`
 with ``--batches`` batches (default 3), so the budget accounting is identical):
 
 * ``passive``            -- ``q = p`` (``method="passive"`` through
@@ -47,8 +47,8 @@ from sklearn.preprocessing import StandardScaler
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 import activerank as ar  # noqa: E402
-from activerank.adaptive import estimate_adaptive  # noqa: E402
-from activerank.inference.estimators import LowEffectiveSampleSizeWarning  # noqa: E402
+from activerank import estimate_adaptive  # noqa: E402
+from activerank.inference.snis import LowEffectiveSampleSizeWarning  # noqa: E402
 from activerank.metrics import pool_metric_values  # noqa: E402
 from activerank.relevance.models import SklearnRelevanceModel, UniformRelevanceModel  # noqa: E402
 from activerank.relevance.rankers import fit_linear_ranker, rank_by_scores  # noqa: E402

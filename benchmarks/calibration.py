@@ -20,9 +20,10 @@ import numpy as np
 import pandas as pd
 
 import activerank as ar
-from activerank.api import design
+from activerank.api import make_design as design
 from activerank.relevance.calibration import fit_query_calibrator, query_features
-from activerank.inference.estimators import model_assisted, snis
+from activerank.inference.model_assisted import model_assisted
+from activerank.inference.snis import snis
 from activerank.relevance.models import make_relevance_model
 from activerank.relevance.rankers import fit_lambdarank_ranker, fit_linear_ranker
 from activerank.design.sampling import draw_budgeted

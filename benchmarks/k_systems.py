@@ -29,7 +29,7 @@ for budgets Lambda (units of the mean query cost) and methods active/passive,
 ``--reps`` repetitions each (default 500).  Draws are simulated in batch
 (``activerank.experiments.simulation.draw_budgeted_batch``; budgets are prefixes of one
 run) and every estimate is the library's joint SNIS estimator
-(``activerank.multi.joint_snis``), computed on prefixes.
+(``activerank.inference.snis.joint_snis``), computed on prefixes.
 
 Run:  python benchmarks/k_systems.py [--data /work/shared/data] [--reps 500] [--quick]
 Writes benchmarks/results/k_systems.csv and prints a table.
@@ -51,7 +51,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from activerank.io.letor import letor_fold  # noqa: E402
 from activerank.metrics import pool_metric_values  # noqa: E402
 from activerank.relevance.models import fit_with_validation, make_relevance_model  # noqa: E402
-from activerank.multi import design_many, kendall_tau, max_abs_t_critical_value  # noqa: E402
+from activerank.api import make_design  # noqa: E402
+from activerank.inference.intervals import kendall_tau, max_abs_t_critical_value  # noqa: E402
 from activerank.relevance.rankers import (  # noqa: E402
     expected_gain_scores,
     fit_lambdarank_ranker,
@@ -101,7 +102,7 @@ def joint_snis_prefix(values, weights, stops):
 
     values : (s, reps, n_cols); weights : (reps, n_cols); stops : (n_b, reps).
     Returns est (n_b, reps, s), cov (n_b, reps, s, s) -- per run identical to
-    ``activerank.multi.joint_snis`` on the first ``stops`` draws.
+    ``activerank.inference.snis.joint_snis`` on the first ``stops`` draws.
     """
     s = values.shape[0]
     c = values[:, :, 0].mean(axis=1)
@@ -131,8 +132,8 @@ def run_task(pool, names, values, probs, metric, task, method, budgets, reps, rn
     s = len(names)
     ranks = [rank_by_scores(v, pool.offsets) for v in values["scores"]]
     target = "baseline" if task == "vs_baseline" else "mean"
-    dsg = design_many(pool, ranks, probs, target=target, metric=metric, method=method, costs="constant",
-                      names=names)
+    dsg = make_design(pool, ranks, probs, target="baseline" if target == "baseline" else "ranking", metric=metric,
+                      method=method, costs="constant", names=names)
     L = values["L"]  # (s, n_q) true per-query values
     if target == "baseline":
         A = np.hstack([np.eye(s - 1), -np.ones((s - 1, 1))])

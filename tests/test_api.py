@@ -172,7 +172,7 @@ def test_warning_as_error_after_labeling_keeps_judgments(setup):
 
 
 @pytest.mark.filterwarnings("ignore::activerank.LowEffectiveSampleSizeWarning")
-def test_one_distinct_query_has_no_standard_error():
+def test_one_distinct_query_is_a_clear_error_that_keeps_the_judgments():
     pool = ar.Pool.from_qids([1, 1, 2, 2])
     probs = np.full((4, 2), 0.5)
     lab = ar.KnownLabels(pool.query_ids, pool.offsets, [1, 0, 0, 1])
@@ -182,12 +182,14 @@ def test_one_distinct_query_has_no_standard_error():
         try:
             res = ar.compare(pool, [1.0, 0.0, 1.0, 0.0], [0.0, 1.0, 0.0, 1.0], probs, lab,
                              budget=0.05, metric="dcg", costs=costs, method="passive", rng=seed)
-        except ValueError as exc:  # the first draw was the expensive query: nothing judged
-            assert "no query could be judged" in str(exc)
-            continue
-        if res.n_queries == 1:
-            assert np.isnan(res.standard_error) and np.isnan(res.prob_a_better())
+        except ValueError as exc:
+            if "no query could be judged" in str(exc):  # the first draw was the expensive query
+                continue
+            # only query 1 judged (and re-drawn): no standard error from one query -- an error, not a NaN
+            assert "1 distinct query" in str(exc) and "judgments=err.judgments" in str(exc)
+            assert exc.judgments == {1: {0: 1, 1: 0}}
             break
+        pytest.fail(f"one distinct query returned a result: {res}")
     else:
         pytest.fail("no seed drew only the cheap query")
 

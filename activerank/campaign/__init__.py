@@ -20,16 +20,7 @@ Examples
 (True, 0.0)
 """
 
-from .store import (
-    COMBINE_RULES,
-    SCHEMA_VERSION,
-    Campaign,
-    CampaignStatus,
-    ExportReport,
-    ImportReport,
-    Rejection,
-    combine_grades,
-)
+import importlib
 
 __all__ = [
     "COMBINE_RULES",
@@ -41,3 +32,12 @@ __all__ = [
     "Rejection",
     "combine_grades",
 ]
+
+
+def __getattr__(name):
+    # lazy, so `activerank --help` does not load the store (SQLite, the engine)
+    if name in __all__:
+        value = getattr(importlib.import_module(".store", __name__), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'activerank.campaign' has no attribute {name!r}")

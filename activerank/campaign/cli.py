@@ -109,10 +109,10 @@ def _init_letor(args):
             raise CampaignCLIError(f"--train has {train.n_features} features but --pool has {data.n_features}.")
         model.fit(train.X, train.labels)
     probs = model.predict_proba(data.X)
-    specs = args.ranker or ["model"]
+    specs = (args.ranker or ["model"]) + ([args.baseline] if args.baseline else [])
     rankers = {spec: _letor_ranker(spec, data, probs) for spec in specs}
     if len(rankers) != len(specs):
-        raise CampaignCLIError(f"--ranker values must differ; got {specs}.")
+        raise CampaignCLIError(f"--ranker and --baseline values must differ; got {specs}.")
     return data, rankers, probs
 
 
@@ -125,13 +125,15 @@ def _init_trec(args):
     if args.ranker:
         raise CampaignCLIError("--ranker is for --pool (LETOR); with --run choose runs with --tag.")
     runs = read_runs(args.run, queries=args.queries)
-    names = args.tag or list(runs.names)
+    names = args.tag or [t for t in runs.names if t != args.baseline]
+    if args.baseline:
+        names = [t for t in names if t != args.baseline] + [args.baseline]
     unknown = [t for t in names if t not in runs.rankings]
     if unknown:
         raise CampaignCLIError(f"--tag {unknown[0]!r} is not a run tag; the run files hold {list(runs.names)}.")
-    if len(names) not in (1, 2):
-        raise CampaignCLIError(f"a campaign evaluates one run or compares two; the files hold {list(runs.names)} "
-                               "-- choose with --tag.")
+    if len(names) > 2 and not (args.baseline or args.rank_systems):
+        raise CampaignCLIError(f"the run files hold {list(runs.names)}: evaluate one run or compare two "
+                               "(choose with --tag), or compare several with --baseline TAG or --rank-systems.")
     n_grades = args.grades
     if n_grades is None and args.qrels:
         n_grades = read_qrels(args.qrels).max_grade + 1
@@ -158,7 +160,10 @@ def _cmd_init(args):
             raise CampaignCLIError("--train and --length-feature need --pool (LETOR).")
         pool, rankers, probs = _init_trec(args)
     query_text = _read_query_text(args.query_text) if args.query_text else None
-    camp = Campaign.create(args.store, pool, rankers, probs, budget=args.budget, metric=args.metric,
+    target = "baseline" if args.baseline else "ranking" if args.rank_systems else None
+    if args.baseline and args.rank_systems:
+        raise CampaignCLIError("--baseline (candidates vs a baseline) and --rank-systems exclude each other.")
+    camp = Campaign.create(args.store, pool, rankers, probs, budget=args.budget, metric=args.metric, target=target,
                            method=args.method, costs=args.costs, defensive=args.defensive, seed=args.seed,
                            query_text=query_text, combine=args.combine, overwrite=args.force,
                            description=args.description or "")
@@ -239,7 +244,7 @@ def _cmd_status(args):
 
 
 def _cmd_estimate(args):
-    from ..inference.estimators import ComparisonResult
+    from ..inference.results import ComparisonResult
 
     with _open(args) as camp:
         st = camp.status(combine=args.combine)
@@ -250,6 +255,8 @@ def _cmd_estimate(args):
                 raise
             print(f"activerank campaign estimate: {exc}", file=sys.stderr)
             return EXIT_REJECTED
+    if not hasattr(res, "confidence_interval"):  # several systems
+        return _report_many(res, st, args)
     point = "difference" if isinstance(res, ComparisonResult) else "estimate"
     ci = res.confidence_interval(args.confidence)
     out = {point: getattr(res, point), "standard_error": res.standard_error, "ci_low": ci.low,
@@ -273,6 +280,28 @@ def _cmd_estimate(args):
         print(f"  partially judged (not used yet): {', '.join(st.queries_partial)}")
     if st.draws_usable < st.n_draws:
         print(f"  {len(st.queries_pending)} planned queries still pending")
+    return EXIT_OK
+
+
+def _report_many(res, st, args):
+    """k systems: one row per contrast with simultaneous intervals."""
+    table = res.summary(args.confidence)
+    if args.trace:
+        res.trace.to_csv(args.trace, index=False)
+    if args.json:
+        out = {"metric": res.metric, "method": res.method, "confidence_level": args.confidence,
+               "n_queries": res.n_queries, "n_draws": res.n_draws, "n_draws_planned": st.n_draws,
+               "cost_spent": res.cost_spent, "budget": res.budget,
+               "effective_sample_size": res.effective_sample_size,
+               "baseline": getattr(res, "baseline", None),
+               "systems": {str(k): {c: float(v) for c, v in row.items()} for k, row in table.iterrows()}}
+        print(json.dumps(out, indent=2))
+        return EXIT_OK
+    what = f"minus baseline {res.baseline!r}" if hasattr(res, "baseline") else "relative to the mean system"
+    print(f"{res.metric}: {len(table)} systems {what}; {args.confidence:.0%} simultaneous intervals")
+    print(table.to_string(float_format=lambda v: f"{v:.4f}"))
+    print(f"  from {res.n_draws} of {st.n_draws} draws ({res.n_queries} queries), cost {res.cost_spent:.4g} "
+          f"of {res.budget:g}; ESS {res.effective_sample_size:.1f}")
     return EXIT_OK
 
 
@@ -306,9 +335,8 @@ def add_campaign_parser(subparsers) -> argparse.ArgumentParser:
     argparse.ArgumentParser
         The ``campaign`` parser.
     """
-    from ..api import METHODS
-    from .io import FORMATS, TASK_FORMATS
-    from .store import COMBINE_RULES
+    from ..design.methods import method_names
+    from .io import COMBINE_RULES, FORMATS, TASK_FORMATS
     from ..relevance.models import MODEL_NAMES
 
     camp = subparsers.add_parser(
@@ -337,6 +365,13 @@ def add_campaign_parser(subparsers) -> argparse.ArgumentParser:
     trec.add_argument("--tag", action="append", help="run tag to evaluate (give two to compare)")
     trec.add_argument("--queries", choices=("union", "intersection"), default="union",
                       help="pool queries with several runs (default union)")
+    many = p.add_argument_group("several systems")
+    many.add_argument("--baseline", metavar="SPEC",
+                      help="baseline ranker (a --ranker SPEC, or a run tag with --run): the campaign estimates "
+                      "every --ranker/--tag minus the baseline, as activerank.compare_many")
+    many.add_argument("--rank-systems", action="store_true",
+                      help="rank every --ranker/--tag by its difference to the mean system, as "
+                      "activerank.rank_systems")
     p.add_argument("--model", choices=MODEL_NAMES, default=None,
                    help="relevance model (default lightgbm with --pool, uniform with --run)")
     p.add_argument("--model-seed", type=int, default=0, help="random_state of the relevance model")
@@ -344,7 +379,7 @@ def add_campaign_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--budget", type=_positive_float, required=True,
                    help="labeling budget in units of the mean query cost")
     p.add_argument("--metric", default="err@10", help="dcg@k or err@k (default err@10)")
-    p.add_argument("--method", default="active", choices=METHODS, help="sampling/estimation method "
+    p.add_argument("--method", default="active", choices=method_names(), help="sampling/estimation method "
                    "(default active)")
     p.add_argument("--costs", default="auto", choices=("auto", "log_length", "constant", "uniform"))
     p.add_argument("--defensive", type=float, default=0.1, help="weight of p in the sampling mixture")

@@ -33,6 +33,7 @@ __all__ = ["FORMATS", "TASK_FORMATS", "RawRow", "detect_format", "parse_judgment
 
 FORMATS = ("jsonl", "csv", "qrels")
 TASK_FORMATS = ("jsonl", "csv")
+COMBINE_RULES = ("mean_gain", "majority")  # how several annotators' grades of one pair are combined
 REQUIRED = ("query_id", "doc_id", "grade")
 OPTIONAL = ("annotator", "judged_at")
 _EXTENSIONS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "jsonl", ".csv": "csv", ".qrels": "qrels"}

@@ -41,11 +41,16 @@ from datetime import datetime, timezone
 
 import numpy as np
 
-from ..api import Design, Pool, _pool_iv, _rankings_for_pool, design, estimate_from_labels
+from .._validation import budget_iv, path_iv, pool_iv, scores_iv, seed_iv
 from ..design.costs import QueryCosts
-from ..metrics import parse_metric
-from ..ragged import Rankings, offsets_from_lengths
+from ..design.design import Design
 from ..design.sampling import DEFAULT_DEFENSIVE, DrawPlan, draw_budgeted
+from ..design.design import prepare_design
+from ..design.targets import Prediction, default_names, make_target
+from ..engine import estimate_from_plan
+from ..metrics import parse_metric
+from ..pool import Pool
+from ..ragged import Rankings, offsets_from_lengths
 from . import io as cio
 
 __all__ = [
@@ -59,8 +64,9 @@ __all__ = [
     "combine_grades",
 ]
 
-SCHEMA_VERSION = 1
-COMBINE_RULES = ("mean_gain", "majority")
+SCHEMA_VERSION = 2
+READABLE_VERSIONS = (1, 2)  # version 1: one ranker or a pair, no stored prediction arrays
+COMBINE_RULES = cio.COMBINE_RULES
 SCOPES = ("tasks", "pool")
 _BUDGET_RTOL = 1e-9
 
@@ -347,32 +353,8 @@ class CampaignStatus:
 # --------------------------------------------------------------------------- validation helpers
 
 
-def _path_iv(path, name="path") -> str:
-    if not isinstance(path, (str, os.PathLike)):
-        raise TypeError(f"`{name}` must be a file path, got {type(path).__name__}.")
-    return os.fspath(path)
-
-
-def _budget_iv(budget) -> float:
-    if isinstance(budget, bool) or not isinstance(budget, numbers.Real):
-        raise TypeError(f"`budget` must be a positive number, got {budget!r}.")
-    if not np.isfinite(budget) or budget <= 0:
-        raise ValueError(f"`budget` must be a positive finite number, got {budget}.")
-    return float(budget)
-
-
-def _seed_iv(seed) -> int:
-    if seed is None:
-        return secrets.randbits(63)
-    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
-        raise TypeError(
-            f"`seed` must be a non-negative integer (it is stored to reproduce the draws), got {seed!r}."
-        )
-    return int(seed)
-
-
-def _rankers_iv(rankers, names, pool):
-    """Normalize ``rankers`` to (names, tuple of Rankings)."""
+def _rankers_iv(rankers, names, pool, target):
+    """Normalize ``rankers`` to (target kind, names, tuple of Rankings)."""
     if isinstance(rankers, dict):
         if names is not None:
             raise ValueError("`names` must not be given when `rankers` is a dict (its keys are the names).")
@@ -385,17 +367,27 @@ def _rankers_iv(rankers, names, pool):
     else:
         raise TypeError(
             "`rankers` must be scores (1-d array) or Rankings for one ranker, a list/tuple of two "
-            f"for a comparison, or a dict name -> scores; got {type(rankers).__name__}."
+            f"for a comparison (or more with `target`), or a dict name -> scores; got {type(rankers).__name__}."
         )
-    if len(items) not in (1, 2):
-        raise ValueError(f"`rankers` must hold one ranker (estimate) or two (compare); got {len(items)}.")
+    if target is None:
+        if len(items) not in (1, 2):
+            raise ValueError(f"`rankers` must hold one ranker (estimate) or two (compare) unless `target` is "
+                             f"'baseline' or 'ranking'; got {len(items)}.")
+        target = "mean" if len(items) == 1 else "difference"
+    need = {"mean": (1, 1), "difference": (2, 2), "baseline": (2, None), "ranking": (2, None)}
+    if target not in need:
+        raise ValueError(f"`target` must be one of {list(need)}; got {target!r}.")
+    lo, hi = need[target]
+    if len(items) < lo or (hi is not None and len(items) > hi):
+        raise ValueError(f"`target`={target!r} needs {lo if lo == hi else f'at least {lo}'} rankers; got {len(items)}.")
     if names is None:
-        names = ["ranker"] if len(items) == 1 else ["a", "b"]
+        names = default_names(target, len(items))
     names = [str(n) for n in names]
     if len(names) != len(items) or len(set(names)) != len(names):
         raise ValueError(f"`names` must give {len(items)} distinct names; got {names}.")
-    label = ["scores"] if len(items) == 1 else ["scores_a", "scores_b"]
-    return names, tuple(_rankings_for_pool(s, pool, label[i]) for i, s in enumerate(items))
+    label = {"mean": ["scores"], "difference": ["scores_a", "scores_b"]}.get(
+        target, [f"rankers[{n!r}]" for n in names])
+    return target, names, tuple(scores_iv(s, pool, label[i]) for i, s in enumerate(items))
 
 
 def _pool_ids(pool):
@@ -472,7 +464,8 @@ class Campaign:
     @classmethod
     def create(cls, path, pool, rankers, probs, *, budget, metric="err@10", k=None, method="active",
                costs="auto", query_weights=None, defensive=DEFAULT_DEFENSIVE, seed=None, names=None,
-               query_text=None, combine="mean_gain", overwrite=False, description="") -> "Campaign":
+               target=None, query_text=None, combine="mean_gain", overwrite=False,
+               description="") -> "Campaign":
         """Create a campaign file: freeze the pool, compute the design and the draw sequence.
 
         Parameters
@@ -482,9 +475,9 @@ class Campaign:
         pool : LetorData, Pool, or object with ``offsets``, ``query_ids``
             (and ideally ``doc_ids``; without them documents are named by
             their global row number).
-        rankers : scores, Rankings, list/tuple of two, or dict name -> scores
+        rankers : scores, Rankings, list/tuple, or dict name -> scores
             One ranker (the campaign estimates its metric) or two (it
-            estimates ``R_a - R_b``).
+            estimates ``R_a - R_b``); with ``target``, several systems.
         probs : array-like of shape (n_docs, n_grades)
             Relevance model ``p(y | x, z)`` for every pool document.
         budget : float
@@ -497,6 +490,12 @@ class Campaign:
             ``activerank.estimate(..., rng=seed)``.
         names : sequence of str, optional
             Ranker names (default ``"ranker"`` or ``"a"``, ``"b"``).
+        target : {"mean", "difference", "baseline", "ranking"}, optional
+            What the campaign estimates (:mod:`activerank.design.targets`):
+            default one ranker's mean or the difference of two.
+            ``"baseline"``: every ranker minus the *last* one (as
+            :func:`activerank.compare_many`); ``"ranking"``: the systems
+            relative to the mean system (as :func:`activerank.rank_systems`).
         query_text : mapping query id -> str, optional
             Query text shown in exported tasks.
         combine : {"mean_gain", "majority"}
@@ -514,15 +513,15 @@ class Campaign:
         FileExistsError
             ``path`` exists and ``overwrite`` is False.
         """
-        path = _path_iv(path)
+        path = path_iv(path)
         if combine not in COMBINE_RULES:
             raise ValueError(f"`combine` must be one of {list(COMBINE_RULES)}; got {combine!r}.")
         if os.path.exists(path) and not overwrite:
             raise FileExistsError(f"{path} already exists; pass overwrite=True (CLI: --force) to replace it.")
-        budget = _budget_iv(budget)
-        seed = _seed_iv(seed)
-        pool = _pool_iv(pool)
-        names, rankings = _rankers_iv(rankers, names, pool)
+        budget = budget_iv(budget)
+        seed = seed_iv(seed)
+        pool_ = pool_iv(pool)
+        target, names, rankings = _rankers_iv(rankers, names, pool_, target)
         qkeys, kind, dkeys = _pool_ids(pool)
         texts = {}
         if query_text is not None:
@@ -533,8 +532,9 @@ class Campaign:
                 if _key(q) not in index:
                     raise ValueError(f"`query_text` names query {_key(q)!r}, which is not in the pool.")
                 texts[_key(q)] = str(t)
-        dsg = design(pool, rankings, probs, metric=metric, k=k, method=method, costs=costs,
-                     query_weights=query_weights, defensive=defensive)
+        dsg = prepare_design(pool, pool_, target, rankings, probs, metric=metric, k=k, method=method, costs=costs,
+                             query_weights=query_weights, defensive=defensive, names=names)
+        pool = pool_
         plan = draw_budgeted(dsg.q, dsg.costs.cost, budget, seed)
         if plan.cost_spent > budget * (1 + _BUDGET_RTOL):  # pragma: no cover - draw_budgeted guarantees it
             raise RuntimeError(f"draw plan costs {plan.cost_spent} > budget {budget}.")
@@ -548,7 +548,7 @@ class Campaign:
             "created_at": _now(), "activerank_version": __version__, "description": str(description),
             "metric": str(dsg.metric), "method": dsg.method, "budget": budget, "seed": seed,
             "defensive": float(defensive), "cost_model": dsg.costs.model, "n_grades": dsg.n_grades,
-            "query_id_kind": kind, "combine": combine, "rankers": names,
+            "query_id_kind": kind, "combine": combine, "rankers": names, "target": target,
             "n_queries": len(qkeys), "n_docs": len(dkeys),
         }
         directory = os.path.dirname(os.path.abspath(path))
@@ -566,7 +566,7 @@ class Campaign:
                 "INSERT INTO queries VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [(x, qkeys[x], texts.get(qkeys[x]), int(offsets[x]), int(lengths[x]), float(dsg.p[x]),
                   float(dsg.q[x]), float(dsg.costs.cost[x]), float(dsg.costs.raw[x]),
-                  float(dsg.predicted_mean[x])) for x in range(len(qkeys))],
+                  float(dsg.prediction.mean[x, 0])) for x in range(len(qkeys))],
             )
             qidx = np.repeat(np.arange(len(qkeys)), lengths)
             dl = None if doc_length is None else np.asarray(doc_length, dtype=np.float64)
@@ -583,6 +583,9 @@ class Campaign:
                     [(i, int(a), int(b), int(c)) for a, b, c in zip(qi, pos, r.items)],
                 )
             conn.execute("INSERT INTO arrays VALUES (?, ?, ?, ?)", ("probs", *_array_blob(P)))
+            for name, arr in (("prediction_mean", dsg.prediction.mean), ("prediction_variance", dsg.prediction.variance),
+                              ("prediction_sq_error", dsg.prediction.sq_error)):
+                conn.execute("INSERT INTO arrays VALUES (?, ?, ?, ?)", (name, *_array_blob(np.asarray(arr))))
             conn.executemany(
                 "INSERT INTO draws VALUES (?, ?, ?, ?)",
                 [(j, int(x), int(nw), float(c)) for j, (x, nw, c) in
@@ -613,7 +616,7 @@ class Campaign:
         ValueError
             The file is not a campaign store, or has another schema version.
         """
-        path = _path_iv(path)
+        path = path_iv(path)
         if not os.path.isfile(path):
             raise FileNotFoundError(f"{path}: no campaign file (create one with Campaign.create / "
                                     "`activerank campaign init`).")
@@ -627,10 +630,10 @@ class Campaign:
                 probe.close()
         except sqlite3.DatabaseError as exc:
             raise ValueError(f"{path}: not an activerank campaign store ({exc}).") from None
-        if row is None or row[0] != SCHEMA_VERSION:
+        if row is None or row[0] not in READABLE_VERSIONS:
             raise ValueError(
                 f"{path}: campaign store has schema version {None if row is None else row[0]}; "
-                f"this activerank reads version {SCHEMA_VERSION}."
+                f"this activerank reads versions {list(READABLE_VERSIONS)}."
             )
         conn = _connect(path)
         try:
@@ -699,9 +702,20 @@ class Campaign:
                                       (i,)).fetchall(), dtype=np.int64).reshape(-1, 2)
             rankings.append(Rankings(ent[:, 1], offsets_from_lengths(np.bincount(ent[:, 0], minlength=n_q))))
         metric = parse_metric(self.meta["metric"])
-        self._design = Design(tuple(rankings), metric, self.meta["method"], p, q,
-                              QueryCosts(cost=cost, raw=raw, model=self.meta["cost_model"]), mean,
-                              int(self.meta["n_grades"]))
+        names = self.meta["rankers"]
+        kind = self.meta.get("target") or ("mean" if len(rankings) == 1 else "difference")
+        target = make_target(kind, rankings, metric, names)
+        stored = {name: self._array(name) for name in ("prediction_mean", "prediction_variance",
+                                                         "prediction_sq_error")}
+        if stored["prediction_mean"] is None:  # schema version 1: one ranker or a pair, the mean only
+            nan = np.full(mean.size, np.nan)
+            prediction = Prediction(mean[:, None], nan, nan)
+        else:
+            prediction = Prediction(stored["prediction_mean"], stored["prediction_variance"],
+                                    stored["prediction_sq_error"])
+        self._design = Design(target, self.meta["method"], p, q,
+                              QueryCosts(cost=cost, raw=raw, model=self.meta["cost_model"]), prediction,
+                              int(self.meta["n_grades"]), float(self.meta.get("defensive", DEFAULT_DEFENSIVE)))
         d = np.array(db.execute("SELECT qx, new, charged FROM draws ORDER BY j").fetchall(),
                      dtype=np.float64).reshape(-1, 3)
         self._plan = DrawPlan(queries=d[:, 0].astype(np.int64), new=d[:, 1].astype(bool), charged=d[:, 2],
@@ -765,8 +779,13 @@ class Campaign:
 
     def probs(self) -> np.ndarray:
         """The stored relevance-model probabilities, shape ``(n_docs, n_grades)``."""
-        dtype, shape, data = self._db.execute(
-            "SELECT dtype, shape, data FROM arrays WHERE name = 'probs'").fetchone()
+        return self._array("probs")
+
+    def _array(self, name):
+        row = self._db.execute("SELECT dtype, shape, data FROM arrays WHERE name = ?", (name,)).fetchone()
+        if row is None:
+            return None
+        dtype, shape, data = row
         return np.frombuffer(data, dtype=np.dtype(dtype)).reshape(json.loads(shape)).copy()
 
     def tasks(self, query) -> list[str]:
@@ -871,7 +890,7 @@ class Campaign:
         current grade for a pair (e.g. the same judgment in a re-sent file)
         is counted as a duplicate and not stored again.
         """
-        path = _path_iv(path)
+        path = path_iv(path)
         fmt = cio.detect_format(path, format)
         if scope not in SCOPES:
             raise ValueError(f"`scope` must be one of {list(SCOPES)}; got {scope!r}.")
@@ -944,7 +963,7 @@ class Campaign:
 
         ``annotator`` defaults to ``"qrels:<file name>"``.
         """
-        path = _path_iv(path)
+        path = path_iv(path)
         if annotator is None:
             annotator = "qrels:" + os.path.basename(path)
         return self.import_judgments(path, format="qrels", annotator=annotator, scope=scope,
@@ -1071,10 +1090,11 @@ class Campaign:
             )
         plan = DrawPlan(queries=self._plan.queries[:prefix], new=self._plan.new[:prefix],
                         charged=self._plan.charged[:prefix], budget=self._plan.budget)
-        acquired = {}
+        labels = np.full(int(self._offsets[-1]), -1, dtype=np.int64)
         for x in np.unique(plan.queries).tolist():
-            acquired[x] = np.array([grades[r] for r in self._needed[x].tolist()], dtype=np.int64)
-        return estimate_from_labels(self.pool(), self._design, plan, acquired)
+            rows = self._needed[x]
+            labels[rows] = [grades[r] for r in rows.tolist()]
+        return estimate_from_plan(self._design, self.pool(), plan, labels)
 
     # ------------------------------------------------------------------ export
 
@@ -1107,7 +1127,7 @@ class Campaign:
         annotator`` (``grade``/``annotator`` empty, for the annotator to fill
         in); ``draw`` is the position of the query's first draw.
         """
-        path = _path_iv(path)
+        path = path_iv(path)
         fmt = cio.detect_format(path, format, allowed=cio.TASK_FORMATS)
         if limit is not None and (isinstance(limit, bool) or not isinstance(limit, numbers.Integral) or limit < 0):
             raise ValueError(f"`limit` must be a non-negative integer or None; got {limit!r}.")

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._validation import doc_costs_iv
 from ..ragged import Rankings
 
 __all__ = ["QueryCosts", "COST_MODELS", "document_costs", "query_costs"]
@@ -71,7 +72,7 @@ def document_costs(pool, n_docs: int, model="auto") -> tuple[np.ndarray, str]:
     name : str
     """
     if callable(model):
-        return _check_doc_costs(model(pool), n_docs, "costs (returned by the callable)"), "callable"
+        return doc_costs_iv(model(pool), n_docs, "costs (returned by the callable)"), "callable"
     if isinstance(model, str):
         if model == "auto":
             model = "log_length" if _doc_length(pool) is not None else "constant"
@@ -84,25 +85,13 @@ def document_costs(pool, n_docs: int, model="auto") -> tuple[np.ndarray, str]:
                     "`costs`='log_length' needs document lengths, but the pool has no `doc_length`; "
                     "load it with a length feature or pass per-document costs."
                 )
-            length = _check_doc_costs(length, n_docs, "doc_length", allow_zero=True)
+            length = doc_costs_iv(length, n_docs, "doc_length", allow_zero=True)
             return np.log(np.maximum(length, 2.0)), model
         raise ValueError(
             f"`costs` must be one of {list(COST_MODELS)}, an array of per-document costs "
             f"or a callable; got {model!r}."
         )
-    return _check_doc_costs(model, n_docs, "costs"), "array"
-
-
-def _check_doc_costs(values, n_docs, name, *, allow_zero=False) -> np.ndarray:
-    arr = np.asarray(values, dtype=np.float64).reshape(-1)
-    if arr.size != n_docs:
-        raise ValueError(f"`{name}` must have one entry per document ({n_docs}); got {arr.size}.")
-    bad = ~np.isfinite(arr) | ((arr < 0) if allow_zero else (arr <= 0))
-    if bad.any():
-        i = int(np.flatnonzero(bad)[0])
-        rule = "finite and >= 0" if allow_zero else "finite and > 0"
-        raise ValueError(f"`{name}` must be {rule}; document row {i} has {arr[i].item()!r}.")
-    return arr
+    return doc_costs_iv(model, n_docs, "costs"), "array"
 
 
 def query_costs(doc_costs: np.ndarray, rankings: list[Rankings], *, k=None,

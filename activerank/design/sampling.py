@@ -15,38 +15,21 @@ with ``p`` keeps every query reachable, bounding the weights ``p/q`` by
 
 from __future__ import annotations
 
-import numbers
 from dataclasses import dataclass
 
 import numpy as np
 
+from .._validation import affordable_budget_iv, defensive_iv, distribution_iv, max_draws_iv, rng_iv
+
 __all__ = [
+    "DEFAULT_DEFENSIVE",
     "DrawPlan",
-    "optimal_distribution",
-    "expected_squared_error",
     "draw_budgeted",
-    "query_weights_iv",
+    "expected_squared_error",
+    "optimal_distribution",
 ]
 
 DEFAULT_DEFENSIVE = 0.1
-
-
-def query_weights_iv(query_weights, n_queries: int) -> np.ndarray:
-    """Validate the target distribution ``p(x)`` over the pool (default uniform)."""
-    if query_weights is None:
-        return np.full(n_queries, 1.0 / n_queries)
-    w = np.asarray(query_weights, dtype=np.float64).reshape(-1)
-    if w.size != n_queries:
-        raise ValueError(
-            f"`query_weights` must have one entry per query ({n_queries}); got {w.size}."
-        )
-    bad = ~np.isfinite(w) | (w < 0)
-    if bad.any():
-        i = int(np.flatnonzero(bad)[0])
-        raise ValueError(f"`query_weights` must be finite and >= 0; query {i} has {w[i]!r}.")
-    if w.sum() <= 0:
-        raise ValueError("`query_weights` must have a positive sum.")
-    return w / w.sum()
 
 
 def expected_squared_error(mean, variance, p) -> np.ndarray:
@@ -88,56 +71,6 @@ def optimal_distribution(sq_error, costs, p, *, defensive: float = DEFAULT_DEFEN
     return (1.0 - defensive) * score / total + defensive * p
 
 
-def defensive_iv(defensive) -> float:
-    if isinstance(defensive, bool) or not isinstance(defensive, numbers.Real):
-        raise TypeError(f"`defensive` must be a number in [0, 1], got {defensive!r}.")
-    if not 0.0 <= defensive <= 1.0:
-        raise ValueError(f"`defensive` must lie in [0, 1], got {defensive}.")
-    return float(defensive)
-
-
-def distribution_iv(q, costs):
-    """Validate a sampling distribution and per-query costs of one pool."""
-    q = np.asarray(q, dtype=np.float64).reshape(-1)
-    costs = np.asarray(costs, dtype=np.float64).reshape(-1)
-    if q.size == 0:
-        raise ValueError("`q` must not be empty.")
-    if costs.size != q.size:
-        raise ValueError(f"`costs` must have one entry per query ({q.size}); got {costs.size}.")
-    bad = np.flatnonzero(~np.isfinite(q) | (q < 0))
-    if bad.size:
-        raise ValueError(f"`q` must be finite and >= 0; query {bad[0]} has {q[bad[0]].item()!r}.")
-    if not q.sum() > 0:
-        raise ValueError("`q` must have a positive sum.")
-    # zero is allowed: a query whose documents are all judged already costs nothing
-    bad = np.flatnonzero(~np.isfinite(costs) | (costs < 0))
-    if bad.size:
-        raise ValueError(f"`costs` must be finite and >= 0; query {bad[0]} has {costs[bad[0]].item()!r}.")
-    return q, costs
-
-
-def max_draws_iv(max_draws, n_queries: int) -> int:
-    if max_draws is None:
-        return 100 * n_queries
-    if isinstance(max_draws, bool) or not isinstance(max_draws, numbers.Integral) or max_draws < 1:
-        raise ValueError(f"`max_draws` must be a positive integer; got {max_draws!r}.")
-    return int(max_draws)
-
-
-def budget_iv(budget, costs: np.ndarray, q: np.ndarray) -> float:
-    if isinstance(budget, bool) or not isinstance(budget, numbers.Real):
-        raise TypeError(f"`budget` must be a positive number, got {budget!r}.")
-    if not np.isfinite(budget) or budget <= 0:
-        raise ValueError(f"`budget` must be a positive finite number, got {budget}.")
-    cheapest = float(costs[q > 0].min())
-    if budget < cheapest:
-        raise ValueError(
-            f"`budget`={budget:g} is below the cheapest query's cost ({cheapest:.4g} in units of the "
-            "mean query cost); no query could be labeled."
-        )
-    return float(budget)
-
-
 @dataclass(frozen=True, eq=False)
 class DrawPlan:
     """The draw sequence of one budgeted run (Algorithm 1 of Sawade et al.).
@@ -151,12 +84,16 @@ class DrawPlan:
     charged : ndarray of shape (n_draws,)
         Cost charged for the draw (0 for a repeated query).
     budget : float
+    stop_reason : {"budget", "all_reachable", "max_draws"}
+        Why the sequence ends: the next draw would exceed the budget, every
+        query with ``q > 0`` is drawn, or the cap on draws was reached.
     """
 
     queries: np.ndarray
     new: np.ndarray
     charged: np.ndarray
     budget: float
+    stop_reason: str = "budget"
 
     @property
     def cumulative_cost(self) -> np.ndarray:
@@ -210,9 +147,9 @@ def draw_budgeted(q, costs, budget, rng=None, *, max_draws: int | None = None) -
     >>> plan.cost_spent
     1.0
     """
-    rng = np.random.default_rng(rng)
+    rng = rng_iv(rng)
     q, costs = distribution_iv(q, costs)
-    budget = budget_iv(budget, costs, q)
+    budget = affordable_budget_iv(budget, costs, q)
     m = q.size
     max_draws = max_draws_iv(max_draws, m)
     cdf = np.cumsum(q / q.sum())
@@ -223,6 +160,7 @@ def draw_budgeted(q, costs, budget, rng=None, *, max_draws: int | None = None) -
     spent, n_drawn, n_seen = 0.0, 0, 0
     tol = 1e-12 * max(1.0, budget)
     chunk = int(min(max(64, 4 * budget), max_draws))
+    reason = "max_draws"
     while n_drawn < max_draws and n_seen < reachable:
         draws = np.searchsorted(cdf, rng.random(min(chunk, max_draws - n_drawn)), side="right")
         draws = np.minimum(draws, m - 1)
@@ -230,9 +168,12 @@ def draw_budgeted(q, costs, budget, rng=None, *, max_draws: int | None = None) -
         cum = spent + np.cumsum(np.where(new, costs[draws], 0.0))
         over = np.flatnonzero(cum > budget + tol)
         stop = over[0] if over.size else draws.size
+        if over.size:
+            reason = "budget"
         done_all = np.flatnonzero(n_seen + np.cumsum(new) >= reachable)
         if done_all.size and done_all[0] < stop:
             stop = done_all[0] + 1
+            reason = "all_reachable"
         parts_q.append(draws[:stop])
         parts_new.append(new[:stop])
         seen[draws[:stop]] = True
@@ -241,7 +182,9 @@ def draw_budgeted(q, costs, budget, rng=None, *, max_draws: int | None = None) -
         if stop < draws.size:
             break
         spent = float(cum[-1])
+    if n_seen >= reachable:
+        reason = "all_reachable"
     queries = np.concatenate(parts_q)
     new = np.concatenate(parts_new)
     charged = np.where(new, costs[queries], 0.0)
-    return DrawPlan(queries=queries, new=new, charged=charged, budget=budget)
+    return DrawPlan(queries=queries, new=new, charged=charged, budget=budget, stop_reason=reason)

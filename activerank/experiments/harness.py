@@ -9,7 +9,7 @@ Protocol (for a dataset in the five-partition layout ``S1.txt .. S5.txt``):
    from every method and only used to compute the true per-query values
    ``L(x)`` (or ``delta(x) = L_a(x) - L_b(x)``) the simulated labeler returns.
 2. For every scenario instance, metric and method: compute the sampling
-   distribution ``q`` (exactly as :func:`activerank.api.design`: exact moments,
+   distribution ``q`` (exactly as :func:`activerank.make_design`: exact moments,
    ``q* ∝ p sqrt(E[(L - R)^2 | x] / lambda(x))`` mixed with ``p`` by the
    ``defensive`` weight, costs normalized to mean query cost 1), then run
    ``n_reps`` budgeted campaigns at once with
@@ -32,8 +32,10 @@ queries).  Rankers order documents by the expected gain of their relevance
 model.  ``p(y | x, z)`` for active sampling is the evaluated ranker's own model
 or, when both compared rankers have one, the mixture of the two.
 
-Methods are pluggable (:data:`METHODS`, :func:`register_method`): a method maps
-a :class:`Problem` to a sampling distribution and an estimate on drawn queries.
+Methods are the library's registered methods (:data:`activerank.design.methods.METHODS`,
+:func:`activerank.design.methods.register_method`): the harness takes a method's
+sampling distribution from the problem's predictions and runs its estimator on
+every repetition at once (:meth:`~activerank.inference.estimators.Estimator.prefix`).
 
 Cost model.  OHSUMED: ``lambda(x) = sum_z log(len(z))`` over the judged
 documents, with title+abstract length from the raw ``Feature-min`` files
@@ -69,17 +71,12 @@ from ..design.costs import QueryCosts, document_costs, query_costs
 from ..io.letor import LetorData, concat, load_partitions, ohsumed_doc_length
 from ..metrics import Metric, parse_metric, pool_metric_values
 from ..relevance.models import fit_with_validation, make_relevance_model
-from ..metrics.moments import _moments, _pair_moments
 from ..relevance.rankers import expected_gain_scores, fit_linear_ranker, rank_by_scores, remove_fraction
+from ..design.methods import get_method
 from ..design.sampling import DEFAULT_DEFENSIVE, expected_squared_error, optimal_distribution
-from .simulation import (
-    BatchEstimate,
-    BatchPlan,
-    budget_stops,
-    draw_budgeted_batch,
-    model_assisted_prefix,
-    snis_prefix,
-)
+from ..design.targets import make_target
+from ..inference.snis import BatchEstimate
+from .simulation import BatchPlan, budget_stops, draw_budgeted_batch
 
 __all__ = [
     "DatasetSpec",
@@ -87,11 +84,8 @@ __all__ = [
     "ScenarioInstance",
     "SCENARIOS",
     "Problem",
-    "SamplingMethod",
-    "PassiveMethod",
-    "ActiveISMethod",
-    "METHODS",
-    "register_method",
+    "method_distribution",
+    "method_estimate",
     "ExperimentConfig",
     "ExperimentResults",
     "load_dataset",
@@ -415,10 +409,11 @@ class Problem:
         Target distribution (uniform over the pool).
     costs : QueryCosts
         ``costs.cost`` is ``lambda(x)`` normalized to mean 1 (the budget unit).
-    moments : dict of str to (mean, variance)
-        Model-predicted ``E[L|x]`` and ``Var[L|x]`` (of ``delta`` for a pair):
-        ``"model"`` under the (mixture) relevance model, ``"uniform"`` under
-        the uniform label distribution (the paper's uniD).
+    predictions : dict of str to Prediction
+        What the relevance model predicts about the target
+        (:class:`~activerank.design.targets.Prediction`): ``"model"`` under
+        the (mixture) relevance model, ``"uniform"`` under the uniform label
+        distribution (the paper's uniD).
     values : ndarray of shape (n_queries,)
         True ``L(x)`` (or ``delta(x)``) -- only the simulated labeler and the
         error computation may look at it.
@@ -434,19 +429,16 @@ class Problem:
     metric: Metric
     p: np.ndarray
     costs: QueryCosts
-    moments: dict
+    predictions: dict
     values: np.ndarray
     target: float
     probs: np.ndarray
     rankings: tuple
 
-
-def _moment_pair(probs, tops, metric):
-    if len(tops) == 1:
-        mom = _moments(probs, tops[0], metric)
-        return mom.mean, mom.variance
-    pm = _pair_moments(probs, tops[0], tops[1], metric)
-    return pm.delta_mean, pm.delta_variance
+    @property
+    def moments(self) -> dict:
+        """``{name: (mean, variance)}`` of the model's per-query predictions."""
+        return {k: (v.mean[:, 0], v.variance) for k, v in self.predictions.items()}
 
 
 def build_problem(fm: FoldModels, instance: ScenarioInstance, metric, *, cost_model="constant",
@@ -483,7 +475,8 @@ def build_problem(fm: FoldModels, instance: ScenarioInstance, metric, *, cost_mo
         return ranks[name]
 
     names = [instance.ranker_a] + ([instance.ranker_b] if instance.is_pair else [])
-    tops = tuple(ranking(n).truncate(m.k) for n in names)
+    target = make_target("difference" if instance.is_pair else "mean", [ranking(n) for n in names], m)
+    tops = target.rankings
     probs = np.mean([fm.probs[n] for n in instance.models], axis=0)
     ymax = pool.n_grades - 1
     true = [pool_metric_values(pool.labels, r, metric=m, ymax=ymax) for r in tops]
@@ -493,129 +486,41 @@ def build_problem(fm: FoldModels, instance: ScenarioInstance, metric, *, cost_mo
     doc_costs, name = document_costs(pool, pool.n_docs, cost_model)
     qc = query_costs(doc_costs, list(tops), model=name)
     uniform = np.full_like(probs, 1.0 / probs.shape[1])
-    moments = {"model": _moment_pair(probs, tops, m), "uniform": _moment_pair(uniform, tops, m)}
-    return Problem(instance, m, p, qc, moments, values, float(p @ values), probs, tops)
+    predictions = {"model": target.predict(probs, p), "uniform": target.predict(uniform, p)}
+    return Problem(instance, m, p, qc, predictions, values, float(p @ values), probs, tops)
 
 
 # --------------------------------------------------------------------------- methods
 
 
-class SamplingMethod:
-    """A method = sampling distribution + estimator (subclass to add one).
-
-    ``distribution(problem, defensive=...)`` returns ``q`` over the pool;
-    ``estimate(problem, q, plan, stops)`` returns a
-    :class:`~activerank.experiments.simulation.BatchEstimate` of shape
-    ``(n_budgets, n_reps)`` from the drawn queries (it may look at
-    ``problem.values`` only at drawn queries -- those are the labels bought).
-    The default estimator is SNIS with weights ``p/q``.
-    """
-
-    name = "base"
-
-    def distribution(self, problem: Problem, *, defensive: float = DEFAULT_DEFENSIVE) -> np.ndarray:
-        raise NotImplementedError
-
-    def estimate(self, problem: Problem, q: np.ndarray, plan: BatchPlan, stops: np.ndarray) -> BatchEstimate:
-        x = plan.queries
-        return snis_prefix(problem.values[x], problem.p[x] / q[x], stops)
+def method_distribution(problem: Problem, method, *, defensive: float = DEFAULT_DEFENSIVE) -> np.ndarray:
+    """The sampling distribution of a registered method (:mod:`activerank.design.methods`) on a problem."""
+    method = get_method(method)
+    return method.distribution(problem.predictions[method.relevance], problem.costs.cost, problem.p,
+                               defensive=defensive)
 
 
-class PassiveMethod(SamplingMethod):
-    """Sample from ``p`` (uniform over the pool); the SNIS estimate is the plain mean."""
-
-    name = "passive"
-
-    def distribution(self, problem, *, defensive=DEFAULT_DEFENSIVE):
-        return problem.p.copy()
-
-
-class ActiveISMethod(SamplingMethod):
-    """Cost-aware variance-optimal ``q*`` (Sawade et al., Derivation 1) with SNIS.
-
-    Parameters
-    ----------
-    moments : {"model", "uniform"}
-        Which predicted moments to use (``"uniform"`` = the paper's uniD).
-    cost_aware : bool
-        If False, ``q`` ignores costs (the paper's uniC); runs are still
-        charged the true costs.
-    """
-
-    def __init__(self, name: str, *, moments: str = "model", cost_aware: bool = True):
-        self.name = name
-        self.moments = moments
-        self.cost_aware = cost_aware
-
-    def distribution(self, problem, *, defensive=DEFAULT_DEFENSIVE):
-        mean, var = problem.moments[self.moments]
-        lam = problem.costs.cost if self.cost_aware else np.ones_like(problem.costs.cost)
-        return optimal_distribution(expected_squared_error(mean, var, problem.p), lam, problem.p,
-                                    defensive=defensive)
-
-
-class ModelAssistedMethod(SamplingMethod):
-    """Control variate ``m(x) = E_theta[L | x]`` (issue 6): ``q ∝ p sqrt(Var_theta[L|x] / lambda)``
-    and :func:`~activerank.experiments.simulation.model_assisted_prefix` (tuned or fixed coefficient)."""
-
-    def __init__(self, name: str, *, tuned: bool = True, sampling: str = "variance"):
-        self.name = name
-        self.tuned = tuned
-        self.sampling = sampling
-
-    def distribution(self, problem, *, defensive=DEFAULT_DEFENSIVE):
-        mean, var = problem.moments["model"]
-        if self.sampling == "active":  # the plain active q*: robust to a miscalibrated mean
-            return ActiveISMethod("active").distribution(problem, defensive=defensive)
-        return optimal_distribution(var, problem.costs.cost, problem.p, defensive=defensive)
-
-    def estimate(self, problem, q, plan, stops):
-        mean, _ = problem.moments["model"]
-        x = plan.queries
-        return model_assisted_prefix(problem.values[x], mean[x], problem.p[x] / q[x],
-                                     float(problem.p @ mean), stops, tuned=self.tuned)
-
-
-METHODS: dict[str, SamplingMethod] = {
-    "passive": PassiveMethod(),
-    "active": ActiveISMethod("active"),
-    "active_uniD": ActiveISMethod("active_uniD", moments="uniform"),
-    "active_uniC": ActiveISMethod("active_uniC", cost_aware=False),
-    "model_assisted": ModelAssistedMethod("model_assisted", sampling="active"),
-    "model_assisted_variance": ModelAssistedMethod("model_assisted_variance"),
-    "model_assisted_fixed": ModelAssistedMethod("model_assisted_fixed", tuned=False),
-}
-
-
-def register_method(method: SamplingMethod, *, replace: bool = False) -> None:
-    """Add a method to :data:`METHODS` under ``method.name``.
-
-    Examples
-    --------
-    >>> class Half(PassiveMethod):
-    ...     name = "half_passive"
-    >>> register_method(Half()); "half_passive" in METHODS
-    True
-    >>> del METHODS["half_passive"]
-    """
-    if not isinstance(method, SamplingMethod):
-        raise TypeError(f"`method` must be a SamplingMethod; got {type(method).__name__}.")
-    if method.name in METHODS and not replace:
-        raise ValueError(f"method {method.name!r} is already registered (pass replace=True).")
-    METHODS[method.name] = method
+def method_estimate(problem: Problem, method, q: np.ndarray, plan: BatchPlan, stops: np.ndarray) -> BatchEstimate:
+    """The method's estimator on every repetition and budget prefix (it sees values only at drawn queries)."""
+    method = get_method(method)
+    x = plan.queries
+    mean = problem.predictions["model"].mean[:, 0]
+    return method.estimator.prefix(problem.values[x], problem.p[x] / q[x], stops, predictions=mean[x],
+                                   pool_prediction=float(problem.p @ mean))
 
 
 # --------------------------------------------------------------------------- simulation
 
 
-def simulate(problem: Problem, method: SamplingMethod | str, budgets, n_reps: int, rng=None, *,
+def simulate(problem: Problem, method, budgets, n_reps: int, rng=None, *,
              defensive: float = DEFAULT_DEFENSIVE) -> tuple[pd.DataFrame, dict]:
     """Monte-Carlo of ``n_reps`` campaigns for every budget of a grid.
 
     Parameters
     ----------
     problem : Problem
-    method : SamplingMethod or str
+    method : str or Method
+        A registered method (:data:`activerank.design.methods.METHODS`).
     budgets : sequence of float
         Increasing budgets (units of mean query cost).
     n_reps : int
@@ -631,14 +536,13 @@ def simulate(problem: Problem, method: SamplingMethod | str, budgets, n_reps: in
     losses : dict of str to ndarray (n_budgets, n_reps)
         Per-repetition ``abs_error`` and ``selection_error`` (for bootstraps).
     """
-    method = METHODS[method] if isinstance(method, str) else method
     b = np.asarray(budgets, dtype=np.float64)
     if b.ndim != 1 or b.size == 0 or np.any(np.diff(b) <= 0):
         raise ValueError(f"`budgets` must be a non-empty increasing 1-d sequence; got {budgets!r}.")
-    q = method.distribution(problem, defensive=defensive)
+    q = method_distribution(problem, method, defensive=defensive)
     plan = draw_budgeted_batch(q, problem.costs.cost, float(b[-1]), n_reps, rng)
     stops = budget_stops(plan, b)
-    est = method.estimate(problem, q, plan, stops)
+    est = method_estimate(problem, method, q, plan, stops)
     t = problem.target
     e = est.estimate
     empty = ~np.isfinite(e)
@@ -864,7 +768,7 @@ class ExperimentConfig:
     folds: tuple = (1, 2, 3, 4, 5)
     n_reps: int = 1000
     metrics: tuple = ("err@10", "dcg@10", "err", "dcg")
-    methods: tuple = ("passive", "active", "active_uniD", "active_uniC")
+    methods: tuple = ("passive", "active", "active_uniform_model", "active_uniform_costs")
     scenarios: tuple = tuple(s.key for s in SCENARIOS)
     budgets: dict = field(default_factory=dict)
     reference_budget: dict = field(default_factory=dict)
@@ -945,8 +849,7 @@ def run(cfg: ExperimentConfig, *, progress: Callable[[str], None] | None = _prin
     t0 = time.perf_counter()
     say = progress or (lambda s: None)
     for name in cfg.methods:
-        if name not in METHODS:
-            raise ValueError(f"`methods` entry {name!r} is not registered; have {sorted(METHODS)}.")
+        get_method(name, param="methods")
     if "passive" not in cfg.methods:
         raise ValueError("`methods` must include 'passive' (the savings baseline).")
     instances = cfg.instances()
@@ -973,8 +876,8 @@ def run(cfg: ExperimentConfig, *, progress: Callable[[str], None] | None = _prin
                                   metric=metric, pool_queries=prob.p.size, target=prob.target)
                     vp = analytic_variance(prob.values, prob.p, prob.p, lam)
                     for ki, mname in enumerate(cfg.methods):
-                        method = METHODS[mname]
-                        q = method.distribution(prob, defensive=cfg.defensive)
+                        method = get_method(mname)
+                        q = method_distribution(prob, method, defensive=cfg.defensive)
                         analytic_rows.append(dict(common, method=mname, variance=analytic_variance(
                             prob.values, prob.p, q, lam), variance_passive=vp))
                         summ, loss = simulate(prob, method, grid, cfg.n_reps, _seed(cfg, di, fold, ii, mi, ki),
@@ -1027,6 +930,12 @@ def run(cfg: ExperimentConfig, *, progress: Callable[[str], None] | None = _prin
 
 
 # --------------------------------------------------------------------------- investigation
+
+
+def _predict(prob: Problem, probs):
+    """The problem's target predicted under other probabilities."""
+    kind = "difference" if len(prob.rankings) == 2 else "mean"
+    return make_target(kind, prob.rankings, prob.metric).predict(probs, prob.p)
 
 
 def _temper(probs, temperature):
@@ -1087,14 +996,13 @@ def investigate(cfg: ExperimentConfig, *, progress: Callable[[str], None] | None
                         rows.append(dict(base, variant=variant, value=str(value), variance=v,
                                          variance_passive=vpass, savings=1 - v / vpass if vpass > 0 else np.nan))
 
-                    mean, var = prob.moments["model"]
-                    sq = expected_squared_error(mean, var, p)
+                    pred = prob.predictions["model"]
+                    mean, var, sq = pred.mean[:, 0], pred.variance, pred.sq_error
                     for d in (0.0, 0.05, 0.1, 0.2, 0.3, 0.5):
                         add("defensive", d, optimal_distribution(sq, lam, p, defensive=d))
                     for t in (0.5, 1.0, 2.0):
-                        mt, vt = _moment_pair(_temper(prob.probs, t), prob.rankings, prob.metric)
-                        add("temperature", t, optimal_distribution(expected_squared_error(mt, vt, p), lam, p,
-                                                                   defensive=cfg.defensive))
+                        sq_t = _predict(prob, _temper(prob.probs, t)).sq_error
+                        add("temperature", t, optimal_distribution(sq_t, lam, p, defensive=cfg.defensive))
                     for cm in dict.fromkeys([spec.cost_model, "constant", "per_query"]):
                         if cm == "per_query":
                             lam_c = np.ones_like(lam)
@@ -1105,9 +1013,8 @@ def investigate(cfg: ExperimentConfig, *, progress: Callable[[str], None] | None
                         add("costs", cm, optimal_distribution(sq, lam_c, p, defensive=cfg.defensive), lam_c, vpc)
                     if len(inst.models) > 1:
                         for mname in inst.models:
-                            mm, vv = _moment_pair(fm.probs[mname], prob.rankings, prob.metric)
-                            add("model", mname, optimal_distribution(expected_squared_error(mm, vv, p), lam, p,
-                                                                     defensive=cfg.defensive))
+                            sq_m = _predict(prob, fm.probs[mname]).sq_error
+                            add("model", mname, optimal_distribution(sq_m, lam, p, defensive=cfg.defensive))
                     dev = np.abs(L - prob.target)
                     diag.append(dict(
                         base,
@@ -1220,7 +1127,7 @@ def write_outputs(res: ExperimentResults, out_dir, *, figures: bool = True, comm
     if figures:
         from . import plots
 
-        paths += plots.all_figures(res, out)
+        paths += plots.all_figures(res, out, title_map={s.key: s.title for s in SCENARIOS})
     md = ["# Label savings of active evaluation (activerank reproduction of Sawade et al. 2012)", ""]
     if command:
         md += [f"Regenerate: `{command}` (runtime {res.seconds / 60:.1f} min).", ""]
@@ -1274,7 +1181,7 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--folds", default="1,2,3,4,5", help="training partitions (default %(default)s)")
     ap.add_argument("--reps", type=int, default=1000, help="repetitions per budget (default %(default)s)")
     ap.add_argument("--metrics", default="err@10,dcg@10,err,dcg")
-    ap.add_argument("--methods", default="passive,active,active_uniD,active_uniC")
+    ap.add_argument("--methods", default="passive,active,active_uniform_model,active_uniform_costs")
     ap.add_argument("--scenarios", default=",".join(s.key for s in SCENARIOS),
                     help="instance keys or letters a-d")
     ap.add_argument("--budgets", default="", help="per-dataset grids, e.g. 'mq2008:10,20,50;ohsumed:5,10'")

@@ -20,8 +20,8 @@ __all__ = ["aggregate_curves", "error_curves", "cost_histogram", "all_figures"]
 _STYLE = {
     "passive": dict(color="0.3", marker="o", ls="--"),
     "active": dict(color="C3", marker="s", ls="-"),
-    "active_uniD": dict(color="C0", marker="^", ls=":"),
-    "active_uniC": dict(color="C2", marker="v", ls="-."),
+    "active_uniform_model": dict(color="C0", marker="^", ls=":"),
+    "active_uniform_costs": dict(color="C2", marker="v", ls="-."),
 }
 
 
@@ -129,11 +129,12 @@ def cost_histogram(cost_samples: dict, dataset: str, path=None):
     return fig
 
 
-def all_figures(res, out_dir) -> list[str]:
-    """Write every error-curve figure and cost histogram of an experiment; return paths."""
-    from .harness import SCENARIOS
+def all_figures(res, out_dir, *, title_map=None) -> list[str]:
+    """Write every error-curve figure and cost histogram of an experiment; return paths.
 
-    titles = {s.key: s.title for s in SCENARIOS}
+    ``title_map`` maps scenario-instance keys to panel titles.
+    """
+    titles = title_map or {}
     out = Path(out_dir)
     paths = []
     c = res.curves

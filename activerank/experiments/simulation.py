@@ -19,9 +19,8 @@ stream in the same chunks).
 Because the stopping rule only looks at the cumulative charged cost, the run for
 a budget ``b`` is a prefix of the run for any larger budget.  :func:`budget_stops`
 uses that to evaluate a whole grid of budgets on one set of draws (common random
-numbers across budgets), and :func:`snis_prefix` evaluates the self-normalized
-importance-sampling estimator (:func:`activerank.inference.estimators.snis`) on all those
-prefixes with cumulative sums -- no Python loop over repetitions, draws or
+numbers across budgets), and :func:`activerank.inference.snis.snis_prefix` (and every estimator plug-in's
+``prefix``) evaluates an estimator on all those prefixes with cumulative sums -- no Python loop over repetitions, draws or
 budgets.
 """
 
@@ -32,19 +31,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..inference.estimators import tuned_coefficient
-
-from ..design.sampling import budget_iv, distribution_iv, max_draws_iv
+from .._validation import affordable_budget_iv, distribution_iv, max_draws_iv
 
 __all__ = [
     "BatchPlan",
-    "BatchEstimate",
     "draw_budgeted_batch",
     "budget_stops",
-    "snis_batch",
-    "snis_prefix",
-    "model_assisted_prefix",
-    "mean_batch",
 ]
 
 
@@ -98,27 +90,6 @@ class BatchPlan:
         return np.cumsum(self.charged, axis=1)
 
 
-@dataclass(frozen=True, eq=False)
-class BatchEstimate:
-    """Estimates of many runs (any leading shape, e.g. ``(n_budgets, n_reps)``).
-
-    Attributes
-    ----------
-    estimate : ndarray
-        Self-normalized importance-weighted mean (NaN for a run without draws).
-    standard_error : ndarray
-        Delta-method standard error (NaN for runs with fewer than two draws).
-    effective_sample_size : ndarray
-        Kish's ``(sum w)^2 / sum w^2`` (0 for a run without draws).
-    n_draws : ndarray of int
-    """
-
-    estimate: np.ndarray
-    standard_error: np.ndarray
-    effective_sample_size: np.ndarray
-    n_draws: np.ndarray
-
-
 def _reps_iv(n_reps) -> int:
     if isinstance(n_reps, bool) or not isinstance(n_reps, (numbers.Integral, np.integer)) or n_reps < 1:
         raise ValueError(f"`n_reps` must be a positive integer; got {n_reps!r}.")
@@ -169,7 +140,7 @@ def draw_budgeted_batch(q, costs, budget, n_reps, rng=None, *, max_draws: int | 
     """
     q, costs = distribution_iv(q, costs)
     n_reps = _reps_iv(n_reps)
-    budget = budget_iv(budget, costs, q)
+    budget = affordable_budget_iv(budget, costs, q)
     rng = np.random.default_rng(rng)
     m = q.size
     max_draws = max_draws_iv(max_draws, m)
@@ -264,189 +235,3 @@ def budget_stops(plan: BatchPlan, budgets) -> np.ndarray:
     return np.minimum(stops, n_valid[None, :]).astype(np.int64)
 
 
-def _gather_prefix(cums: np.ndarray, stops: np.ndarray) -> np.ndarray:
-    """Prefix sums ``sum_{j < stop}`` from cumulative sums (0 where stop == 0)."""
-    idx = np.maximum(stops - 1, 0)
-    rows = np.arange(cums.shape[0])[None, :]
-    out = cums[rows, idx]
-    return np.where(stops > 0, out, 0.0)
-
-
-def snis_prefix(values, weights, stops) -> BatchEstimate:
-    """SNIS estimates of every run on draw prefixes of given lengths.
-
-    Parameters
-    ----------
-    values : ndarray of shape (n_reps, n_cols)
-        Metric value (or difference) of every draw.
-    weights : ndarray of shape (n_reps, n_cols)
-        Importance weight ``p(x)/q(x)`` of every draw.
-    stops : ndarray of shape (n_budgets, n_reps) or (n_reps,)
-        Use the first ``stops[b, r]`` draws of run ``r``.
-
-    Returns
-    -------
-    BatchEstimate
-        Arrays of the shape of ``stops``.  With ``n`` draws the estimate is
-        ``sum w v / sum w`` and the standard error
-        ``sqrt(n/(n-1) * sum w^2 (v - est)^2 / (sum w)^2)``, as in
-        :func:`activerank.inference.estimators.snis`.
-
-    Examples
-    --------
-    >>> v = np.array([[1.0, 0.0, 1.0, 0.0]])
-    >>> r = snis_prefix(v, np.ones_like(v), np.array([[4], [2]]))
-    >>> r.estimate.ravel().tolist(), round(float(r.standard_error[0, 0]), 6)
-    ([0.5, 0.5], 0.288675)
-    """
-    v = np.asarray(values, dtype=np.float64)
-    w = np.asarray(weights, dtype=np.float64)
-    if v.ndim != 2 or w.shape != v.shape:
-        raise ValueError(
-            f"`values` and `weights` must be 2-d arrays of one shape (n_reps, n_cols); "
-            f"got {v.shape} and {w.shape}."
-        )
-    st = np.asarray(stops)
-    squeeze = st.ndim == 1
-    st = np.atleast_2d(st).astype(np.int64)
-    if st.shape[1] != v.shape[0]:
-        raise ValueError(f"`stops` must have one column per repetition ({v.shape[0]}); got shape {st.shape}.")
-    if st.size and (st.min() < 0 or st.max() > v.shape[1]):
-        raise ValueError(f"`stops` must lie in 0..{v.shape[1]}; got range {st.min()}..{st.max()}.")
-    if v.shape[1] == 0:
-        z = np.zeros(st.shape)
-        est = BatchEstimate(z + np.nan, z + np.nan, z, st)
-    else:
-        # SNIS is shift-equivariant: centre for numerically stable moment sums
-        c = float(np.mean(v[:, 0]))
-        d = v - c
-        s_w = _gather_prefix(np.cumsum(w, axis=1), st)
-        s_wv = _gather_prefix(np.cumsum(w * d, axis=1), st)
-        w2 = w * w
-        s_w2 = _gather_prefix(np.cumsum(w2, axis=1), st)
-        s_w2v = _gather_prefix(np.cumsum(w2 * d, axis=1), st)
-        s_w2vv = _gather_prefix(np.cumsum(w2 * d * d, axis=1), st)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            mean_d = s_wv / s_w
-            ss = np.maximum(s_w2vv - 2.0 * mean_d * s_w2v + mean_d**2 * s_w2, 0.0)
-            se = np.sqrt(st / (st - 1.0) * ss / s_w**2)
-            ess = np.where(st > 0, s_w**2 / s_w2, 0.0)
-        estimate = np.where(st > 0, mean_d + c, np.nan)
-        se = np.where(st > 1, se, np.nan)
-        est = BatchEstimate(estimate, se, ess, st)
-    if squeeze:
-        return BatchEstimate(est.estimate[0], est.standard_error[0], est.effective_sample_size[0], est.n_draws[0])
-    return est
-
-
-def model_assisted_prefix(values, predictions, weights, pool_prediction: float, stops, *,
-                          tuned: bool = True) -> BatchEstimate:
-    """Model-assisted (control-variate) estimates of every run on draw prefixes.
-
-    The batched twin of :func:`activerank.inference.estimators.model_assisted`:
-    ``R_hat = v_bar + beta (M - m_bar)`` with SNIS means ``v_bar, m_bar`` and
-    ``beta`` tuned per run and prefix (or fixed at 1).
-
-    Parameters
-    ----------
-    values, predictions, weights : ndarray of shape (n_reps, n_cols)
-        Observed value, model prediction and importance weight of every draw.
-    pool_prediction : float
-        ``M = sum_x p(x) m(x)`` over the pool.
-    stops : ndarray of shape (n_budgets, n_reps)
-        Prefix lengths.
-    tuned : bool, default True
-
-    Returns
-    -------
-    BatchEstimate
-        Arrays of the shape of ``stops``.
-
-    Examples
-    --------
-    >>> v = np.array([[1.0, 2.0, 3.0, 4.0]])
-    >>> r = model_assisted_prefix(v, v + 0.5, np.ones_like(v), 3.0, np.array([[4]]))
-    >>> round(float(r.estimate[0, 0]), 12)
-    2.5
-    """
-    v = np.asarray(values, dtype=np.float64)
-    m = np.asarray(predictions, dtype=np.float64)
-    w = np.asarray(weights, dtype=np.float64)
-    st = np.atleast_2d(np.asarray(stops)).astype(np.int64)
-    if v.shape[1] == 0:
-        z = np.zeros(st.shape)
-        return BatchEstimate(z + np.nan, z + np.nan, z, st)
-    # centre both series: the estimator is shift-equivariant and the sums stay well conditioned
-    cv, cm = float(np.mean(v[:, 0])), float(np.mean(m[:, 0]))
-    dv, dm = v - cv, m - cm
-    w2 = w * w
-
-    def S(x):
-        return _gather_prefix(np.cumsum(x, axis=1), st)
-
-    s_w, s_w2 = S(w), S(w2)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        v_bar, m_bar = S(w * dv) / s_w, S(w * dm) / s_w
-        s_v, s_m = S(w2 * dv), S(w2 * dm)
-        vm = S(w2 * dv * dm) - m_bar * s_v - v_bar * s_m + v_bar * m_bar * s_w2
-        mm = np.maximum(S(w2 * dm * dm) - 2 * m_bar * s_m + m_bar**2 * s_w2, 0.0)
-        vv = np.maximum(S(w2 * dv * dv) - 2 * v_bar * s_v + v_bar**2 * s_w2, 0.0)
-        if tuned:
-            informative = mm > 1e-12 * np.maximum(S(w2 * m * m), np.finfo(float).tiny)
-            beta = tuned_coefficient(vm, mm, vv, st, informative)
-        else:
-            beta = np.ones_like(vm)
-        ss = np.maximum(vv - 2 * beta * vm + beta**2 * mm, 0.0)
-        dof = st - 1.0 - float(tuned)
-        se = np.where(dof >= 1, np.sqrt(st / dof * ss / s_w**2), np.nan)
-        ess = np.where(st > 0, s_w**2 / s_w2, 0.0)
-    estimate = np.where(st > 0, v_bar + cv + beta * (pool_prediction - (m_bar + cm)), np.nan)
-    return BatchEstimate(estimate, se, ess, st)
-
-
-def snis_batch(values, weights, valid) -> BatchEstimate:
-    """SNIS estimate of every run of a :class:`BatchPlan`-shaped batch.
-
-    Parameters
-    ----------
-    values, weights : ndarray of shape (n_reps, n_cols)
-        Value and importance weight of every draw (anything where not valid).
-    valid : ndarray of shape (n_reps, n_cols), bool
-        A prefix mask per row (as in :class:`BatchPlan`).
-
-    Returns
-    -------
-    BatchEstimate
-        Arrays of shape ``(n_reps,)``.
-
-    Examples
-    --------
-    >>> v = np.array([[1.0, 0.0, 1.0, 0.0], [1.0, 1.0, 9.0, 9.0]])
-    >>> ok = np.array([[True] * 4, [True, True, False, False]])
-    >>> snis_batch(v, np.ones_like(v), ok).estimate.tolist()
-    [0.5, 1.0]
-    """
-    valid = np.asarray(valid, dtype=bool)
-    v = np.asarray(values, dtype=np.float64)
-    if valid.shape != v.shape:
-        raise ValueError(f"`valid` must have the shape of `values` {v.shape}; got {valid.shape}.")
-    stops = valid.sum(axis=1)
-    if not np.array_equal(valid, np.arange(v.shape[1])[None, :] < stops[:, None]):
-        raise ValueError("`valid` must be a prefix mask in every row (True then False).")
-    w = np.where(valid, np.asarray(weights, dtype=np.float64), 0.0)
-    return snis_prefix(np.where(valid, v, 0.0), w, stops)
-
-
-def mean_batch(values, valid) -> BatchEstimate:
-    """Passive estimate: plain mean of every run's draws, SE ``s / sqrt(n)``.
-
-    Equal to :func:`snis_batch` with constant weights (sampling from ``p``
-    with a uniform ``p``).
-
-    Examples
-    --------
-    >>> mean_batch(np.array([[1.0, 0.0, 1.0, 0.0]]), np.ones((1, 4), bool)).estimate.tolist()
-    [0.5]
-    """
-    v = np.asarray(values, dtype=np.float64)
-    return snis_batch(v, np.ones_like(v), valid)

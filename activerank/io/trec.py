@@ -200,7 +200,7 @@ def read_runs(paths, *, multiple_tags: str = "split", queries: str = "union") ->
     >>> [runs.pool.doc_ids[r] for r in runs.rankings["A"][0]]
     ['d3', 'd2', 'd1']
     """
-    from ..api import Pool
+    from ..pool import Pool
 
     if multiple_tags not in ("split", "error"):
         raise ValueError(f"`multiple_tags` must be 'split' or 'error'; got {multiple_tags!r}.")

@@ -64,6 +64,11 @@ def pool_metric_values(labels, rankings, *, metric, k=None, ymax) -> np.ndarray:
     n_grades = n_grades_from_ymax(ymax)
     labels = labels_iv(labels, n_grades)
     r = rankings_iv(rankings, labels.size)
+    return _pool_values(labels, r, m, ymax)
+
+
+def _pool_values(labels: np.ndarray, r: Rankings, m: Metric, ymax: int) -> np.ndarray:
+    """:func:`pool_metric_values` on validated inputs (labels of the ranked rows must be grades)."""
     if m.family == "normalized":
         # the ideal ordering sorts the whole ranked list by grade, then cuts at k
         order = np.lexsort((-labels[r.items], r.query_index()))

@@ -48,4 +48,11 @@ __all__ = [
     "remove_fraction",
 ]
 
-from . import calibration  # noqa: E402  (scikit-learn is imported only when it is used)
+
+def __getattr__(name):
+    # `calibration` loads the metric kernels; import it only when it is used
+    if name == "calibration":
+        import importlib
+
+        return importlib.import_module(".calibration", __name__)
+    raise AttributeError(f"module 'activerank.relevance' has no attribute {name!r}")

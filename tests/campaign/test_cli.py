@@ -16,7 +16,7 @@ import pytest
 import activerank as ar
 from activerank.campaign import Campaign
 from activerank.campaign.cli import main
-from activerank.inference.estimators import LowEffectiveSampleSizeWarning
+from activerank.inference.snis import LowEffectiveSampleSizeWarning
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -111,6 +111,46 @@ def test_cli_trec_mode_compare(tmp_path, capsys):
     assert code == 0 and "difference" in got and "estimate_a" in got
     with Campaign.open(db) as c:
         assert c.names == ("sysA", "sysB") and c.n_grades == 3
+
+
+@pytest.mark.filterwarnings("ignore::activerank.inference.snis.LowEffectiveSampleSizeWarning")
+@pytest.mark.parametrize("mode", ["baseline", "ranking"])
+def test_cli_k_system_campaign_equals_the_api(tmp_path, files, capsys, mode):
+    pool, train = files
+    db, tasks, ans = str(tmp_path / "k.db"), str(tmp_path / "t.jsonl"), str(tmp_path / "a.jsonl")
+    extra = ["--baseline", "feature:1"] if mode == "baseline" else ["--ranker", "feature:1", "--rank-systems"]
+    code, out, err = run_cli(["campaign", "init", db, "--pool", pool, "--train", train, "--model", "lightgbm",
+                              "--ranker", "feature:25", "--ranker", "feature:40", *extra, "--grades", "3",
+                              "--budget", "10", "--metric", "err@5", "--seed", "6"], capsys)
+    assert code == 0, err
+    run_cli(["campaign", "export", db, tasks], capsys)
+    data = ar.load_letor(pool, n_grades=3)
+    _answer(tasks, ans, data)
+    code, _, err = run_cli(["campaign", "import", db, ans], capsys)
+    assert code == 0, err
+    code, out, err = run_cli(["campaign", "estimate", db], capsys)
+    assert code == 0 and ("minus baseline 'feature:1'" if mode == "baseline" else "mean system") in out, err
+    code, out, _ = run_cli(["campaign", "estimate", db, "--json"], capsys)
+    got = json.loads(out)["systems"]
+    model = ar.relevance.make_relevance_model("lightgbm", 3, random_state=0)
+    tr = ar.load_letor(train, n_grades=3)
+    probs = model.fit(tr.X, tr.labels).predict_proba(data.X)
+    lab = ar.KnownLabels.from_data(data)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", LowEffectiveSampleSizeWarning)
+        if mode == "baseline":
+            ref = ar.compare_many(data, {"feature:25": data.X[:, 24], "feature:40": data.X[:, 39]}, data.X[:, 0],
+                                  probs, lab, budget=10, metric="err@5", rng=6, baseline_name="feature:1")
+            expected = dict(zip(ref.names, ref.differences))
+            key = "difference"
+        else:
+            ref = ar.rank_systems(data, {"feature:25": data.X[:, 24], "feature:40": data.X[:, 39],
+                                         "feature:1": data.X[:, 0]}, probs, lab, budget=10, metric="err@5", rng=6)
+            expected = dict(zip(ref.names, ref.relative))
+            key = "relative"
+    assert set(got) == set(expected)
+    for name, value in expected.items():
+        assert got[name][key] == pytest.approx(value, rel=1e-12, abs=1e-15)
 
 
 @pytest.mark.parametrize("sub", ["init", "export", "import", "status", "estimate", "qrels"])

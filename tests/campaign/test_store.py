@@ -10,7 +10,7 @@ import pytest
 
 import activerank as ar
 from activerank.campaign import Campaign, combine_grades
-from activerank.inference.estimators import LowEffectiveSampleSizeWarning
+from activerank.inference.snis import LowEffectiveSampleSizeWarning
 
 BUDGET = 12
 METRIC = "dcg@5"
@@ -415,7 +415,7 @@ def test_create_and_open_errors(tmp_path, data, probs, camp):
 def test_store_layout_and_no_pickle(camp):
     conn = sqlite3.connect(camp.path)
     assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
-    assert conn.execute("SELECT version FROM schema_version").fetchall() == [(1,)]
+    assert conn.execute("SELECT version FROM schema_version").fetchall() == [(2,)]
     meta = dict(conn.execute("SELECT key, value FROM meta"))
     assert json.loads(meta["seed"]) == 3 and json.loads(meta["metric"]) == METRIC
     conn.close()

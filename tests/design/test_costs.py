@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from activerank.api import Pool
+from activerank.pool import Pool
 from activerank.design.costs import document_costs, query_costs
 from activerank.ragged import Rankings
 

@@ -1,12 +1,8 @@
 import numpy as np
 import pytest
 
-from activerank.design.sampling import (
-    draw_budgeted,
-    expected_squared_error,
-    optimal_distribution,
-    query_weights_iv,
-)
+from activerank._validation import query_weights_iv
+from activerank.design.sampling import draw_budgeted, expected_squared_error, optimal_distribution
 
 
 def test_optimal_distribution_formula():

@@ -3,15 +3,10 @@
 import numpy as np
 import pytest
 
-from activerank.inference.estimators import snis
+from activerank.inference.snis import snis
 from activerank.design.sampling import draw_budgeted
-from activerank.experiments.simulation import (
-    budget_stops,
-    draw_budgeted_batch,
-    mean_batch,
-    snis_batch,
-    snis_prefix,
-)
+from activerank.experiments.simulation import budget_stops, draw_budgeted_batch
+from activerank.inference.snis import mean_batch, snis_batch, snis_prefix
 
 
 def _pool(m=40, seed=0):
@@ -148,8 +143,8 @@ def test_validation_messages():
 
 
 def test_model_assisted_prefix_matches_scalar_estimator():
-    from activerank.inference.estimators import model_assisted
-    from activerank.experiments.simulation import model_assisted_prefix
+    from activerank.inference.model_assisted import model_assisted
+    from activerank.inference.model_assisted import model_assisted_prefix
 
     rng = np.random.default_rng(5)
     v = rng.random((3, 40))

@@ -4,8 +4,10 @@ import numpy as np
 import pytest
 
 import activerank as ar
-from activerank.api import design, estimate_from_labels
-from activerank.inference.estimators import LowEffectiveSampleSizeWarning, model_assisted, snis
+from activerank.api import make_design as design
+from activerank.engine import estimate_from_plan
+from activerank.inference.model_assisted import model_assisted
+from activerank.inference.snis import LowEffectiveSampleSizeWarning, snis
 from activerank.metrics import pool_metric_values
 from activerank.relevance.rankers import rank_by_scores
 from activerank.design.sampling import draw_budgeted
@@ -152,10 +154,12 @@ def test_estimate_from_labels_matches_estimate(synthetic_pool):
     res = ar.estimate(pool, scores, pool.probs, lab, budget=25, metric="err", rng=11)
     dsg = design(pool, (rank_by_scores(scores, pool.offsets),), pool.probs, metric="err")
     plan = draw_budgeted(dsg.q, dsg.costs.cost, 25, np.random.default_rng(11))
-    acquired = {int(x): labels[dsg.documents(int(x))] for x in np.unique(plan.queries)}
+    judged = np.full(labels.size, -1)
+    for x in np.unique(plan.queries):
+        judged[dsg.documents(int(x))] = labels[dsg.documents(int(x))]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", LowEffectiveSampleSizeWarning)
-        again = estimate_from_labels(pool, dsg, plan, acquired)
+        again = estimate_from_plan(dsg, ar.pool.Pool(pool.query_ids, pool.offsets), plan, judged)
     assert again.estimate == res.estimate and again.standard_error == res.standard_error
 
 

@@ -4,9 +4,10 @@ import numpy as np
 import pytest
 
 import activerank as ar
-from activerank.adaptive import PriorJudgments, estimate_adaptive, mis_weights
-from activerank.api import design
-from activerank.inference.estimators import LowEffectiveSampleSizeWarning, snis
+from activerank import PriorJudgments, estimate_adaptive
+from activerank.inference.mis import mis_weights
+from activerank.api import make_design as design
+from activerank.inference.snis import LowEffectiveSampleSizeWarning, snis
 from activerank.metrics import pool_metric_values
 from activerank.relevance.models import RelevanceModel
 from activerank.relevance.rankers import rank_by_scores

@@ -5,19 +5,19 @@ import pytest
 import activerank as ar
 from activerank.metrics import pool_metric_values
 from activerank.metrics.moments import pool_moments, pool_pair_moments
-from activerank.multi import (
-    SimultaneousIntervals,
-    compare_many,
-    design_many,
-    joint_snis,
-    kendall_tau,
-    max_abs_t_critical_value,
-    rank_systems,
-)
+from activerank import compare_many, rank_systems
+from activerank.api import make_design
+from activerank.inference.intervals import SimultaneousIntervals, kendall_tau, max_abs_t_critical_value
+from activerank.inference.snis import joint_snis
+
+
+def design_many(pool, rankings, probs, *, target="baseline", metric="err@10", **kw):
+    """The k-system design (target "mean" is the ranking of systems relative to the mean system)."""
+    return make_design(pool, rankings, probs, target={"mean": "ranking"}.get(target, target), metric=metric, **kw)
 from activerank.ragged import Rankings
 from activerank.relevance.rankers import rank_by_scores
 from activerank.design.sampling import draw_budgeted
-from activerank.inference.estimators import snis
+from activerank.inference.snis import snis
 
 from .conftest import SyntheticPool, stat_reps
 
@@ -112,7 +112,7 @@ def test_design_sampling_distribution_from_moments(synthetic_pool):
     dmean = mean @ A.T
     sq = np.einsum("ij,qjl,il->q", A, cov, A) + ((dmean - p @ dmean) ** 2).sum(axis=1)
     np.testing.assert_allclose(dsg.q, q_star(sq, dsg.costs.cost), rtol=1e-9)
-    assert dsg.names == tuple("abcd") and dsg.target == "baseline"
+    assert dsg.target.names == tuple("abcd") and dsg.target.kind == "baseline"
 
     # costs: union of all rankings' top-10 documents
     n = pool.offsets[-1]
@@ -285,9 +285,9 @@ def test_input_errors(synthetic_pool):
     with pytest.raises(TypeError, match=r"`pool` must have `offsets`"):
         rank_systems(object(), [a, b], pool.probs, lab, **kw)
     rks = [rank_by_scores(s, pool.offsets) for s in (a, b)]
-    with pytest.raises(ValueError, match=r"`target` must be one of \['baseline', 'mean'\]"):
+    with pytest.raises(ValueError, match=r"`target` must be one of \['mean', 'difference', 'baseline', 'ranking'\]"):
         design_many(pool, rks, pool.probs, target="best")
-    with pytest.raises(ValueError, match=r"`rankings` must hold at least 2 rankings; got 1"):
+    with pytest.raises(ValueError, match=r"`target`='baseline' needs at least 2 rankings; got 1"):
         design_many(pool, rks[:1], pool.probs)
     with pytest.raises(TypeError, match=r"`rankings` must be a sequence of Rankings"):
         design_many(pool, [a, b], pool.probs)

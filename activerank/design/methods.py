@@ -1,0 +1,148 @@
+"""Sampling methods: how the sampling distribution ``q`` is chosen, and which estimator goes with it.
+
+ONE registry, :data:`METHODS`, used by the Python API, the command line, the
+experiment harness and the campaign store.  A :class:`Method` is a rule
+``(prediction, costs, p, defensive) -> q`` plus an estimator plug-in
+(:mod:`activerank.inference.estimators`); adding a method is one
+:func:`register_method` call, nothing in the engine changes.
+
+Built-in methods (Sawade et al. 2012; the model-assisted ones are ours):
+
+========================== ============================================== ===================
+name                       q                                              estimator
+========================== ============================================== ===================
+``passive``                ``p``                                          self-normalized
+``active``                 ``∝ p sqrt(E[(L - R)^2 | x] / lambda(x))``     self-normalized
+``active_uniform_costs``   ``∝ p sqrt(E[(L - R)^2 | x])`` (paper's uniC)   self-normalized
+``active_uniform_model``   active ``q`` under uniform labels (uniD)       self-normalized
+``model_assisted``         as ``active``                                  control variate, tuned
+``model_assisted_variance`` ``∝ p sqrt(Var[L | x] / lambda(x))``           control variate, tuned
+``model_assisted_fixed``   as ``model_assisted_variance``                 control variate, beta = 1
+========================== ============================================== ===================
+
+Every ``q`` except ``passive`` is mixed with ``p`` by the ``defensive`` weight.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from ..inference.estimators import Estimator, ModelAssisted, SelfNormalized
+from .sampling import optimal_distribution
+
+__all__ = ["METHODS", "Method", "get_method", "method_names", "register_method", "unregister_method"]
+
+
+@dataclass(frozen=True)
+class Method:
+    """A sampling method.
+
+    Attributes
+    ----------
+    name : str
+    sample : callable
+        ``sample(prediction, costs, p, defensive) -> q``: ``prediction`` is a
+        :class:`~activerank.design.targets.Prediction`, ``costs`` the
+        normalized per-query costs, ``p`` the target distribution; returns the
+        sampling distribution over the pool (sums to 1).
+    estimator : Estimator
+        How weighted draws become estimates.
+    relevance : {"model", "uniform"}
+        Moments under the relevance model, or under uniform grade
+        probabilities (the paper's uniD ablation).
+    description : str
+    """
+
+    name: str
+    sample: Callable
+    estimator: Estimator
+    relevance: str = "model"
+    description: str = ""
+
+    def distribution(self, prediction, costs, p, *, defensive: float) -> np.ndarray:
+        """The sampling distribution ``q`` for a prediction, costs and target distribution."""
+        return self.sample(prediction, costs, p, defensive)
+
+
+def _passive(prediction, costs, p, defensive):
+    return p.copy()
+
+
+def _active(prediction, costs, p, defensive):
+    return optimal_distribution(prediction.sq_error, costs, p, defensive=defensive)
+
+
+def _active_uniform_costs(prediction, costs, p, defensive):
+    return optimal_distribution(prediction.sq_error, np.ones_like(costs), p, defensive=defensive)
+
+
+def _variance(prediction, costs, p, defensive):
+    # optimal for a calibrated model: the control variate removes the predictable part
+    return optimal_distribution(prediction.variance, costs, p, defensive=defensive)
+
+
+METHODS: dict[str, Method] = {}
+
+
+def register_method(method: Method, *, replace: bool = False) -> Method:
+    """Add a method to the registry (every entry point sees it at once).
+
+    Examples
+    --------
+    >>> half = Method("half_active", lambda pred, lam, p, d: (_active(pred, lam, p, d) + p) / 2,
+    ...               SelfNormalized(), description="midway between active and passive")
+    >>> register_method(half).name in method_names()
+    True
+    >>> unregister_method("half_active")
+    """
+    if not isinstance(method, Method):
+        raise TypeError(f"`method` must be an activerank.design.methods.Method; got {type(method).__name__}.")
+    if not isinstance(method.estimator, Estimator):
+        raise TypeError(f"`method.estimator` must be an Estimator; got {type(method.estimator).__name__}.")
+    if method.relevance not in ("model", "uniform"):
+        raise ValueError(f"`method.relevance` must be 'model' or 'uniform'; got {method.relevance!r}.")
+    if method.name in METHODS and not replace:
+        raise ValueError(f"method {method.name!r} is already registered (pass replace=True).")
+    METHODS[method.name] = method
+    return method
+
+
+def unregister_method(name: str) -> None:
+    """Remove a registered method (e.g. one a test added)."""
+    METHODS.pop(name, None)
+
+
+def method_names(*, estimator: type | None = None) -> tuple:
+    """Registered method names, optionally only those whose estimator is an instance of ``estimator``."""
+    return tuple(n for n, m in METHODS.items() if estimator is None or isinstance(m.estimator, estimator))
+
+
+def get_method(name, *, allowed: tuple | None = None, param: str = "method") -> Method:
+    """The registered method called ``name`` (a clear error lists the choices)."""
+    if isinstance(name, Method):
+        name = name.name
+    names = method_names() if allowed is None else allowed
+    if name not in METHODS or name not in names:
+        raise ValueError(f"`{param}` must be one of {list(names)}, got {name!r}.")
+    return METHODS[name]
+
+
+for _m in (
+    Method("active", _active, SelfNormalized(),
+           description="cost-aware variance-optimal q* (Sawade et al. 2012), self-normalized estimate"),
+    Method("passive", _passive, SelfNormalized(), description="sample from p; the plain mean"),
+    Method("active_uniform_costs", _active_uniform_costs, SelfNormalized(),
+           description="q* ignoring costs (the paper's uniC)"),
+    Method("active_uniform_model", _active, SelfNormalized(), relevance="uniform",
+           description="q* under uniform grade probabilities (the paper's uniD)"),
+    Method("model_assisted", _active, ModelAssisted(tuned=True),
+           description="active q*, the model's pool mean as a control variate with a tuned coefficient"),
+    Method("model_assisted_variance", _variance, ModelAssisted(tuned=True),
+           description="q ∝ p sqrt(Var[L|x] / lambda), tuned control variate"),
+    Method("model_assisted_fixed", _variance, ModelAssisted(tuned=False),
+           description="q ∝ p sqrt(Var[L|x] / lambda), control variate with coefficient 1"),
+):
+    register_method(_m)

@@ -1,0 +1,289 @@
+"""Targets: *what* is estimated.
+
+Every target is a set of linear contrasts ``theta = A R`` of the mean metrics
+``R_i = sum_x p(x) L_i(x)`` of ``s`` rankings:
+
+=============================  =====  ======================================
+target                         ``s``  contrasts ``A``
+=============================  =====  ======================================
+:class:`MeanTarget`            1      ``[1]``: one ranker's mean metric
+:class:`DifferenceTarget`      2      ``[1, -1]``: ``R_a - R_b``
+:class:`BaselineTarget`        m + 1  ``[I_m | -1]``: each candidate minus the baseline
+:class:`RankingTarget`         k      ``I - 1/k``: each system minus the mean system
+=============================  =====  ======================================
+
+A target knows, per query, what judging costs (the union of the rankings'
+top-k documents, :meth:`Target.documents`), what the relevance model predicts
+(:meth:`Target.predict`: the per-query means of the contrasts, and the sums of
+their variances and expected squared errors that the sampling distribution
+needs), and how labels become per-query values (:meth:`Target.values`).  The
+sampling-distribution arithmetic (Sawade et al. 2012, Derivation 1) lives in
+:mod:`activerank.design.sampling`; for several contrasts the optimal ``q``
+minimizes the *sum* of their variances (Schnabel et al. 2016).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+import numpy as np
+
+from ..metrics.moments import _moments, _pair_moments
+from ..metrics.registry import Metric
+from ..metrics.values import _pool_values
+from ..ragged import Rankings
+from .sampling import expected_squared_error
+
+__all__ = ["Prediction", "Target", "MeanTarget", "DifferenceTarget", "BaselineTarget", "RankingTarget",
+           "TARGET_KINDS", "make_target"]
+
+
+@dataclass(frozen=True, eq=False)
+class Prediction:
+    """What the relevance model predicts about a target, per query.
+
+    Attributes
+    ----------
+    mean : ndarray of shape (n_queries, n_outputs)
+        ``E_theta[theta_j(x) | x]``: predicted per-query value of every contrast
+        (the control variate of model-assisted estimators).
+    variance : ndarray of shape (n_queries,)
+        ``sum_j Var_theta[theta_j(x) | x]``.
+    sq_error : ndarray of shape (n_queries,)
+        ``sum_j E_theta[(theta_j(x) - Theta_j)^2 | x]`` with ``Theta_j`` the
+        model's pool mean: what the variance-optimal ``q*`` is proportional to
+        (times ``p(x) / sqrt(lambda(x))``).
+    system_mean : ndarray of shape (n_queries, n_systems) or None
+        Predicted per-query mean metric of every ranking.
+    """
+
+    mean: np.ndarray
+    variance: np.ndarray
+    sq_error: np.ndarray
+    system_mean: np.ndarray | None = None
+
+    def pool_mean(self, p) -> np.ndarray:
+        """The model's pool means ``Theta_j = sum_x p(x) E[theta_j | x]``, shape (n_outputs,)."""
+        return np.array([float(np.dot(p, self.mean[:, j])) for j in range(self.mean.shape[1])])
+
+
+@dataclass(frozen=True, eq=False)
+class Target:
+    """Base class: rankings (truncated at the metric's cutoff), their names and the metric."""
+
+    rankings: tuple
+    metric: Metric
+    names: tuple
+    kind: ClassVar[str] = ""
+
+    @property
+    def n_queries(self) -> int:
+        return self.rankings[0].n_queries
+
+    @property
+    def n_systems(self) -> int:
+        return len(self.rankings)
+
+    @property
+    def contrast(self) -> np.ndarray:  # pragma: no cover - every target defines it
+        raise NotImplementedError
+
+    @property
+    def output_names(self) -> tuple:  # pragma: no cover
+        raise NotImplementedError
+
+    def predict(self, probs: np.ndarray, p: np.ndarray) -> Prediction:  # pragma: no cover
+        raise NotImplementedError
+
+    def documents(self, x: int) -> np.ndarray:
+        """Global rows to judge for pool query ``x``: the union of the top-k lists, in order of first appearance."""
+        rows = np.concatenate([r[x] for r in self.rankings])
+        _, first = np.unique(rows, return_index=True)
+        return rows[np.sort(first)]
+
+    def values(self, labels: np.ndarray, queries, n_grades: int) -> np.ndarray:
+        """Metric value of every ranking on the judged ``queries``.
+
+        Parameters
+        ----------
+        labels : ndarray of shape (n_docs,)
+            Grades of the judged rows (anything, e.g. -1, elsewhere).
+        queries : array-like of int
+            Pool queries whose documents are all judged.
+        n_grades : int
+
+        Returns
+        -------
+        ndarray of shape (n_queries, n_systems)
+            NaN outside ``queries``.
+        """
+        queries = np.asarray(queries, dtype=np.int64)
+        out = np.full((self.n_queries, self.n_systems), np.nan)
+        if queries.size:
+            grades = np.where(labels >= 0, labels, 0)
+            for i, r in enumerate(self.rankings):
+                out[queries, i] = _pool_values(grades, r.subset(queries), self.metric, n_grades - 1)
+        return out
+
+    def outputs(self, system_values: np.ndarray) -> np.ndarray:
+        """Per-query contrast values ``theta(x) = A L(x)``, shape (..., n_outputs)."""
+        return system_values @ self.contrast.T
+
+
+@dataclass(frozen=True, eq=False)
+class MeanTarget(Target):
+    """One ranker's mean metric ``R = sum_x p(x) L(x)``."""
+
+    kind: ClassVar[str] = "mean"
+
+    @property
+    def contrast(self) -> np.ndarray:
+        return np.ones((1, 1))
+
+    @property
+    def output_names(self) -> tuple:
+        return ("value",)
+
+    def outputs(self, system_values: np.ndarray) -> np.ndarray:
+        return system_values[..., :1]
+
+    def predict(self, probs, p) -> Prediction:
+        mom = _moments(probs, self.rankings[0], self.metric)
+        return Prediction(mom.mean[:, None], mom.variance, expected_squared_error(mom.mean, mom.variance, p),
+                          mom.mean[:, None])
+
+
+@dataclass(frozen=True, eq=False)
+class DifferenceTarget(Target):
+    """The difference ``Delta = R_a - R_b`` of two rankers on the same queries."""
+
+    kind: ClassVar[str] = "difference"
+
+    @property
+    def contrast(self) -> np.ndarray:
+        return np.array([[1.0, -1.0]])
+
+    @property
+    def output_names(self) -> tuple:
+        return ("delta",)
+
+    def outputs(self, system_values: np.ndarray) -> np.ndarray:
+        # a plain subtraction: exactly 0 where both rankings have equal values
+        return system_values[..., :1] - system_values[..., 1:2]
+
+    def predict(self, probs, p) -> Prediction:
+        pm = _pair_moments(probs, self.rankings[0], self.rankings[1], self.metric)
+        mean = pm.delta_mean
+        return Prediction(mean[:, None], pm.delta_variance, expected_squared_error(mean, pm.delta_variance, p),
+                          np.stack([pm.mean_a, pm.mean_b], axis=1))
+
+
+@dataclass(frozen=True, eq=False)
+class BaselineTarget(Target):
+    """Each of ``m`` candidates minus a baseline, ``Delta_j = R_j - R_base`` (baseline ranked last)."""
+
+    kind: ClassVar[str] = "baseline"
+
+    @property
+    def contrast(self) -> np.ndarray:
+        m = self.n_systems - 1
+        return np.hstack([np.eye(m), -np.ones((m, 1))])
+
+    @property
+    def output_names(self) -> tuple:
+        return tuple(self.names[:-1])
+
+    def outputs(self, system_values: np.ndarray) -> np.ndarray:
+        return system_values[..., :-1] - system_values[..., -1:]
+
+    def predict(self, probs, p) -> Prediction:
+        base = self.rankings[-1]
+        pms = [_pair_moments(probs, r, base, self.metric) for r in self.rankings[:-1]]
+        mean = np.stack([pm.delta_mean for pm in pms], axis=1)
+        sq = expected_squared_error(pms[0].delta_mean, pms[0].delta_variance, p)
+        var = pms[0].delta_variance
+        for pm in pms[1:]:
+            sq = sq + expected_squared_error(pm.delta_mean, pm.delta_variance, p)
+            var = var + pm.delta_variance
+        system = np.stack([pm.mean_a for pm in pms] + [pms[0].mean_b], axis=1)
+        return Prediction(mean, var, sq, system)
+
+
+@dataclass(frozen=True, eq=False)
+class RankingTarget(Target):
+    """Each of ``k`` systems relative to the mean system, ``theta_i = R_i - mean_l R_l``.
+
+    ``sum_i (L_i - Lbar)^2 = (1/k) sum_{i<l} (L_i - L_l)^2``, so the sum of the
+    contrasts' variances is, up to ``1/k``, the sum over all pairwise
+    differences: the pair kernel of every pair gives ``q*``.
+    """
+
+    kind: ClassVar[str] = "ranking"
+
+    @property
+    def contrast(self) -> np.ndarray:
+        s = self.n_systems
+        return np.eye(s) - 1.0 / s
+
+    @property
+    def output_names(self) -> tuple:
+        return tuple(self.names)
+
+    def outputs(self, system_values: np.ndarray) -> np.ndarray:
+        return system_values - system_values.mean(axis=-1, keepdims=True)
+
+    def predict(self, probs, p) -> Prediction:
+        s = self.n_systems
+        means = np.empty((self.n_queries, s))
+        sq = var = None
+        for i in range(s):
+            for j in range(i + 1, s):
+                pm = _pair_moments(probs, self.rankings[i], self.rankings[j], self.metric)
+                means[:, i], means[:, j] = pm.mean_a, pm.mean_b
+                pair_sq = expected_squared_error(pm.delta_mean, pm.delta_variance, p)
+                sq = pair_sq if sq is None else sq + pair_sq
+                var = pm.delta_variance if var is None else var + pm.delta_variance
+        return Prediction(means - means.mean(axis=1, keepdims=True), var, sq, means)
+
+
+TARGET_KINDS = {cls.kind: cls for cls in (MeanTarget, DifferenceTarget, BaselineTarget, RankingTarget)}
+
+
+def make_target(kind: str, rankings, metric: Metric, names=None) -> Target:
+    """A target of ``kind`` over ``rankings`` (truncated here at ``metric.k``).
+
+    Parameters
+    ----------
+    kind : {"mean", "difference", "baseline", "ranking"}
+    rankings : sequence of Rankings
+        One (mean), two (difference), candidates then the baseline
+        (baseline), or the systems to rank (ranking).
+    metric : Metric
+    names : sequence of str, optional
+        One name per ranking.
+
+    Examples
+    --------
+    >>> from activerank.ragged import Rankings
+    >>> from activerank.metrics import parse_metric
+    >>> r = Rankings.from_list([[0, 1], [2]])
+    >>> t = make_target("difference", [r, r], parse_metric("dcg@1"), names=("a", "b"))
+    >>> t.contrast.tolist(), t.documents(0).tolist()
+    ([[1.0, -1.0]], [0])
+    """
+    cls = TARGET_KINDS[kind]
+    tops = tuple(r.truncate(metric.k) for r in rankings)
+    if names is None:
+        names = default_names(kind, len(tops))
+    return cls(tops, metric, tuple(names))
+
+
+def default_names(kind: str, n: int) -> tuple:
+    if kind == "mean":
+        return ("ranker",)
+    if kind == "difference":
+        return ("a", "b")
+    if kind == "baseline":
+        return tuple(f"candidate_{i}" for i in range(n - 1)) + ("baseline",)
+    return tuple(f"system_{i}" for i in range(n))

@@ -1,0 +1,325 @@
+"""Results: one family of frozen dataclasses for every target and schedule.
+
+:class:`EstimateResult` (one ranker), :class:`ComparisonResult` (two),
+:class:`MultiComparisonResult` (candidates vs a baseline),
+:class:`SystemRankingResult` (ranking k systems), and their target-precision
+variants whose interval is an anytime-valid confidence sequence.  They are
+built in one place, :mod:`activerank.engine.assemble`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from .intervals import (
+    ConfidenceInterval,
+    SimultaneousIntervals,
+    kendall_tau,
+    normal_cdf,
+    normal_quantile,
+    prob_positive,
+)
+from .sequences import INTERVAL_KIND, _alpha, cs_radius
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pandas as pd
+
+__all__ = [
+    "ComparisonResult",
+    "EstimateResult",
+    "MultiComparisonResult",
+    "RunInfo",
+    "SequentialComparisonResult",
+    "SequentialEstimateResult",
+    "SystemRankingResult",
+]
+
+
+@dataclass(frozen=True, eq=False, kw_only=True)
+class RunInfo:
+    """What every budgeted run reports, whatever it estimates."""
+
+    metric: str
+    method: str
+    n_draws: int
+    n_queries: int
+    cost_spent: float
+    budget: float
+    effective_sample_size: float
+    trace: "pd.DataFrame" = field(repr=False)
+    exact: bool = False
+
+
+@dataclass(frozen=True, eq=False, kw_only=True)
+class _Result(RunInfo):
+    standard_error: float
+    control_coefficient: float | None = None
+
+    def _point(self) -> float:  # pragma: no cover - overridden
+        raise NotImplementedError
+
+    def confidence_interval(self, confidence_level: float = 0.95) -> ConfidenceInterval:
+        """Normal (Wald) interval ``point +- z * standard_error``."""
+        z = normal_quantile(confidence_level)
+        point = self._point()
+        return ConfidenceInterval(point - z * self.standard_error, point + z * self.standard_error)
+
+
+@dataclass(frozen=True, eq=False, kw_only=True)
+class EstimateResult(_Result):
+    """Estimate of a ranker's mean metric over the query distribution ``p``.
+
+    Attributes
+    ----------
+    estimate : float
+        Estimated ``R = sum_x p(x) L(x)``.
+    standard_error : float
+    metric, method : str
+    n_draws : int
+        Draws made (with repetitions).
+    n_queries : int
+        Distinct queries judged.
+    cost_spent, budget : float
+        In units of the pool's mean query cost.
+    effective_sample_size : float
+    trace : pandas.DataFrame
+        One row per draw: ``draw, query, query_id, q, p, weight, new, cost,
+        cumulative_cost, value``.
+    """
+
+    estimate: float
+
+    def _point(self) -> float:
+        return self.estimate
+
+
+@dataclass(frozen=True, eq=False, kw_only=True)
+class ComparisonResult(_Result):
+    """Estimate of ``Delta = R_a - R_b`` for two rankers on the same queries.
+
+    ``difference`` is the estimated ``Delta``; ``estimate_a`` and
+    ``estimate_b`` are the two rankers' own self-normalized importance-weighted
+    estimates from the same draws, without any control variate -- so for the
+    model-assisted methods ``estimate_a - estimate_b`` differs from
+    ``difference``.
+    """
+
+    difference: float
+    estimate_a: float
+    estimate_b: float
+
+    def _point(self) -> float:
+        return self.difference
+
+    def prob_a_better(self) -> float:
+        """Normal-approximation probability that ``Delta > 0`` (NaN without a standard error)."""
+        if np.isnan(self.difference) or np.isnan(self.standard_error):
+            return np.nan
+        if self.standard_error == 0:
+            return float(self.difference > 0)
+        return float(normal_cdf(self.difference / self.standard_error))
+
+
+@dataclass(frozen=True, eq=False, kw_only=True)
+class MultiComparisonResult(RunInfo):
+    """Differences ``Delta_j = R_j - R_baseline`` of ``m`` candidates, from one set of draws.
+
+    Attributes
+    ----------
+    names : tuple of str
+        Candidate names (``m``).
+    baseline : str
+        Baseline name.
+    differences : ndarray of shape (m,)
+        Estimated ``Delta_j``.
+    standard_errors : ndarray of shape (m,)
+    covariance : ndarray of shape (m, m)
+        Joint delta-method covariance of the ``differences`` (same draws, so
+        they are correlated through the shared baseline and queries).
+    estimates : ndarray of shape (m,)
+        Candidates' own mean metric estimates.
+    baseline_estimate : float
+    metric, method, n_draws, n_queries, cost_spent, budget, effective_sample_size
+        As in :class:`~activerank.inference.results.ComparisonResult`.
+    trace : pandas.DataFrame
+        One row per draw: ``draw, query, query_id, q, p, weight, new, cost,
+        cumulative_cost``, then ``value_<name>`` per system (baseline last) and
+        ``delta_<name>`` per candidate.
+    """
+
+    names: tuple
+    baseline: str
+    differences: np.ndarray
+    standard_errors: np.ndarray
+    covariance: np.ndarray
+    estimates: np.ndarray
+    baseline_estimate: float
+
+    def confidence_intervals(self, confidence_level: float = 0.95, simultaneous=True) -> SimultaneousIntervals:
+        """Intervals for every ``Delta_j``; by default jointly valid (max-|t|).
+
+        Parameters
+        ----------
+        confidence_level : float in (0, 1), default 0.95
+        simultaneous : True, False or "bonferroni", default True
+            True: all ``m`` intervals cover jointly with ``confidence_level``
+            (max-|t| of the joint normal with :attr:`covariance`); False:
+            each one separately (= ``activerank.compare``'s interval);
+            ``"bonferroni"``: conservative joint coverage.
+        """
+        return SimultaneousIntervals.build(self.names, self.differences, self.covariance,
+                                           confidence_level, simultaneous=simultaneous)
+
+    def prob_better(self) -> np.ndarray:
+        """Normal-approximation probability that each ``Delta_j > 0``, shape (m,)."""
+        return prob_positive(self.differences, self.standard_errors)
+
+    def summary(self, confidence_level: float = 0.95, simultaneous=True) -> pd.DataFrame:
+        """One row per candidate: difference, SE, interval, P(better than baseline)."""
+        df = self.confidence_intervals(confidence_level, simultaneous).to_frame()
+        df = df.rename(columns={"estimate": "difference"})
+        df.insert(0, "estimate", self.estimates)
+        df["prob_better"] = self.prob_better()
+        return df
+
+
+@dataclass(frozen=True, eq=False, kw_only=True)
+class SystemRankingResult(RunInfo):
+    """Estimated ordering of ``k`` systems from one set of draws.
+
+    Attributes
+    ----------
+    names : tuple of str
+    estimates : ndarray of shape (k,)
+        Each system's estimated mean metric ``R_i``.
+    covariance : ndarray of shape (k, k)
+        Joint covariance of ``estimates``.
+    relative : ndarray of shape (k,)
+        ``R_i - mean_l R_l``: difference to the mean system (sums to 0).
+    relative_covariance : ndarray of shape (k, k)
+        Covariance of ``relative`` (rank ``k - 1``).
+    standard_errors : ndarray of shape (k,)
+        Standard errors of ``relative``.
+    ranking : tuple of str
+        Names ordered best first by the estimates.
+    win_probabilities : pandas.DataFrame of shape (k, k)
+        ``P(R_i > R_j)`` under the normal approximation of ``R_hat_i - R_hat_j``
+        (rows ``i``, columns ``j``; 0.5 on the diagonal).
+    """
+
+    names: tuple
+    estimates: np.ndarray
+    covariance: np.ndarray
+    relative: np.ndarray
+    relative_covariance: np.ndarray
+    standard_errors: np.ndarray
+    ranking: tuple
+    win_probabilities: "pd.DataFrame" = field(repr=False)
+
+    def confidence_intervals(self, confidence_level: float = 0.95, simultaneous=True) -> SimultaneousIntervals:
+        """Intervals for every ``R_i - mean R`` (jointly valid by default; see
+        :meth:`MultiComparisonResult.confidence_intervals`)."""
+        return SimultaneousIntervals.build(self.names, self.relative, self.relative_covariance,
+                                           confidence_level, simultaneous=simultaneous)
+
+    def pairwise_intervals(self, confidence_level: float = 0.95, simultaneous=True) -> SimultaneousIntervals:
+        """Intervals for all ``k(k-1)/2`` differences ``R_i - R_j`` (``i < j``), named ``"i - j"``;
+        simultaneous over all pairs by default (a Tukey-type max-|t| interval)."""
+        k = len(self.names)
+        i, j = np.triu_indices(k, 1)
+        A = np.zeros((i.size, k))
+        A[np.arange(i.size), i] = 1.0
+        A[np.arange(i.size), j] = -1.0
+        labels = [f"{self.names[a]} - {self.names[b]}" for a, b in zip(i, j)]
+        return SimultaneousIntervals.build(labels, A @ self.estimates, A @ self.covariance @ A.T,
+                                           confidence_level, simultaneous=simultaneous)
+
+    def kendall_tau(self, truth) -> float:
+        """Kendall's tau-b between the estimated and a given true ordering.
+
+        ``truth``: true mean metric (or any score, higher = better) per system,
+        an array in ``names`` order or a mapping ``{name: value}``.
+        """
+        if isinstance(truth, dict):
+            missing = [n for n in self.names if n not in truth]
+            if missing:
+                raise ValueError(f"`truth` has no value for system(s) {missing}.")
+            truth = [truth[n] for n in self.names]
+        t = np.asarray(truth, dtype=np.float64).reshape(-1)
+        if t.size != len(self.names):
+            raise ValueError(f"`truth` must have one value per system ({len(self.names)}); got {t.size}.")
+        return kendall_tau(self.estimates, t)
+
+    def summary(self, confidence_level: float = 0.95, simultaneous=True) -> pd.DataFrame:
+        """Systems best first: estimate, relative difference, SE, interval, rank."""
+        import pandas as pd
+
+        df = self.confidence_intervals(confidence_level, simultaneous).to_frame()
+        df = df.rename(columns={"estimate": "relative"})
+        df.insert(0, "estimate", self.estimates)
+        df["rank"] = pd.Series({n: r + 1 for r, n in enumerate(self.ranking)})
+        return df.loc[list(self.ranking)]
+
+
+@dataclass(frozen=True, eq=False, kw_only=True)
+class _Anytime:
+    """Mixin: the interval is the confidence sequence at the stopping time."""
+
+    interval: str = INTERVAL_KIND
+    stopping_reason: str
+    confidence_level: float
+    target_half_width: float
+    half_width: float
+    rho: float
+    sigma: float
+    center: float
+
+    def confidence_interval(self, confidence_level: float | None = None) -> ConfidenceInterval:
+        """Anytime-valid interval at the stopping time (not the Wald interval).
+
+        ``confidence_level`` defaults to the level the run stopped on; any other
+        level gives the sequence at that level with the same ``rho`` (still
+        anytime-valid).
+        """
+        level = self.confidence_level if confidence_level is None else confidence_level
+        _alpha(level)
+        point = self._point()
+        if self.stopping_reason == "all_judged":
+            return ConfidenceInterval(point, point)
+        r = float(cs_radius(self.n_draws, self.sigma, level, rho=self.rho))
+        return ConfidenceInterval(point - r, point + r)
+
+
+@dataclass(frozen=True, eq=False, kw_only=True)
+class SequentialEstimateResult(_Anytime, EstimateResult):
+    """:class:`~activerank.inference.results.EstimateResult` of a run stopped at a target precision.
+
+    Attributes
+    ----------
+    estimate : float
+        Mean of the centered importance-sampling terms at the stopping time.
+    standard_error : float
+        ``sigma / sqrt(n_draws)``: the fixed-n standard error, for reference
+        only -- the Wald interval is *not* valid after data-dependent stopping.
+    interval : str
+        What :meth:`confidence_interval` returns (:data:`INTERVAL_KIND`).
+    stopping_reason : {"target", "budget", "all_judged", "all_reachable_judged", "max_draws"}
+    confidence_level, target_half_width, half_width : float
+        Level the rule used, the requested and the attained half-width.
+    rho, sigma, center : float
+        Mixture parameter, terms' standard deviation and the centering ``c``.
+    """
+
+
+@dataclass(frozen=True, eq=False, kw_only=True)
+class SequentialComparisonResult(_Anytime, ComparisonResult):
+    """:class:`~activerank.inference.results.ComparisonResult` of a run stopped at a target precision.
+
+    Same extra attributes as :class:`SequentialEstimateResult`; ``difference``
+    is ``estimate_a - estimate_b`` (each the centered IS mean of its ranker).
+    ``prob_a_better`` uses the fixed-n normal approximation and is not
+    anytime-valid; use ``confidence_interval()`` to decide.
+    """

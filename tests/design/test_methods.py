@@ -1,0 +1,72 @@
+"""The method registry: one set of names for the API, the CLI, the harness and campaigns."""
+
+import json
+
+import numpy as np
+import pytest
+
+import activerank as ar
+from activerank.design.methods import METHODS, Method, get_method, method_names, register_method, unregister_method
+from activerank.experiments import harness as ex
+from activerank.inference.estimators import SelfNormalized
+
+
+def _half_active(prediction, costs, p, defensive):
+    """Midway between the active q* and p: a method the engine has never seen."""
+    return 0.5 * METHODS["active"].distribution(prediction, costs, p, defensive=defensive) + 0.5 * p
+
+
+@pytest.fixture
+def half_active():
+    method = register_method(Method("half_active", _half_active, SelfNormalized(), description="test"))
+    yield method
+    unregister_method("half_active")
+
+
+def test_builtin_names_and_clear_errors():
+    assert method_names()[:3] == ("active", "passive", "active_uniform_costs")
+    assert {"model_assisted", "model_assisted_variance", "model_assisted_fixed",
+            "active_uniform_model"} <= set(method_names())
+    with pytest.raises(ValueError, match=r"`method` must be one of \[.*'active'.*\], got 'nope'"):
+        get_method("nope")
+    with pytest.raises(ValueError, match="already registered"):
+        register_method(METHODS["active"])
+    with pytest.raises(TypeError, match="Estimator"):
+        register_method(Method("x", _half_active, estimator="snis"))
+
+
+@pytest.mark.filterwarnings("ignore::activerank.inference.snis.LowEffectiveSampleSizeWarning")
+def test_a_registered_method_runs_through_estimate_harness_and_campaign(half_active, tmp_path):
+    data = ar.load_sample()
+    train = ar.load_sample("train")
+    probs = ar.relevance.make_relevance_model("logistic", 3).fit(train.X, train.labels).predict_proba(data.X)
+    lab = ar.KnownLabels.from_data(data)
+    a, b = data.X[:, 24], data.X[:, 39]
+    # the Python API
+    res = ar.estimate(data, a, probs, lab, budget=8, metric="err@10", method="half_active", rng=1)
+    dsg = ar.make_design(data, (ar.relevance.rank_by_scores(a, data.offsets),), probs, metric="err@10",
+                         method="half_active")
+    active = ar.make_design(data, (ar.relevance.rank_by_scores(a, data.offsets),), probs, metric="err@10")
+    np.testing.assert_allclose(dsg.q, 0.5 * active.q + 0.5 * active.p)
+    assert res.method == "half_active" and np.allclose(res.trace["q"], dsg.q[res.trace["query"]])
+    cmp = ar.compare_many(data, [a], b, probs, lab, budget=8, metric="dcg@5", method="half_active", rng=2)
+    assert cmp.method == "half_active"
+    # the experiment harness (its own batched estimator path)
+    fm = ex.FoldModels(data, {"f": a}, {"f": probs}, {})
+    inst = ex.ScenarioInstance("t", "a", "test", "f", None, ("f",))
+    prob = ex.build_problem(fm, inst, "err@10")
+    summ, _ = ex.simulate(prob, "half_active", [5, 10], 50, rng=0)
+    assert list(summ.budget) == [5, 10] and (summ.mean_cost <= summ.budget + 1e-9).all()
+    # a campaign: created, judged, estimated with the method's estimator
+    with ar.campaign.Campaign.create(tmp_path / "c.db", data, a, probs, budget=8, metric="err@10",
+                                     method="half_active", seed=1) as camp:
+        rows = []
+        for x in np.unique(camp.plan().queries).tolist():
+            qid = camp.query_ids[x]
+            for doc, g in zip(camp.tasks(qid), lab(int(qid), camp.tasks(qid))):
+                rows.append(json.dumps({"query_id": int(qid), "doc_id": doc, "grade": int(g)}))
+        (tmp_path / "j.jsonl").write_text("\n".join(rows) + "\n")
+        camp.import_judgments(tmp_path / "j.jsonl")
+        from_store = camp.estimate()
+    same = ar.estimate(data, a, probs, lab, budget=8, metric="err@10", method="half_active", rng=1)
+    assert from_store.method == "half_active" and from_store.estimate == pytest.approx(same.estimate, rel=1e-12)

@@ -1,0 +1,49 @@
+"""CSR per-query arrays: construction rules and the position-major walk."""
+
+import numpy as np
+import pytest
+
+from activerank.ragged import PositionMajor, Rankings, offsets_from_lengths, rank_rows_by_scores, segment_ids
+
+
+def test_rankings_basic_operations():
+    r = Rankings.from_list([[2, 0, 1], [], [4, 3]])
+    assert r.n_queries == 3 and r.lengths.tolist() == [3, 0, 2]
+    assert r.positions().tolist() == [0, 1, 2, 0, 1] and r.query_index().tolist() == [0, 0, 0, 2, 2]
+    assert r.truncate(1).to_list()[2].tolist() == [4] and r.truncate(None) is r
+    assert [a.tolist() for a in r.subset([2, 0]).to_list()] == [[4, 3], [2, 0, 1]]
+    with pytest.raises(ValueError):
+        r.items[0] = 7  # read-only
+
+
+def test_rankings_reject_what_a_cast_would_hide():
+    with pytest.raises(ValueError, match=r"`items` must hold integer row indices; entry 0 is 0.5"):
+        Rankings(np.arange(15) + 0.5, [0, 15])
+    with pytest.raises(TypeError, match=r"`items` must hold integer row indices; got dtype <U1"):
+        Rankings(np.array(["a"]), [0, 1])
+    with pytest.raises(ValueError, match=r"`offsets` must be non-decreasing; query 1 has a negative length \(3 -> 2\)"):
+        Rankings([0, 1, 2, 3], [0, 3, 2, 4])
+    with pytest.raises(ValueError, match=r"`offsets` must end at len\(items\) \(4\); got last offset 3"):
+        Rankings([0, 1, 2, 3], [0, 3])
+    assert Rankings(np.arange(3.0), [0, 3]).items.dtype == np.int64  # integral floats are fine
+
+
+def test_rank_rows_by_scores_descending_ties_to_lower_row():
+    r = rank_rows_by_scores(np.array([0.1, 0.9, 0.5, 2.0, 2.0]), np.array([0, 3, 5]))
+    assert [a.tolist() for a in r.to_list()] == [[1, 2, 0], [3, 4]]
+
+
+def test_position_major_walk_matches_a_loop():
+    rng = np.random.default_rng(0)
+    lengths = rng.integers(0, 6, 20)
+    offsets = offsets_from_lengths(lengths)
+    pm = PositionMajor(offsets)
+    x = rng.random(offsets[-1])
+    flat = x[pm.flat_order()]
+    for i in range(pm.max_len):
+        e = pm.entries(i)
+        np.testing.assert_array_equal(flat[pm.bounds[i]:pm.bounds[i + 1]], x[e])
+        # the queries still active at position i are a prefix of the longest-first order
+        assert (lengths[pm.order[: e.size]] > i).all() and (lengths[pm.order[e.size:]] <= i).all()
+    assert segment_ids(offsets).tolist() == np.repeat(np.arange(20), lengths).tolist()
+    np.testing.assert_array_equal(pm.unsort(np.arange(20.0))[pm.order], np.arange(20.0))
