@@ -638,11 +638,9 @@ def load_partitions(
 
     Examples
     --------
-    >>> import os
-    >>> root = "/work/shared/data/mq2008"
-    >>> if os.path.isdir(root):                   # doctest: +SKIP
-    ...     d = load_partitions(root, [4, 5])
-    ...     print(d.n_queries)
+    >>> from activerank.datasets import dataset_dir
+    >>> d = load_partitions(dataset_dir("mq2008"), [4, 5])   # doctest: +SKIP
+    >>> d.n_queries                                          # doctest: +SKIP
     313
     """
     parts = list(parts)
@@ -728,7 +726,8 @@ def letor_fold(
 
     Examples
     --------
-    >>> tr, va, te = letor_fold("/work/shared/data/mq2008", 1,
+    >>> from activerank.datasets import dataset_dir
+    >>> tr, va, te = letor_fold(dataset_dir("mq2008"), 1,
     ...                         length_feature=20)   # doctest: +SKIP
     >>> tr.n_queries, va.n_queries, te.n_queries     # doctest: +SKIP
     (471, 157, 156)

@@ -1,7 +1,5 @@
 """Tests for activerank.io.letor: LETOR loading, validation, partitions and folds."""
 
-import os
-
 import numpy as np
 import pytest
 
@@ -16,7 +14,7 @@ from activerank.io.letor import (
     ohsumed_doc_length,
 )
 
-SHARED = "/work/shared/data"
+from ..conftest import require_shared_data
 
 LINES = [
     "2 qid:5 1:0.5 2:1 3:7 # docid = d1 inc = 1",
@@ -277,9 +275,8 @@ def test_load_partitions_errors(tmp_path):
         load_partitions(tmp_path, [])
 
 
-@pytest.mark.skipif(not os.path.isdir(f"{SHARED}/mq2008"), reason="shared LETOR data not present")
 def test_mq2008_fold1():
-    tr, va, te = letor_fold(f"{SHARED}/mq2008", 1, length_feature=20)
+    tr, va, te = letor_fold(require_shared_data("mq2008"), 1, length_feature=20)
     assert (tr.n_queries, va.n_queries, te.n_queries) == (471, 157, 156)
     assert tr.n_docs + va.n_docs + te.n_docs == 15211
     assert tr.n_grades == va.n_grades == te.n_grades == 3
@@ -288,9 +285,8 @@ def test_mq2008_fold1():
     np.testing.assert_array_equal(te.subset(np.arange(30)).X, s.X)
 
 
-@pytest.mark.skipif(not os.path.isdir(f"{SHARED}/ohsumed-letor3"), reason="shared LETOR data not present")
 def test_ohsumed_with_raw_length():
-    root = f"{SHARED}/ohsumed-letor3"
+    root = require_shared_data("ohsumed-letor3")
     d = load_partitions(
         f"{root}/QueryLevelNorm", [1], length_root=f"{root}/Feature-min", length_feature=ohsumed_doc_length
     )
