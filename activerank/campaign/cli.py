@@ -24,12 +24,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sqlite3
 import sys
-import warnings
 
 import numpy as np
+
+from ..cli import (cli_warnings, n_grades_arg, nonneg_int, positive_float, positive_int, probability_closed,
+                   probability_open)
 
 __all__ = ["add_campaign_parser", "main", "run"]
 
@@ -41,26 +42,6 @@ class CampaignCLIError(Exception):
 
 
 # --------------------------------------------------------------------------- init helpers
-
-
-def _positive_float(text):
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a number, got {text!r}") from None
-    if not (math.isfinite(v) and v > 0):
-        raise argparse.ArgumentTypeError(f"must be a positive finite number, got {text!r}")
-    return v
-
-
-def _nonneg_int(text):
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be an integer, got {text!r}") from None
-    if v < 0:
-        raise argparse.ArgumentTypeError(f"must be >= 0, got {text!r}")
-    return v
 
 
 def _read_query_text(path) -> dict:
@@ -189,7 +170,7 @@ def _open(args):
 def _cmd_export(args):
     with _open(args) as camp:
         rep = camp.export_tasks(args.output, format=args.format, limit=args.limit, max_cost=args.max_cost,
-                                exclude_exported=args.exclude_exported)
+                                exclude_exported=args.exclude_exported, overwrite=args.force)
     print(f"wrote {rep.n_rows} tasks ({rep.n_queries} queries, cost {rep.cost:.4g}) to {rep.path}")
     return EXIT_OK
 
@@ -261,7 +242,7 @@ def _cmd_estimate(args):
     if point == "difference":
         out.update(estimate_a=res.estimate_a, estimate_b=res.estimate_b)
     if args.trace:
-        res.trace.to_csv(args.trace, index=False)
+        write_trace(args.trace, res.trace, protected=[args.store], force=args.force)
     if args.json:
         print(json.dumps(out, indent=2))
         return EXIT_OK
@@ -276,9 +257,19 @@ def _cmd_estimate(args):
     return EXIT_OK
 
 
+def write_trace(path, trace, *, protected=(), force=False, protected_name="the campaign store"):
+    """Write a per-draw trace CSV atomically, under the output rule of
+    :func:`activerank.campaign.io.check_output_path` (never an input file)."""
+    from .io import check_output_path, write_atomic
+
+    path = check_output_path(path, kind="trace", protected=protected, force=force, header=list(trace.columns),
+                             protected_name=protected_name)
+    write_atomic(path, lambda f: trace.to_csv(f, index=False, lineterminator="\n"))
+
+
 def _cmd_qrels(args):
     with _open(args) as camp:
-        n = camp.write_qrels(args.output, combine=args.combine, scope=args.scope)
+        n = camp.write_qrels(args.output, combine=args.combine, scope=args.scope, overwrite=args.force)
     print(f"wrote {n} judgments to {args.output}")
     return EXIT_OK
 
@@ -331,7 +322,7 @@ def add_campaign_parser(subparsers) -> argparse.ArgumentParser:
                      help="ranker to evaluate (give twice to compare two): model (expected gain of the "
                      "relevance model) | feature:N (1-based column) | file:PATH (one score per line) | "
                      "run:PATH[#TAG] (TREC run matched by doc id); default model")
-    src.add_argument("--length-feature", type=int, help="1-based feature holding document length (for costs)")
+    src.add_argument("--length-feature", type=positive_int, help="1-based feature holding document length (for costs)")
     trec = p.add_argument_group("TREC source")
     trec.add_argument("--run", action="append", metavar="FILE", help="TREC run file (repeatable)")
     trec.add_argument("--tag", action="append", help="run tag to evaluate (give two to compare)")
@@ -339,16 +330,16 @@ def add_campaign_parser(subparsers) -> argparse.ArgumentParser:
                       help="pool queries with several runs (default union)")
     p.add_argument("--model", choices=MODEL_NAMES, default=None,
                    help="relevance model (default lightgbm with --pool, uniform with --run)")
-    p.add_argument("--model-seed", type=int, default=0, help="random_state of the relevance model")
-    p.add_argument("--grades", type=int, help="number of grades of the label scale")
-    p.add_argument("--budget", type=_positive_float, required=True,
+    p.add_argument("--model-seed", type=nonneg_int, default=0, help="random_state of the relevance model")
+    p.add_argument("--grades", type=n_grades_arg, help="number of grades of the label scale")
+    p.add_argument("--budget", type=positive_float, required=True,
                    help="labeling budget in units of the mean query cost")
     p.add_argument("--metric", default="err@10", help="dcg@k or err@k (default err@10)")
     p.add_argument("--method", default="active", choices=METHODS, help="sampling/estimation method "
                    "(default active)")
     p.add_argument("--costs", default="auto", choices=("auto", "log_length", "constant", "uniform"))
-    p.add_argument("--defensive", type=float, default=0.1, help="weight of p in the sampling mixture")
-    p.add_argument("--seed", type=_nonneg_int, default=None, help="seed of the draw sequence (default: random, "
+    p.add_argument("--defensive", type=probability_closed, default=0.1, help="weight of p in the sampling mixture")
+    p.add_argument("--seed", type=nonneg_int, default=None, help="seed of the draw sequence (default: random, "
                    "stored and printed)")
     p.add_argument("--combine", choices=COMBINE_RULES, default="mean_gain",
                    help="how grades of several annotators are combined (default mean_gain)")
@@ -364,9 +355,11 @@ def add_campaign_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("store", help="campaign file")
     p.add_argument("output", help="task file to write (.jsonl or .csv)")
     p.add_argument("--format", choices=TASK_FORMATS, help="default: from the extension")
-    p.add_argument("--limit", type=_nonneg_int, help="at most this many queries")
-    p.add_argument("--max-cost", type=_positive_float, help="at most this much cost (budget units)")
+    p.add_argument("--limit", type=nonneg_int, help="at most this many queries")
+    p.add_argument("--max-cost", type=positive_float, help="at most this much cost (budget units)")
     p.add_argument("--exclude-exported", action="store_true", help="skip queries exported before")
+    p.add_argument("--force", action="store_true", help="replace an existing file that is not an unanswered "
+                   "task file (the campaign file itself is never replaced)")
     p.set_defaults(func=run, _handler=_cmd_export)
 
     p = sub.add_parser("import", help="store judgments from JSONL, CSV or qrels files",
@@ -380,7 +373,7 @@ def add_campaign_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--annotator", help="annotator of rows that name none")
     p.add_argument("--scope", choices=("tasks", "pool"), default="tasks",
                    help="accept only requested documents (tasks, default) or any pool document (pool)")
-    p.add_argument("--chunk-size", type=int, default=500, help="lines per transaction (default 500)")
+    p.add_argument("--chunk-size", type=positive_int, default=500, help="lines per transaction (default 500)")
     p.set_defaults(func=run, _handler=_cmd_import)
 
     p = sub.add_parser("status", help="budget spent/left and queries done/partial/pending",
@@ -394,9 +387,10 @@ def add_campaign_parser(subparsers) -> argparse.ArgumentParser:
                        description="Estimate from the longest prefix of the draw sequence whose queries are "
                        "fully judged; partially judged queries are listed.", epilog=_EPILOG)
     p.add_argument("store", help="campaign file")
-    p.add_argument("--confidence", type=float, default=0.95, help="confidence level (default 0.95)")
+    p.add_argument("--confidence", type=probability_open, default=0.95, help="confidence level (default 0.95)")
     p.add_argument("--combine", choices=COMBINE_RULES, help="override the campaign's combination rule")
     p.add_argument("--trace", help="write the per-draw trace to this CSV file")
+    p.add_argument("--force", action="store_true", help="replace an existing output file even if it is not a previous output of this command (the campaign file itself is never replaced)")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=run, _handler=_cmd_estimate)
 
@@ -406,6 +400,7 @@ def add_campaign_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--scope", choices=("tasks", "pool"), default="tasks",
                    help="only requested documents (default) or every judged pool document")
     p.add_argument("--combine", choices=COMBINE_RULES, help="override the campaign's combination rule")
+    p.add_argument("--force", action="store_true", help="replace an existing output file even if it is not a previous output of this command (the campaign file itself is never replaced)")
     p.set_defaults(func=run, _handler=_cmd_qrels)
     return camp
 
@@ -414,8 +409,7 @@ def run(args) -> int:
     """Run a parsed ``campaign`` command; returns the exit code."""
     name = f"activerank campaign {args.campaign_command}"
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("default")
+        with cli_warnings(name):
             return args._handler(args)
     except (CampaignCLIError, ValueError, TypeError, FileNotFoundError, FileExistsError) as exc:
         print(f"{name}: error: {exc}", file=sys.stderr)

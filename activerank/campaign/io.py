@@ -15,6 +15,15 @@ produce a :class:`RawRow` with an ``error``; problems with the file as a whole
 (UTF-16 encoding, a CSV header without the required columns, no rows at all)
 raise ``ValueError`` naming the file and line before anything is stored.
 Nothing is ever evaluated or unpickled: JSON is read with :func:`json.loads`.
+
+Outputs (task files, qrels, traces) are written atomically and never destroy
+data (:func:`check_output_path`): an output path that is the campaign store
+(or its ``-wal``/``-shm``/``-journal`` file, by name, symlink or hard link) is
+always refused, and an existing file is replaced only if it is a previous
+output of the same kind -- an *unanswered* task file, a qrels file, a trace
+CSV with the same columns -- or empty; anything else needs ``force``
+(``--force``).  A task file in which annotators have filled in grades is not
+"our" output any more: replacing it needs ``force`` too.
 """
 
 from __future__ import annotations
@@ -28,8 +37,8 @@ import tempfile
 from dataclasses import dataclass
 from datetime import datetime
 
-__all__ = ["FORMATS", "TASK_FORMATS", "RawRow", "detect_format", "parse_judgment_file", "parse_grade",
-           "write_atomic"]
+__all__ = ["FORMATS", "TASK_FORMATS", "OUTPUT_KINDS", "RawRow", "check_output_path", "detect_format",
+           "parse_judgment_file", "parse_grade", "write_atomic"]
 
 FORMATS = ("jsonl", "csv", "qrels")
 TASK_FORMATS = ("jsonl", "csv")
@@ -307,6 +316,161 @@ def write_atomic(path, write) -> None:
         pass
     finally:
         os.close(dfd)
+
+
+# --------------------------------------------------------------------------- output safety
+
+OUTPUT_KINDS = ("tasks", "qrels", "trace")
+TASK_COLUMNS = ("query_id", "query_text", "doc_id", "draw", "grade", "annotator")
+_STORE_SUFFIXES = ("", "-wal", "-shm", "-journal")
+_SNIFF_BYTES = 1 << 20
+
+
+def _same_file(a: str, b: str) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
+def check_output_path(path, *, kind: str, protected=(), force: bool = False, header=None,
+                      protected_name: str = "the campaign store") -> str:
+    """Refuse an output path whose writing would destroy data; return it as ``str``.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        Where the output is about to be written.
+    kind : {"tasks", "qrels", "trace"}
+        What is written.  An existing file may be replaced if it is a previous
+        output of this kind (see the module docstring) or empty.
+    protected : sequence of str or os.PathLike
+        Files that must never be replaced, not even with ``force`` (the
+        campaign store: its ``-wal``, ``-shm`` and ``-journal`` files are
+        protected with it).  Compared by resolved path and by file identity
+        (symlinks, hard links).
+    force : bool, default False
+        Replace an existing file of another kind.
+    header : sequence of str, optional
+        For ``kind="trace"``: the columns about to be written; an existing
+        CSV with this header line is a previous trace.
+    protected_name : str, default "the campaign store"
+        How error messages call the protected files.
+
+    Raises
+    ------
+    ValueError
+        ``path`` is (or resolves to) a protected file, or is a directory.
+    FileExistsError
+        ``path`` exists and is not a previous output of the same kind, and
+        ``force`` is False.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     store = os.path.join(tmp, "c.db")
+    ...     _ = open(store, "wb").write(b"SQLite format 3")
+    ...     try:
+    ...         check_output_path(store, kind="qrels", protected=[store], force=True)
+    ...     except ValueError as exc:
+    ...         print(str(exc).split(";")[0].replace(tmp, "TMP"))
+    output TMP/c.db is the campaign store TMP/c.db
+    """
+    if kind not in OUTPUT_KINDS:
+        raise ValueError(f"`kind` must be one of {list(OUTPUT_KINDS)}; got {kind!r}.")
+    out = os.fspath(path)
+    real = os.path.realpath(out)
+    for store in protected:
+        store = os.fspath(store)
+        for suffix in _STORE_SUFFIXES:
+            other = store + suffix
+            if real == os.path.realpath(other) or _same_file(out, other):
+                what = protected_name if not suffix else f"the {suffix[1:].upper()} file of {protected_name}"
+                raise ValueError(
+                    f"output {out} is {what} {other}; writing it would destroy {store}. "
+                    "Choose another output path."
+                )
+    if os.path.isdir(out):
+        raise ValueError(f"output {out} is a directory; give a file path.")
+    if force or not os.path.lexists(out):
+        return out
+    problem = _not_own_output(out, kind, header)
+    if problem is not None:
+        raise FileExistsError(
+            f"output {out} already exists and {problem}; refusing to replace it "
+            "(pass --force / overwrite=True to replace it anyway)."
+        )
+    return out
+
+
+def _not_own_output(path: str, kind: str, header) -> str | None:
+    """``None`` if ``path`` is empty or a previous output of ``kind``, else why not."""
+    if not os.path.isfile(path):
+        return "is not a regular file"
+    try:
+        with open(path, "rb") as f:
+            head = f.read(_SNIFF_BYTES + 1)
+    except OSError as exc:
+        return f"cannot be read ({exc.strerror})"
+    if not head.strip():
+        return None
+    if b"\x00" in head:
+        return "holds binary data (it is not a previous output)"
+    if kind == "tasks":
+        return _not_task_file(path)
+    text = head[:_SNIFF_BYTES].decode("utf-8", "replace")
+    lines = text.splitlines()
+    if len(head) > _SNIFF_BYTES and lines:
+        lines = lines[:-1]  # possibly cut in the middle
+    lines = [ln for ln in lines if ln.strip()]
+    if kind == "qrels":
+        for i, ln in enumerate(lines, start=1):
+            parts = ln.split()
+            if len(parts) != 4 or not _INT_RE.fullmatch(parts[3]):
+                return f"is not a qrels file (line {i} is not 'qid iter docid grade')"
+        return None
+    first = lines[0].lstrip("\ufeff").strip() if lines else ""
+    if header is not None and first == ",".join(header):
+        return None
+    return "is not a previous trace CSV (its header differs)"
+
+
+def _not_task_file(path: str) -> str | None:
+    """Task files may be replaced only while no row has a grade filled in."""
+    try:
+        with open(path, encoding="utf-8-sig", newline="") as f:
+            text = f.read()
+    except (OSError, UnicodeDecodeError):
+        return "is not a task file"
+    answered = 0
+    stripped = text.lstrip()
+    if stripped.startswith("{"):
+        for i, ln in enumerate(text.splitlines(), start=1):
+            if not ln.strip():
+                continue
+            try:
+                obj = json.loads(ln)
+            except (ValueError, RecursionError):
+                return f"is not a task file (line {i} is not a JSON task row)"
+            if not isinstance(obj, dict) or not {"query_id", "doc_id"} <= set(obj) or not set(obj) <= set(TASK_COLUMNS):
+                return f"is not a task file (line {i} is not a task row)"
+            answered += obj.get("grade") not in (None, "")
+    else:
+        reader = csv.reader(io.StringIO(text, newline=""))
+        try:
+            head = next(reader, None)
+            if head is None or tuple(c.strip() for c in head) != TASK_COLUMNS:
+                return "is not a task file (line 1 is neither a JSON task row nor the task CSV header)"
+            g = TASK_COLUMNS.index("grade")
+            for rec in reader:
+                answered += len(rec) > g and bool(rec[g].strip())
+        except csv.Error:
+            return "is not a task file (malformed CSV)"
+    if answered:
+        return (f"is a task file with {answered} answered rows (grades filled in: import it first, "
+                "or export to another file)")
+    return None
 
 
 def write_tasks(path, rows: list[dict], format: str, columns: list[str]) -> None:

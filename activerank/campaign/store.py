@@ -817,10 +817,16 @@ class Campaign:
             out.setdefault(self._qkeys[qidx[row]], {})[self._dkeys[row]] = grades[row]
         return out
 
-    def write_qrels(self, path, *, combine=None, scope="tasks") -> int:
-        """Write the combined judgments as a TREC qrels file; returns the line count."""
+    def write_qrels(self, path, *, combine=None, scope="tasks", overwrite=False) -> int:
+        """Write the combined judgments as a TREC qrels file (atomically); returns the line count.
+
+        ``path`` must not be the campaign store (or its WAL/SHM files); an
+        existing file is replaced only if it is a qrels file, or with
+        ``overwrite=True`` (see :func:`activerank.campaign.io.check_output_path`).
+        """
         from ..io.trec import write_qrels
 
+        path = cio.check_output_path(_path_iv(path), kind="qrels", protected=[self.path], force=overwrite)
         return write_qrels(path, self.judgments(combine=combine, scope=scope))
 
     # ------------------------------------------------------------------ import
@@ -1078,7 +1084,8 @@ class Campaign:
 
     # ------------------------------------------------------------------ export
 
-    def export_tasks(self, path, *, format=None, limit=None, max_cost=None, exclude_exported=False) -> ExportReport:
+    def export_tasks(self, path, *, format=None, limit=None, max_cost=None, exclude_exported=False,
+                     overwrite=False) -> ExportReport:
         """Write the next tasks: documents still to judge, query by query in draw order.
 
         Parameters
@@ -1096,10 +1103,24 @@ class Campaign:
             the draw sequence was cut at the budget when it was created.
         exclude_exported : bool, default False
             Skip queries already written by an earlier export.
+        overwrite : bool, default False
+            Replace an existing file that is not an unanswered task file.  The
+            campaign store itself (and its WAL/SHM files) is never replaced;
+            an unanswered task file (no grade filled in) or an empty file is
+            replaced without it.  See
+            :func:`activerank.campaign.io.check_output_path`.
 
         Returns
         -------
         ExportReport
+
+        Raises
+        ------
+        ValueError
+            ``path`` is the campaign store (or its WAL/SHM file), or bad options.
+        FileExistsError
+            ``path`` exists, is not an unanswered task file and ``overwrite``
+            is False.
 
         Notes
         -----
@@ -1109,6 +1130,7 @@ class Campaign:
         """
         path = _path_iv(path)
         fmt = cio.detect_format(path, format, allowed=cio.TASK_FORMATS)
+        path = cio.check_output_path(path, kind="tasks", protected=[self.path], force=overwrite)
         if limit is not None and (isinstance(limit, bool) or not isinstance(limit, numbers.Integral) or limit < 0):
             raise ValueError(f"`limit` must be a non-negative integer or None; got {limit!r}.")
         if max_cost is not None and (isinstance(max_cost, bool) or not isinstance(max_cost, numbers.Real)
@@ -1138,8 +1160,7 @@ class Campaign:
             for r in todo:
                 rows.append({"query_id": qid, "query_text": self._qtext[x] or "", "doc_id": self._dkeys[r],
                              "draw": first_draw[x], "grade": None, "annotator": None})
-        cols = ["query_id", "query_text", "doc_id", "draw", "grade", "annotator"]
-        cio.write_tasks(path, rows, fmt, cols)
+        cio.write_tasks(path, rows, fmt, list(cio.TASK_COLUMNS))
         with self._write() as conn:
             cur = conn.execute("INSERT INTO exports (path, format, created_at, n_rows, n_queries) VALUES (?, ?, ?, ?, ?)",
                                (path, fmt, _now(), len(rows), len(queries)))

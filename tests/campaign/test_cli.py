@@ -319,7 +319,7 @@ def test_crash_during_export(big, seed, tmp_path):
 
     def child(w):
         with Campaign.open(db) as c:
-            c.export_tasks(out_path)
+            c.export_tasks(out_path, overwrite=True)      # "OLD" is not a task file
         os.write(w, b"done\n")
 
     out = _fork_and_kill(child, delay)
@@ -329,7 +329,7 @@ def test_crash_during_export(big, seed, tmp_path):
         assert content == big["ref_tasks"]
     with Campaign.open(db) as c:
         assert c.check() == []
-        c.export_tasks(out_path)
+        c.export_tasks(out_path, overwrite=True)
     assert open(out_path).read() == big["ref_tasks"]
 
 
@@ -356,3 +356,111 @@ def test_crash_cli_subprocess_import(big, tmp_path):
     assert acked & data_lines <= {ln for ln, _ in lines}
     assert main(["campaign", "import", db, big["judgments"]]) == 1    # completes; some lines rejected
     assert _state(db) == big["ref"]
+
+
+# --------------------------------------------------------------------------- outputs never destroy data
+
+
+@pytest.fixture
+def judged(tmp_path, files, capsys):
+    """A campaign (named without a known extension) holding judgments for every task."""
+    pool, _ = files
+    db = str(tmp_path / "store.jsonl")       # an extension that lets `export STORE STORE` pass format detection
+    code, _, err = run_cli(["campaign", "init", db, "--pool", pool, "--model", "uniform", "--grades", "3",
+                            "--budget", "6", "--seed", "3"], capsys)
+    assert code == 0, err
+    tasks, ans = str(tmp_path / "t.jsonl"), str(tmp_path / "a.jsonl")
+    assert run_cli(["campaign", "export", db, tasks], capsys)[0] == 0
+    _answer(tasks, ans, ar.load_letor(pool, n_grades=3))
+    assert run_cli(["campaign", "import", db, ans], capsys)[0] == 0
+    return db, _judgments(db)
+
+
+def _judgments(db):
+    with Campaign.open(db) as c:
+        assert c.check() == []
+        rows = sorted(c._db.execute("SELECT doc_row, grade, annotator, batch_id, line FROM judgments"))
+    assert rows
+    return rows
+
+
+def _intact(db, before):
+    assert os.path.getsize(db) > 0
+    assert _judgments(db) == before
+
+
+@pytest.mark.parametrize("argv", [
+    ["export", "{db}", "{db}"],
+    ["export", "{db}", "{db}", "--force"],
+    ["export", "{db}", "{db}-wal", "--format", "jsonl", "--force"],
+    ["export", "{db}", "{db}-shm", "--format", "csv"],
+    ["export", "{db}", "{link}"],
+    ["qrels", "{db}", "{db}"],
+    ["qrels", "{db}", "{db}", "--force"],
+    ["qrels", "{db}", "{db}-wal"],
+    ["qrels", "{db}", "{hard}", "--force"],
+    ["estimate", "{db}", "--trace", "{db}"],
+    ["estimate", "{db}", "--trace", "{db}", "--force"],
+    ["estimate", "{db}", "--trace", "{db}-shm", "--force"],
+    ["estimate", "{db}", "--trace", "{link}", "--force"],
+])
+def test_output_never_replaces_the_store(judged, tmp_path, capsys, argv):
+    db, before = judged
+    link, hard = str(tmp_path / "link.jsonl"), str(tmp_path / "hard.qrels")
+    os.symlink(db, link)
+    os.link(db, hard)
+    argv = ["campaign"] + [a.format(db=db, link=link, hard=hard) for a in argv]
+    code, out, err = run_cli(argv, capsys)
+    assert code == 2, (out, err)
+    assert "would destroy" in err and "campaign store" in err and "Traceback" not in err
+    _intact(db, before)
+
+
+def test_existing_foreign_outputs_need_force(judged, tmp_path, files, capsys):
+    db, before = judged
+    pool, _ = files
+    letor = tmp_path / "pool.txt"
+    shutil.copy(pool, letor)
+    original = letor.read_bytes()
+    for argv in (["export", db, str(letor), "--format", "csv"], ["qrels", db, str(letor)],
+                 ["estimate", db, "--trace", str(letor)]):
+        code, _, err = run_cli(["campaign"] + argv, capsys)
+        assert code == 2 and "already exists" in err and "--force" in err, err
+        assert letor.read_bytes() == original
+    # an answered task file holds annotators' work: not ours to replace
+    answered = tmp_path / "a.jsonl"
+    code, _, err = run_cli(["campaign", "export", db, str(answered)], capsys)
+    assert code == 2 and "answered rows" in err
+    # previous outputs of the same kind are replaced without --force
+    assert run_cli(["campaign", "export", db, str(tmp_path / "t.jsonl")], capsys)[0] == 0
+    q = tmp_path / "j.qrels"
+    for _ in range(2):
+        assert run_cli(["campaign", "qrels", db, str(q)], capsys)[0] == 0
+    trace = tmp_path / "trace.csv"
+    for _ in range(2):
+        assert run_cli(["campaign", "estimate", db, "--trace", str(trace)], capsys)[0] == 0
+    assert trace.read_text().startswith("draw,")
+    # --force replaces a foreign file (never the store)
+    code, _, err = run_cli(["campaign", "qrels", db, str(letor), "--force"], capsys)
+    assert code == 0, err
+    assert letor.read_text().split("\n")[0].split()[1] == "0"
+    _intact(db, before)
+
+
+def test_main_cli_trace_never_replaces_inputs(tmp_path, files, capsys):
+    from activerank.cli import main as ar_main
+
+    pool, _ = files
+    p = tmp_path / "pool.txt"
+    shutil.copy(pool, p)
+    original = p.read_bytes()
+    base = ["estimate", str(p), "--model", "uniform", "--budget", "20", "--seed", "1"]
+    assert ar_main(base + ["--trace", str(p), "--force"]) == 2
+    err = capsys.readouterr().err
+    assert "would destroy" in err and "an input file" in err
+    other = tmp_path / "notes.txt"
+    other.write_text("my notes\n")
+    assert ar_main(base + ["--trace", str(other)]) == 2
+    assert "already exists" in capsys.readouterr().err
+    assert p.read_bytes() == original and other.read_text() == "my notes\n"
+    assert ar_main(base + ["--trace", str(other), "--force"]) == 0
