@@ -147,7 +147,7 @@ def _cmd_init(args):
         if args.qrels:
             rep = camp.import_qrels(args.qrels)
             print(f"pre-existing judgments from {args.qrels}: {rep.accepted} stored, "
-                  f"{len(rep.rejected)} outside the pool or invalid")
+                  f"{rep.n_rejected} outside the pool or invalid")
         st = camp.status()
         print(f"created campaign {args.store}: {len(camp.query_ids)} queries, "
               f"{int(camp.pool().offsets[-1])} documents; rankers {list(camp.names)}")
@@ -192,9 +192,9 @@ def _cmd_import(args):
                 print(f"{path}: already imported (same content, batch {rep.batch_id}); nothing to do")
             else:
                 print(f"{path}: {rep.accepted_now} judgments stored now ({rep.accepted} in total from this file), "
-                      f"{rep.duplicates} duplicates, {rep.unanswered} unanswered, {len(rep.rejected)} rejected"
+                      f"{rep.duplicates} duplicates, {rep.unanswered} unanswered, {rep.n_rejected} rejected"
                       + (" (resumed an interrupted import)" if rep.resumed else ""), flush=True)
-            if rep.rejected:
+            if rep.n_rejected:
                 status = EXIT_REJECTED
     return status
 

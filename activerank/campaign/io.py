@@ -9,11 +9,23 @@ Judgment files
     ``doc_id``, ``grade`` (optionally ``annotator``, ``judged_at``).
     ``qrels``: TREC qrels lines ``qid iter docid grade``.
 
+Grades
+    In JSONL (a typed format) a grade is a JSON number: an integer, or an
+    integral float such as ``2.0``; ``null`` or ``""`` mean "not answered".  A
+    JSON *string* such as ``"1"`` is rejected, as are ``true``/``false``: a
+    value of the wrong type is a sign of a broken export, not a grade.  In
+    CSV and qrels (untyped text) the grade is the decimal integer text
+    (``1``, ``+1``); ``1.0`` or ``high`` are rejected.  The same rule holds
+    for labelers in the Python API: they answer numbers, never strings.
+
 A UTF-8 byte-order mark at the start of a file and CRLF line ends are
 accepted (and noted in the import report).  Problems confined to one line
 produce a :class:`RawRow` with an ``error``; problems with the file as a whole
-(UTF-16 encoding, a CSV header without the required columns, no rows at all)
-raise ``ValueError`` naming the file and line before anything is stored.
+raise ``ValueError`` naming the file and line before anything is read line by
+line or stored: UTF-16 encoding, binary data (NUL bytes, an SQLite database
+such as the campaign store itself, a compressed file), a CSV header without
+the required columns, a JSONL/qrels file none of whose first
+:data:`SNIFF_LINES` data lines is a valid row, no rows at all.
 Nothing is ever evaluated or unpickled: JSON is read with :func:`json.loads`.
 
 Outputs (task files, qrels, traces) are written atomically and never destroy
@@ -48,15 +60,34 @@ _EXTENSIONS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "jsonl", ".csv": 
 _INT_RE = re.compile(r"[+-]?\d+")
 _BOM = b"\xef\xbb\xbf"
 EMPTY_GRADE = "grade is empty"
+SNIFF_LINES = 20
+_MAGIC = {b"SQLite format 3\x00": "an SQLite database (a campaign store?)", b"\x1f\x8b": "gzip-compressed",
+          b"PK\x03\x04": "a zip archive", b"\xfd7zXZ\x00": "xz-compressed", b"BZh": "bzip2-compressed"}
 
 
 @dataclass(frozen=True)
 class RawRow:
-    """One data line of a judgment file: its fields (strings/JSON values) or an error."""
+    """One data line of a judgment file: its fields (strings/JSON values) or an error.
+
+    ``typed`` is True for JSONL rows, whose values carry JSON types (a grade
+    must be a number there), False for CSV/qrels text fields.
+    """
 
     line: int
     fields: dict | None = None
     error: str | None = None
+    typed: bool = False
+
+
+def _short(value, limit: int = 60) -> str:
+    """JSON text of a value for a message, cut to ``limit`` characters."""
+    try:
+        text = json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError, RecursionError):
+        if isinstance(value, int):  # too many digits to print
+            return f"<an integer of about {int(value.bit_length() * 0.30103) + 1} digits>"
+        text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def detect_format(path, format=None, *, allowed=FORMATS) -> str:
@@ -110,18 +141,42 @@ def parse_judgment_file(raw: bytes, format: str, path: str) -> tuple[list[RawRow
     ValueError
         For file-level problems (see the module docstring).
     """
-    raw, notes = _prepare(raw, path)
-    if format == "jsonl":
-        rows = _jsonl_rows(raw)
-    elif format == "csv":
-        rows = _csv_rows(raw, path)
-    elif format == "qrels":
-        rows = _qrels_rows(raw)
-    else:
+    if format not in FORMATS:
         raise ValueError(f"`format` must be one of {list(FORMATS)}; got {format!r}.")
+    _refuse_binary(raw, path)
+    raw, notes = _prepare(raw, path)
+    if format == "csv":
+        rows = _csv_rows(raw, path)
+    else:
+        split = _jsonl_rows if format == "jsonl" else _qrels_rows
+        _sniff_rows(split(raw, limit=SNIFF_LINES), format, path)
+        rows = split(raw)
     if not rows:
         raise ValueError(f"{path}: file has no judgment rows.")
     return rows, notes
+
+
+def _refuse_binary(raw: bytes, path: str) -> None:
+    """A database, an archive or any file with NUL bytes is no judgment file (UTF-16 aside)."""
+    for magic, what in _MAGIC.items():
+        if raw.startswith(magic):
+            raise ValueError(f"{path}: line 1: this is {what}, not a judgment file (JSONL, CSV or qrels text).")
+    if raw.startswith(b"\xff\xfe") or raw.startswith(b"\xfe\xff"):
+        return  # UTF-16: _prepare names the encoding
+    nul = raw.find(b"\x00")
+    if nul >= 0:
+        line = raw.count(b"\n", 0, nul) + 1
+        raise ValueError(f"{path}: line {line}: binary data (a NUL byte); this is not a judgment file "
+                         "(JSONL, CSV or qrels text).")
+
+
+def _sniff_rows(head: list, format: str, path: str) -> None:
+    """Refuse a file none of whose first data lines is a valid row of ``format``."""
+    if head and all(r.error is not None for r in head):
+        raise ValueError(
+            f"{path}: not a {format} judgment file: none of its first {len(head)} data lines is a valid row "
+            f"(line {head[0].line}: {head[0].error}); check --format / the file."
+        )
 
 
 def _decode_line(line: bytes):
@@ -131,9 +186,25 @@ def _decode_line(line: bytes):
         return None, f"not valid UTF-8 ({exc.reason} at byte {exc.start})"
 
 
-def _jsonl_rows(raw: bytes) -> list[RawRow]:
+def _lines(raw: bytes, limit):
+    """``(line number, bytes)`` of the file's lines; only the first ``limit`` non-blank ones if given."""
+    if limit is None:
+        yield from enumerate(raw.split(b"\n"), start=1)
+        return
+    n, start = 0, 0
+    for i in range(1, len(raw) + 2):
+        end = raw.find(b"\n", start)
+        line = raw[start:] if end < 0 else raw[start:end]
+        yield i, line
+        n += bool(line.strip())
+        if end < 0 or n >= limit:
+            return
+        start = end + 1
+
+
+def _jsonl_rows(raw: bytes, limit=None) -> list[RawRow]:
     rows = []
-    for i, line in enumerate(raw.split(b"\n"), start=1):
+    for i, line in _lines(raw, limit):
         text, err = _decode_line(line)
         if err:
             rows.append(RawRow(i, error=err))
@@ -147,6 +218,12 @@ def _jsonl_rows(raw: bytes) -> list[RawRow]:
             rows.append(RawRow(i, error=f"malformed JSON ({exc.msg}, column {exc.colno}); "
                                         "truncated or broken line"))
             continue
+        except RecursionError:
+            rows.append(RawRow(i, error="JSON nested too deeply (not a judgment row)"))
+            continue
+        except ValueError as exc:  # e.g. an integer with more digits than Python converts
+            rows.append(RawRow(i, error=f"JSON value not readable ({exc})"))
+            continue
         if not isinstance(obj, dict):
             rows.append(RawRow(i, error=f"expected a JSON object, got {type(obj).__name__}"))
             continue
@@ -156,7 +233,7 @@ def _jsonl_rows(raw: bytes) -> list[RawRow]:
                 f"missing field{'s' if len(missing) > 1 else ''} {', '.join(repr(k) for k in missing)} "
                 f"(required {list(REQUIRED)}; found {list(obj)})")))
             continue
-        rows.append(RawRow(i, fields=obj))
+        rows.append(RawRow(i, fields=obj, typed=True))
     return rows
 
 
@@ -207,9 +284,9 @@ def _csv_rows(raw: bytes, path: str) -> list[RawRow]:
     return rows
 
 
-def _qrels_rows(raw: bytes) -> list[RawRow]:
+def _qrels_rows(raw: bytes, limit=None) -> list[RawRow]:
     rows = []
-    for i, line in enumerate(raw.split(b"\n"), start=1):
+    for i, line in _lines(raw, limit):
         text, err = _decode_line(line)
         if err:
             rows.append(RawRow(i, error=err))
@@ -224,21 +301,36 @@ def _qrels_rows(raw: bytes) -> list[RawRow]:
     return rows
 
 
-def parse_grade(value, n_grades: int) -> tuple[int | None, str | None]:
+def parse_grade(value, n_grades: int, *, typed: bool = False) -> tuple[int | None, str | None]:
     """``(grade, None)`` for a valid grade on ``0..n_grades-1``, else ``(None, reason)``.
 
-    Accepts JSON integers, integral JSON floats (``2.0``) and strings of
-    decimal digits (``"2"``); rejects e.g. ``"3.5"``, ``"high"``, ``true``.
+    Parameters
+    ----------
+    value : JSON value or str
+    n_grades : int
+    typed : bool, default False
+        ``True`` for values of a typed format (JSONL): a grade must be a
+        number there, a string such as ``"2"`` is rejected.  ``False`` for
+        text fields (CSV, qrels): decimal integer text such as ``"2"``.
+
+    Accepts integers and integral floats (``2.0``); for text fields, strings of
+    decimal digits; rejects e.g. ``"3.5"``, ``"high"``, ``true``.
 
     Examples
     --------
     >>> parse_grade("2", 3), parse_grade("3.5", 3)[1], parse_grade(-1, 3)[1]
     ((2, None), "grade '3.5' is not an integer", 'grade -1 is outside the scale 0..2')
+    >>> parse_grade("2", 3, typed=True)[1]
+    'grade "2" is a JSON string; write the number 2 (grades are numbers in JSONL)'
     """
     if value is None or (isinstance(value, str) and not value.strip()):
         return None, EMPTY_GRADE
     if isinstance(value, bool):
         return None, f"grade {json.dumps(value)} is not an integer"
+    if typed and isinstance(value, str):
+        text = value.strip()
+        hint = f"write the number {int(text)}" if _INT_RE.fullmatch(text) and len(text) < 20 else "write a number"
+        return None, f"grade {_short(value)} is a JSON string; {hint} (grades are numbers in JSONL)"
     if isinstance(value, int):
         g = value
     elif isinstance(value, float):
@@ -248,19 +340,22 @@ def parse_grade(value, n_grades: int) -> tuple[int | None, str | None]:
     elif isinstance(value, str):
         text = value.strip()
         if not _INT_RE.fullmatch(text):
-            return None, f"grade {value!r} is not an integer"
+            r = repr(value)
+            return None, f"grade {r if len(r) <= 60 else r[:57] + '...'} is not an integer"
+        if len(text.lstrip("+-").lstrip("0")) > 18:  # beyond any scale (and int() of huge text is slow)
+            return None, f"grade {_short(text)} is outside the scale 0..{n_grades - 1}"
         g = int(text)
     else:
-        return None, f"grade {json.dumps(value)} is not an integer"
+        return None, f"grade {_short(value)} is not an integer"
     if not 0 <= g < n_grades:
-        return None, f"grade {g} is outside the scale 0..{n_grades - 1}"
+        return None, f"grade {_short(g)} is outside the scale 0..{n_grades - 1}"
     return g, None
 
 
 def parse_id(value, name: str) -> tuple[str | None, str | None]:
     """String form of a query/document id from a row (str or int), or an error."""
     if isinstance(value, bool) or not isinstance(value, (str, int)):
-        return None, f"{name} must be a string or an integer, got {json.dumps(value)}"
+        return None, f"{name} must be a string or an integer, got {_short(value)}"
     text = str(value).strip()
     if not text:
         return None, f"{name} is empty"
@@ -271,7 +366,7 @@ def parse_optional_text(value, name: str) -> tuple[str | None, str | None]:
     if value is None or value == "":
         return None, None
     if not isinstance(value, str):
-        return None, f"{name} must be a string, got {json.dumps(value)}"
+        return None, f"{name} must be a string, got {_short(value)}"
     return value.strip() or None, None
 
 
