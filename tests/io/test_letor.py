@@ -137,8 +137,57 @@ def test_missing_qid(tmp_path):
 
 def test_unparsable(tmp_path):
     p = write(tmp_path, ["1 qid:1 1:abc"])
-    with pytest.raises(ValueError, match="could not parse"):
+    with pytest.raises(ValueError, match=r"S1\.txt: line 1: feature 1 has value 'abc', not a number"):
         load_letor(p)
+
+
+@pytest.mark.parametrize("line, message", [
+    ("abc qid:5 1:1", r"line 3: label 'abc' is not a number"),
+    ("1 qid:5 0:0.5", r"line 3: feature index 0 is invalid \(LETOR/SVMlight feature indices are 1-based"),
+    ("1 qid:5 -3:0.5", r"line 3: feature index -3 is invalid"),
+    ("1 qid:5 1:0.5 1:0.6", r"line 3: feature index 1 appears twice"),
+    ("1 qid:5 2:0.5 1:0.6", r"line 3: feature index 1 follows 2 \(indices must increase"),
+    ("1 qid:5 1:", r"line 3: feature 1 has value '', not a number"),
+    ("1 qid:5 x", r"line 3: 'x' is not an 'index:value' feature"),
+    ("1 qid:five 1:1", r"line 3: query id 'qid:five' is not an integer"),
+    ("1 qid:99999999999999999999 1:1", r"line 3: query id 'qid:99999999999999999999' does not fit"),
+    ("1 qid:5 1:nan", r"line 3: feature 1 is nan; feature values must be finite"),
+    ("1 qid:5 2:-inf", r"line 3: feature 2 is -inf; feature values must be finite"),
+    ("99999999999999999999999 qid:5 1:1", r"line 3: label 99999999999999999999999 is above 100, the largest "
+                                          r"supported grade"),
+    ("5000000 qid:5 1:1", r"line 3: label 5000000 is above 100"),
+    ("1 qid:5 999999999:1", r"line 3: feature index 999999999 is above 100000, the largest read without "
+                            r"`n_features` \(features are stored dense: 2 x 999999999 values would need 14\.9 GiB"),
+])
+def test_malformed_lines_name_file_and_line(tmp_path, line, message):
+    p = write(tmp_path, ["# header", LINES[0], line])
+    with pytest.raises(ValueError, match=r"S1\.txt: " + message):
+        load_letor(p)
+
+
+def test_binary_and_utf16_files(tmp_path):
+    p = tmp_path / "bin.txt"
+    p.write_bytes(b"0 qid:1 1:0.1\n\x00\x01\x02 garbage\n")
+    with pytest.raises(ValueError, match=r"bin\.txt: line 2: binary data \(a NUL byte\)"):
+        load_letor(p)
+    p.write_bytes(b"0 qid:1 1:0.1\n\xff\xfe\xfa qid:1 1:2\n")
+    with pytest.raises(ValueError, match=r"bin\.txt: line 2: not valid UTF-8 text"):
+        load_letor(p)
+    p.write_bytes("0 qid:1 1:0.1\n".encode("utf-16"))
+    with pytest.raises(ValueError, match=r"bin\.txt: line 1: file is UTF-16 encoded"):
+        load_letor(p)
+
+
+def test_huge_label_with_scale_reports_the_written_value(tmp_path):
+    p = write(tmp_path, ["99999999999999999999999 qid:1 1:1"])
+    with pytest.raises(ValueError, match=r"line 1: label 99999999999999999999999 is outside the grade scale "
+                                         r"0\.\.2 \(n_grades=3\)"):
+        load_letor(p, n_grades=3)
+    with pytest.raises(ValueError, match=r"`n_grades` must be at most 101"):
+        load_letor(p, n_grades=5000001)
+    # an explicit n_features lifts the dense-size guard (the user asked for it)
+    d = load_letor(write(tmp_path, ["1 qid:1 150000:1"], "wide.txt"), n_features=150000)
+    assert d.X.shape == (1, 150000) and d.X[0, -1] == 1
 
 
 def test_option_validation(tmp_path):
