@@ -12,6 +12,12 @@ A labeling campaign for real annotators, kept in one SQLite file:
 4. ``status`` and ``estimate`` report progress and the current estimate.
 5. ``qrels`` writes the combined judgments as a TREC qrels file.
 
+Outputs never destroy data: no output (task file, qrels, trace) may be the
+campaign file or its WAL/SHM files, not even with ``--force``; an existing
+file is replaced only if it is a previous output of the same kind (an
+unanswered task file, a qrels file, a trace CSV) or empty, otherwise only with
+``--force``.  ``init`` never replaces one of its input files.
+
 Exit codes: 0 success; 1 finished, but some input rows were rejected (import)
 or there is nothing to estimate yet; 2 bad input (usage, unreadable or
 malformed file, invalid option values).
@@ -130,6 +136,11 @@ def _cmd_init(args):
 
     if bool(args.pool) == bool(args.run):
         raise CampaignCLIError("give either --pool FILE (LETOR) or --run FILE [--run FILE] (TREC runs).")
+    inputs = [p for p in [args.pool, args.train, args.qrels, args.query_text, *(args.run or [])] if p]
+    if inputs:   # the new store must not replace one of its own inputs, not even with --force
+        from .io import check_output_path
+
+        check_output_path(args.store, kind="qrels", protected=inputs, force=True, protected_name="an input file")
     if args.pool:
         if args.tag:
             raise CampaignCLIError("--tag selects TREC runs and needs --run.")

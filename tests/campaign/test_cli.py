@@ -543,3 +543,14 @@ def test_stored_rejections_are_capped_and_counted(tmp_path, files, capsys):
         assert c.check() == []
     code, out, err = run_cli(["campaign", "import", db, str(p)], capsys)
     assert code == 1 and "already imported" in out
+
+
+def test_init_never_replaces_its_own_inputs(tmp_path, files, capsys):
+    pool, _ = files
+    p = tmp_path / "pool.txt"
+    shutil.copy(pool, p)
+    original = p.read_bytes()
+    code, _, err = run_cli(["campaign", "init", str(p), "--pool", str(p), "--model", "uniform", "--grades", "3",
+                            "--budget", "5", "--force"], capsys)
+    assert code == 2 and "would destroy" in err and "an input file" in err
+    assert p.read_bytes() == original
