@@ -1,8 +1,8 @@
 """Benchmark ``activerank.io.trec.read_runs`` (columnar) against the line-by-line reader and pandas.
 
 A synthetic TREC run file of ``--lines`` lines (default 1,000,000: 1,000
-queries x 1,000 documents, one tag, ClueWeb-like document ids, six-decimal
-scores with some ties) is read by
+queries x 1,000 documents in rank order, one tag, ClueWeb-like document ids,
+six-decimal scores, 5% of them tied) is read by
 
 ``columnar``   ``read_runs`` as shipped: numpy over the file's bytes;
 ``lines``      the line-by-line reader it falls back to on malformed input
@@ -64,8 +64,9 @@ def make_run_file(path, n_lines, seed=0):
     per_q = n_lines // n_q
     with open(path, "w") as f:
         for q in range(n_q):
-            scores = np.round(np.sort(rng.normal(10.0, 3.0, per_q))[::-1], 6)
+            scores = np.round(rng.normal(10.0, 3.0, per_q), 6)
             scores[rng.random(per_q) < 0.05] = scores[0]           # some ties, resolved by docid
+            scores = np.sort(scores)[::-1]                         # run files list documents by rank
             docs = rng.integers(0, 10**9, per_q)
             f.write("".join(f"{301 + q} Q0 clueweb09-en{d % 10000:04d}-{d // 10000 % 100:02d}-{d % 99991:05d} "
                             f"{r + 1} {s:.6f} bench\n" for r, (d, s) in enumerate(zip(docs, scores))))

@@ -303,6 +303,7 @@ class _Fallback(Exception):
 
 
 _SPARE = 256  # zero bytes after the file's content: token windows never run past the buffer
+_BLOCK = 1 << 22  # bytes scanned at a time (bounds the temporaries of a whole-file scan)
 
 
 def _file_bytes(path) -> tuple[np.ndarray, int]:
@@ -318,9 +319,9 @@ def _file_bytes(path) -> tuple[np.ndarray, int]:
         raise _Fallback  # UTF-16: the line reader names it
     if a[:3].tobytes() == b"\xef\xbb\xbf":
         a = a[3:]
-    if (a == 0).any():
+    if any((a[i:i + _BLOCK] == 0).any() for i in range(0, a.size, _BLOCK)):
         raise _Fallback
-    if (a >= 0x80).any():
+    if any((a[i:i + _BLOCK] >= 0x80).any() for i in range(0, a.size, _BLOCK)):
         try:
             text = a.tobytes().decode("utf-8")
         except UnicodeDecodeError:
@@ -333,29 +334,37 @@ def _file_bytes(path) -> tuple[np.ndarray, int]:
 
 def _tokens(a: np.ndarray, n_fields: int):
     """Start and end offsets, shape (n_lines, n_fields), of the tokens of every non-blank line."""
-    nonws = ~_ASCII_WS[a]
     if a.size == 0:
         raise _Fallback
-    starts = np.flatnonzero(nonws[1:] > nonws[:-1]) + 1
-    if nonws[0]:
-        starts = np.r_[0, starts]
-    ends = np.flatnonzero(nonws[1:] < nonws[:-1]) + 1
-    if nonws[-1]:
-        ends = np.r_[ends, a.size]
-    del nonws
+    index = np.int32 if a.size < 2**31 - _SPARE else np.int64
+    starts, ends, newlines = [], [], []
+    prev = False                     # is the byte before the block a token byte?
+    for b0 in range(0, a.size, _BLOCK):
+        block = a[b0:b0 + _BLOCK]
+        nonws = ~_ASCII_WS[block]
+        edge = np.empty(block.size, dtype=np.int8)
+        edge[0] = int(nonws[0]) - int(prev)
+        np.subtract(nonws[1:], nonws[:-1], out=edge[1:], dtype=np.int8)
+        starts.append((np.flatnonzero(edge == 1) + b0).astype(index))
+        ends.append((np.flatnonzero(edge == -1) + b0).astype(index))
+        newlines.append((np.flatnonzero(block == 10) + b0).astype(index))
+        prev = bool(nonws[-1])
+    if prev:
+        ends.append(np.array([a.size], dtype=index))
+    starts, ends, newlines = np.concatenate(starts), np.concatenate(ends), np.concatenate(newlines)
     if starts.size == 0:
         raise _Fallback
-    newlines = np.flatnonzero(a == 10)
     per_line = np.diff(np.searchsorted(starts, newlines), prepend=0, append=starts.size)
     if np.any((per_line != 0) & (per_line != n_fields)):
         raise _Fallback
     return starts.reshape(-1, n_fields), ends.reshape(-1, n_fields)
 
 
-def _column(a: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
-    """Tokens as an (n, width) uint8 matrix, zero-padded (``a`` ends with ``_SPARE`` zero bytes)."""
+def _column(a: np.ndarray, starts: np.ndarray, ends: np.ndarray, multiple: int = 1) -> np.ndarray:
+    """Tokens as an (n, width) uint8 matrix, zero-padded to a multiple of ``multiple`` bytes
+    (``a`` ends with ``_SPARE`` zero bytes, so every window lies inside the buffer)."""
     lengths = ends - starts
-    width = int(lengths.max())
+    width = -(-int(lengths.max()) // multiple) * multiple
     if width > _SPARE:
         raise _Fallback
     windows = np.lib.stride_tricks.sliding_window_view(a, width)
@@ -375,15 +384,17 @@ def _factorize(values: np.ndarray):
 
 
 def _hash_codes(mat: np.ndarray):
-    """Factorize byte-string tokens by a 64-bit hash, verified: (codes, first index per code)."""
+    """Factorize byte-string tokens (width a multiple of 8) by a 64-bit hash of their 8-byte words,
+    verified against the tokens: (codes in order of first appearance, first index per code)."""
+    words = mat.view("<u8")
     h = np.zeros(mat.shape[0], dtype=np.uint64)
     with np.errstate(over="ignore"):
-        for j in range(mat.shape[1]):
-            h *= np.uint64(0x100000001B3)
-            h += mat[:, j]
-            h ^= h >> np.uint64(29)
+        for j in range(words.shape[1]):
+            h ^= words[:, j]
+            h *= np.uint64(0x9E3779B97F4A7C15)
+            h ^= h >> np.uint64(31)
     codes, first = _factorize(h)
-    if not np.array_equal(mat, mat[first[codes]]):  # a hash collision merged distinct tokens
+    if not np.array_equal(words, words[first[codes]]):  # a hash collision merged distinct tokens
         raise _Fallback
     return codes, first
 
@@ -449,8 +460,8 @@ def _run_columns(path):
     score = _parse_floats(_column(padded, starts[:, 4], ends[:, 4]))
     if not np.all(np.isfinite(score)):
         raise _Fallback
-    return (_column(padded, starts[:, 0], ends[:, 0]), _column(padded, starts[:, 2], ends[:, 2]),
-            _column(padded, starts[:, 5], ends[:, 5]), score)
+    return (_column(padded, starts[:, 0], ends[:, 0], 8), _column(padded, starts[:, 2], ends[:, 2], 8),
+            _column(padded, starts[:, 5], ends[:, 5], 8), score)
 
 
 def _stack(mats) -> np.ndarray:
@@ -460,26 +471,30 @@ def _stack(mats) -> np.ndarray:
 
 def _decode(mat: np.ndarray) -> np.ndarray:
     """Rows of a token matrix as an object array of str (one decode of the joined tokens)."""
-    if mat.shape[0] == 0:
-        return np.empty(0, dtype=object)
-    flat = np.concatenate([mat, np.full((mat.shape[0], 1), 10, dtype=np.uint8)], axis=1).ravel()
-    text = flat[flat != 0].tobytes().decode("utf-8")    # tokens hold neither NUL nor newline
     out = np.empty(mat.shape[0], dtype=object)
-    out[:] = text.split("\n")[:-1]
+    step = max(1, _BLOCK // (mat.shape[1] + 1))
+    for i in range(0, mat.shape[0], step):   # in blocks: bounded temporaries
+        flat = np.concatenate([mat[i:i + step], np.full((min(step, mat.shape[0] - i), 1), 10, np.uint8)],
+                              axis=1).ravel()
+        text = flat[flat != 0].tobytes().decode("utf-8")    # tokens hold neither NUL nor newline
+        out[i:i + step] = text.split("\n")[:-1]
     return out
 
 
 def _desc_bytes_order(mat: np.ndarray, group: np.ndarray) -> np.ndarray:
-    """Order by ``group`` ascending, then by the byte strings descending (= str order descending)."""
-    pad = (-mat.shape[1]) % 8
-    words = np.ascontiguousarray(np.pad(mat, ((0, 0), (0, pad)))).view(">u8")
+    """Order by ``group`` ascending, then by the byte strings descending (= str order descending);
+    ``mat`` has a width that is a multiple of 8 (big-endian words compare as the bytes do)."""
+    words = np.ascontiguousarray(mat).view(">u8")
     keys = [~words[:, j] for j in range(words.shape[1] - 1, -1, -1)] + [group]
     return np.lexsort(keys)
 
 
 def _ranking_order(lq, score, dcode, dmat_first):
     """Order of one run's lines: query, score descending, ties by document id descending (trec_eval)."""
-    order = np.lexsort((-score, lq))
+    if lq.size and np.all((lq[1:] > lq[:-1]) | ((lq[1:] == lq[:-1]) & (score[1:] <= score[:-1]))):
+        order = np.arange(lq.size)          # the usual run file: already by query, score descending
+    else:
+        order = np.lexsort((-score, lq))
     s, g = score[order], lq[order]
     tied = np.r_[False, (s[1:] == s[:-1]) & (g[1:] == g[:-1])]
     if tied.any():
@@ -542,11 +557,13 @@ def _read_runs_columnar(paths, multiple_tags: str, queries: str) -> TrecRuns:
     row = np.full(pair.size, -1, dtype=np.int64)
     row[order] = codes
     lengths = np.bincount(qpos[pool_pairs // n_d], minlength=qorder.size)
-    doc_str = _decode(dmat[d_first])
-    pool = Pool(_decode(qmat[q_first[qorder]]), offsets_from_lengths(lengths), doc_str[pool_pairs % n_d])
+    del pair, order, codes, first
+    dmat_first = dmat[d_first]
+    del dmat
+    pool = Pool(_decode(qmat[q_first[qorder]]), offsets_from_lengths(lengths),
+                _decode(dmat_first)[pool_pairs % n_d])
 
     rankings, scores = {}, {}
-    dmat_first = dmat[d_first]
     for k, tag in enumerate(_decode(tmat[t_first]).tolist()):
         lines = kept[t[kept] == k]
         o = lines[_ranking_order(lq[lines], score[lines], d[lines], dmat_first)]
