@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
+import warnings
+from contextlib import contextmanager
 
 import numpy as np
 
@@ -18,6 +21,88 @@ __all__ = ["main"]
 
 class CLIError(Exception):
     """Bad command-line input: printed without a traceback, exit code 2."""
+
+
+# --------------------------------------------------------------------------- option types
+# argparse reports a failing type as "argument --NAME: <message>" with exit code 2.
+
+
+def _number(text, kind):
+    try:
+        return kind(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"must be {'an integer' if kind is int else 'a number'}, got {text!r}") from None
+
+
+def positive_float(text):
+    """A finite number > 0 (budgets, costs)."""
+    v = _number(text, float)
+    if not (math.isfinite(v) and v > 0):
+        raise argparse.ArgumentTypeError(f"must be a positive finite number, got {text!r}")
+    return v
+
+
+def nonneg_int(text):
+    """An integer >= 0 (seeds, limits)."""
+    v = _number(text, int)
+    if v < 0:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 0, got {text!r}")
+    return v
+
+
+def positive_int(text):
+    """An integer >= 1 (chunk sizes, 1-based feature numbers)."""
+    v = _number(text, int)
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 1, got {text!r}")
+    return v
+
+
+def n_grades_arg(text):
+    """Size of a grade scale: an integer in 2..MAX_N_GRADES."""
+    from .io.limits import MAX_N_GRADES
+
+    v = _number(text, int)
+    if not 2 <= v <= MAX_N_GRADES:
+        raise argparse.ArgumentTypeError(f"must be an integer in 2..{MAX_N_GRADES}, got {text!r}")
+    return v
+
+
+def probability_open(text):
+    """A number strictly between 0 and 1 (confidence levels)."""
+    v = _number(text, float)
+    if not 0 < v < 1:
+        raise argparse.ArgumentTypeError(f"must be a number strictly between 0 and 1, got {text!r}")
+    return v
+
+
+def probability_closed(text):
+    """A number in [0, 1] (mixture weights)."""
+    v = _number(text, float)
+    if not 0 <= v <= 1:
+        raise argparse.ArgumentTypeError(f"must be a number in [0, 1], got {text!r}")
+    return v
+
+
+@contextmanager
+def cli_warnings(prog: str):
+    """Show warnings raised while a command runs as one line ``PROG: warning: MESSAGE`` on stderr.
+
+    Python's default display adds the source line that raised the warning,
+    which means nothing to a command-line user.  Scoped to the command: the
+    previous filters and ``warnings.showwarning`` are restored on exit, and
+    library users never see this.
+    """
+    with warnings.catch_warnings():
+        warnings.simplefilter("default")
+
+        def show(message, category, filename, lineno, file=None, line=None):
+            text = " ".join(str(message).split())
+            print(f"{prog}: warning: {text}", file=sys.stderr if file is None else file, flush=True)
+
+        warnings.showwarning = show
+        yield
 
 
 def _load(path, n_grades=None):
@@ -74,17 +159,21 @@ def _common(p):
     p.add_argument("--train", help="labeled LETOR file to fit the relevance model on")
     p.add_argument("--model", default="lightgbm",
                    help="relevance model: lightgbm, rf_regression, rf_classifier, ordered_logit, logistic, uniform")
-    p.add_argument("--budget", type=float, required=True, help="labeling budget in mean-query-cost units")
+    p.add_argument("--budget", type=positive_float, required=True,
+                   help="labeling budget in mean-query-cost units")
     p.add_argument("--metric", default="err@10", help="dcg@k or err@k (default err@10)")
     from .design.methods import method_names
 
     p.add_argument("--method", default="active", choices=method_names(), metavar="METHOD",
                    help="sampling/estimation method, one of: " + ", ".join(method_names()) + " (default active)")
     p.add_argument("--costs", default="auto", help="auto, log_length, constant or uniform")
-    p.add_argument("--grades", type=int, default=None, help="number of grades of the label scale")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--confidence", type=float, default=0.95)
+    p.add_argument("--grades", type=n_grades_arg, default=None, help="number of grades of the label scale")
+    p.add_argument("--seed", type=nonneg_int, default=0, help="seed of the draws and the model (default 0)")
+    p.add_argument("--confidence", type=probability_open, default=0.95,
+                   help="confidence level of the interval (default 0.95)")
     p.add_argument("--trace", help="write the draw trace to this CSV file")
+    p.add_argument("--force", action="store_true",
+                   help="replace an existing --trace file even if it is not a previous trace (inputs never)")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
 
 
@@ -96,7 +185,10 @@ def _report(res, args, point_name):
            "budget": res.budget, "effective_sample_size": res.effective_sample_size,
            "metric": res.metric, "method": res.method}
     if args.trace:
-        res.trace.to_csv(args.trace, index=False)
+        from .campaign.cli import write_trace
+
+        write_trace(args.trace, res.trace, protected=[p for p in (args.pool, args.train) if p],
+                    force=args.force, protected_name="an input file")
     if args.json:
         print(json.dumps(out, indent=2))
     else:
@@ -144,8 +236,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     demo = sub.add_parser("demo", help="run an active estimate on the shipped MQ2008 sample")
-    demo.add_argument("--budget", type=float, default=12.0)
-    demo.add_argument("--seed", type=int, default=0)
+    demo.add_argument("--budget", type=positive_float, default=12.0)
+    demo.add_argument("--seed", type=nonneg_int, default=0)
     demo.set_defaults(func=_cmd_demo)
 
     est = sub.add_parser("estimate", help="estimate one ranker's mean metric from a label budget")
@@ -181,7 +273,8 @@ def main(argv=None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        result = args.func(args)
+        with cli_warnings(f"activerank {args.command}"):
+            result = args.func(args)
     except (CLIError, ValueError, TypeError, OSError) as exc:
         print(f"activerank {args.command}: error: {exc}", file=sys.stderr)
         return 2

@@ -8,6 +8,7 @@ tool).  Every answer is validated against the grade scale before it is used.
 
 from __future__ import annotations
 
+import numbers
 from typing import Callable, Protocol, Sequence
 
 import numpy as np
@@ -37,42 +38,36 @@ class LabelingError(ValueError):
 
 
 def check_grades(grades, query_id, doc_ids, n_grades: int) -> np.ndarray:
-    """Validate one labeler answer: one integer grade in ``0..n_grades-1`` per document."""
-    arr = np.asarray(grades)
+    """Validate one labeler answer: one integer grade in ``0..n_grades-1`` per document.
+
+    A grade is a number: an integer or an integral float (``2.0``).  Strings
+    (``"1"``) and booleans are rejected -- a labeler written in Python answers
+    numbers; only the untyped text formats (CSV, qrels) parse integer text.
+    """
+    arr = np.asarray(grades, dtype=object) if not isinstance(grades, np.ndarray) else grades
     if arr.ndim != 1 or arr.size != len(doc_ids):
         raise ValueError(
             f"labeler returned {arr.size if arr.ndim == 1 else arr.shape} grades for query "
             f"{query_id!r}, which has {len(doc_ids)} documents to judge."
         )
-    if arr.dtype == bool or arr.dtype.kind in "US":
-        # True/False or "2.0" are not grades: a labeler must say 0, 1, 2 ...
-        arr = np.array([_strict_grade(g) for g in arr.tolist()], dtype=object)
-    try:
-        values = arr.astype(np.float64)
-    except (TypeError, ValueError):
-        values = np.array([_as_float(g) for g in arr.tolist()])
+    items = arr.tolist()
+    values = np.array([_grade_value(g) for g in items], dtype=np.float64)
     bad = np.flatnonzero(~np.isfinite(values) | (values != np.round(values))
                          | (values < 0) | (values > n_grades - 1))
     if bad.size:
         i = int(bad[0])
         raise ValueError(
             f"labeler grades must be integers on the scale 0..{n_grades - 1}: query {query_id!r}, "
-            f"document {doc_ids[i]!r} got {arr.tolist()[i]!r}."
+            f"document {doc_ids[i]!r} got {items[i]!r}."
         )
     return values.astype(np.int64)
 
 
-def _strict_grade(g):
-    if isinstance(g, str) and g.strip().lstrip("+-").isdigit():
-        return int(g)
-    return g if not isinstance(g, (bool, str)) else np.nan
-
-
-def _as_float(g) -> float:
-    try:
-        return float(g)
-    except (TypeError, ValueError):
+def _grade_value(g) -> float:
+    """The number a grade stands for (NaN for anything that is not a real number)."""
+    if isinstance(g, (bool, np.bool_, str, bytes)) or not isinstance(g, numbers.Real):
         return np.nan
+    return float(g)
 
 
 class KnownLabels:

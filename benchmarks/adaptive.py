@@ -49,6 +49,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import activerank as ar  # noqa: E402
 from activerank import estimate_adaptive  # noqa: E402
 from activerank.inference.snis import LowEffectiveSampleSizeWarning  # noqa: E402
+from activerank.datasets import DatasetNotFoundError, dataset_dir  # noqa: E402
 from activerank.metrics import pool_metric_values  # noqa: E402
 from activerank.relevance.models import SklearnRelevanceModel, UniformRelevanceModel  # noqa: E402
 from activerank.relevance.rankers import fit_linear_ranker, rank_by_scores  # noqa: E402
@@ -168,7 +169,7 @@ def add_ratios(df):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--data", default="/work/shared/data/mq2008")
+    ap.add_argument("--data", default=None, help="folder with MQ2008 S1.txt ... S5.txt (default: $ACTIVERANK_DATA/mq2008)")
     ap.add_argument("--reps", type=int, default=200)
     ap.add_argument("--budgets", default="50,100,200")
     ap.add_argument("--batches", type=int, default=3)
@@ -178,6 +179,11 @@ def main(argv=None):
     ap.add_argument("--out", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "results",
                                                   "adaptive.csv"))
     args = ap.parse_args(argv)
+    if args.data is None:
+        try:
+            args.data = str(dataset_dir("mq2008"))
+        except DatasetNotFoundError as exc:
+            ap.error(str(exc))
     budgets = [int(b) for b in args.budgets.split(",")]
     only = [s for s in args.only.split(",") if s]
     if args.combine:
@@ -189,7 +195,7 @@ def main(argv=None):
     cols = ["condition", "budget", "mse", "mse_vs_fixed", "mse_vs_passive", "bias", "coverage", "mean_cost"]
     with pd.option_context("display.width", 160, "display.float_format", "{:.4g}".format):
         print(df[cols].to_string(index=False))
-    print(f"wrote {args.out}")
+    print(f"wrote {os.path.relpath(args.out)}")
 
 
 if __name__ == "__main__":

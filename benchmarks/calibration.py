@@ -7,7 +7,7 @@ estimate, the label savings against passive at equal budget (1 - MSE/MSE_passive
 MSE is ~ proportional to 1/budget, so this is the fraction of labels saved), and the
 correlation of predicted vs true per-query values before/after calibration.
 
-Run:  python benchmarks/calibration.py [--reps 1000] [--data ../shared/data/mq2008]
+Run:  python benchmarks/calibration.py [--reps 1000] [--data FOLDER]  (default $ACTIVERANK_DATA/mq2008)
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ import pandas as pd
 
 import activerank as ar
 from activerank.api import make_design as design
+from activerank.datasets import DatasetNotFoundError, dataset_dir
 from activerank.relevance.calibration import fit_query_calibrator, query_features
 from activerank.inference.model_assisted import model_assisted
 from activerank.inference.snis import snis
@@ -29,7 +30,6 @@ from activerank.relevance.rankers import fit_lambdarank_ranker, fit_linear_ranke
 from activerank.design.sampling import draw_budgeted
 
 HERE = Path(__file__).resolve().parent
-DEFAULT_DATA = HERE.parent.parent / "shared" / "data" / "mq2008"
 METRIC = "err@10"
 
 
@@ -56,11 +56,16 @@ def _simulate(pool, rankings, probs, truth_values, method, budget, reps, rng, pr
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--data", default=str(DEFAULT_DATA))
+    ap.add_argument("--data", default=None, help="folder with MQ2008 S1.txt ... S5.txt (default: $ACTIVERANK_DATA/mq2008)")
     ap.add_argument("--reps", type=int, default=1000)
     ap.add_argument("--budgets", default="20,40,80")
     ap.add_argument("--out", default=str(HERE / "results" / "calibration.csv"))
     args = ap.parse_args(argv)
+    if args.data is None:
+        try:
+            args.data = str(dataset_dir("mq2008"))
+        except DatasetNotFoundError as exc:
+            ap.error(str(exc))
     t0 = time.perf_counter()
     train, vali, pool = ar.letor_fold(args.data, 1, n_grades=3)
     factory = lambda: make_relevance_model("lightgbm", 3, random_state=0)  # noqa: E731

@@ -31,7 +31,7 @@ for budgets Lambda (units of the mean query cost) and methods active/passive,
 run) and every estimate is the library's joint SNIS estimator
 (``activerank.inference.snis.joint_snis``), computed on prefixes.
 
-Run:  python benchmarks/k_systems.py [--data /work/shared/data] [--reps 500] [--quick]
+Run:  python benchmarks/k_systems.py [--data ROOT]  (default $ACTIVERANK_DATA) [--reps 500] [--quick]
 Writes benchmarks/results/k_systems.csv and prints a table.
 """
 
@@ -48,6 +48,7 @@ import pandas as pd
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
+from activerank.datasets import DatasetNotFoundError, data_root  # noqa: E402
 from activerank.io.letor import letor_fold  # noqa: E402
 from activerank.metrics import pool_metric_values  # noqa: E402
 from activerank.relevance.models import fit_with_validation, make_relevance_model  # noqa: E402
@@ -212,11 +213,16 @@ def savings_table(df):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--data", default="/work/shared/data")
+    ap.add_argument("--data", default=None, help="data root holding mq2008/ and ohsumed-letor3/ (default: $ACTIVERANK_DATA)")
     ap.add_argument("--reps", type=int, default=500)
     ap.add_argument("--quick", action="store_true", help="small models, 100 reps")
     ap.add_argument("--out", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "results"))
     args = ap.parse_args(argv)
+    if args.data is None:
+        try:
+            args.data = str(data_root())
+        except DatasetNotFoundError as exc:
+            ap.error(str(exc))
     reps = 100 if args.quick else args.reps
     t0 = time.perf_counter()
     df, truth = run(args.data, reps=reps, quick=args.quick)
@@ -232,7 +238,7 @@ def main(argv=None):
     print(df[cols].to_string(index=False, float_format=lambda x: f"{x:.4g}"))
     print("\nActive vs passive (mse_ratio < 1: active better):")
     print(savings_table(df).to_string(float_format=lambda x: f"{x:.3f}"))
-    print(f"\nwrote {path} ({time.perf_counter() - t0:.0f}s)")
+    print(f"\nwrote {os.path.relpath(path)} ({time.perf_counter() - t0:.0f}s)")
 
 
 if __name__ == "__main__":

@@ -20,7 +20,7 @@ models) comes from the raw Feature-min twin files (``ohsumed_doc_length``).
 the models (query-level normalisation removes the across-query scale that
 tells how many relevant documents a query has).
 
-Run:  python benchmarks/relevance_models.py [--data /work/shared/data] [--quick]
+Run:  python benchmarks/relevance_models.py [--data ROOT]  (default $ACTIVERANK_DATA) [--quick]
 Writes benchmarks/results/relevance_models.csv and prints a table.
 """
 
@@ -37,6 +37,7 @@ import pandas as pd
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
+from activerank.datasets import DatasetNotFoundError, data_root  # noqa: E402
 from activerank.io.letor import letor_fold, ohsumed_doc_length  # noqa: E402
 from activerank.metrics import pool_metric_values  # noqa: E402
 from activerank.relevance.models import fit_with_validation, grade_log_loss, make_relevance_model  # noqa: E402
@@ -157,13 +158,18 @@ def run(data_root, quick=False, datasets=DATASETS):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--data", default=os.environ.get("ACTIVERANK_DATA", "/work/shared/data"))
+    ap.add_argument("--data", default=None, help="data root holding mq2008/ and ohsumed-letor3/ (default: $ACTIVERANK_DATA)")
     ap.add_argument("--datasets", nargs="+", default=list(DATASETS),
                     choices=["MQ2008", "OHSUMED", "OHSUMED-raw"])
     ap.add_argument("--quick", action="store_true", help="one grid point, fewer trees (smoke test)")
     ap.add_argument("--out", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "results",
                                                   "relevance_models.csv"))
     args = ap.parse_args(argv)
+    if args.data is None:
+        try:
+            args.data = str(data_root())
+        except DatasetNotFoundError as exc:
+            ap.error(str(exc))
     df = run(args.data, quick=args.quick, datasets=args.datasets)
     os.makedirs(os.path.dirname(args.out), exist_ok=True)
     df.to_csv(args.out, index=False, float_format="%.5f")

@@ -1,4 +1,5 @@
 import os
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -8,6 +9,27 @@ from activerank.ragged import offsets_from_lengths
 # Long Monte-Carlo checks scale with ACTIVERANK_STAT_SCALE (default 1 = the size CI runs;
 # e.g. 5 for a more thorough local run).
 STAT_SCALE = float(os.environ.get("ACTIVERANK_STAT_SCALE", "1"))
+
+
+# Full data sets (LETOR MQ2008, OHSUMED, ...): $ACTIVERANK_DATA, else ../shared/data next to the repository.
+REPO_ROOT = Path(__file__).resolve().parents[1]
+
+
+def shared_data(*parts) -> Path | None:
+    """``<data root>/<parts>`` if it exists, else ``None`` (tests using it skip cleanly)."""
+    env = os.environ.get("ACTIVERANK_DATA", "").strip()
+    root = Path(env) if env else REPO_ROOT.parent / "shared" / "data"
+    p = root.joinpath(*parts)
+    return p if p.exists() else None
+
+
+def require_shared_data(*parts) -> Path:
+    """Like :func:`shared_data`, but skips the calling test when the data are absent."""
+    p = shared_data(*parts)
+    if p is None:
+        pytest.skip(f"shared data {'/'.join(parts) or '.'} not present (set ACTIVERANK_DATA or put it in "
+                    "../shared/data next to the repository)")
+    return p
 
 
 def stat_reps(base: int) -> int:

@@ -35,7 +35,6 @@ def test_compare_text(capsys):
 
 @pytest.mark.parametrize("argv, message", [
     (["estimate", SAMPLE, "--budget", "10"], "--model lightgbm needs --train FILE"),
-    (["estimate", SAMPLE, "--model", "uniform", "--budget", "0"], "`budget` must be a positive"),
     (["estimate", SAMPLE, "--model", "uniform", "--budget", "5", "--scores", "feature:99"],
      "--scores 'feature:99': feature must be 1..46"),
     (["estimate", SAMPLE, "--model", "uniform", "--budget", "5", "--metric", "map"],
@@ -45,3 +44,46 @@ def test_compare_text(capsys):
 def test_errors_exit_2(capsys, argv, message):
     assert main(argv) == 2
     assert message in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("option, value, message", [
+    ("--budget", "0", "must be a positive finite number, got '0'"),
+    ("--budget", "nan", "must be a positive finite number"),
+    ("--budget", "lots", "must be a number, got 'lots'"),
+    ("--seed", "-1", "must be an integer >= 0, got '-1'"),
+    ("--seed", "1.5", "must be an integer, got '1.5'"),
+    ("--grades", "1", "must be an integer in 2..101"),
+    ("--confidence", "1.5", "must be a number strictly between 0 and 1"),
+])
+def test_bad_option_values_exit_2_naming_the_option(capsys, option, value, message):
+    argv = ["estimate", SAMPLE, "--model", "uniform", "--budget", "5", option, value]
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    err = capsys.readouterr().err
+    assert exc.value.code == 2
+    assert f"argument {option}: {message}" in err and "Traceback" not in err
+
+
+def test_warnings_print_as_one_clean_line(capsys):
+    """The low-ESS warning: one 'activerank estimate: warning: ...' line, no source line, nothing leaked."""
+    import warnings
+
+    argv = ["estimate", SAMPLE, "--model", "uniform", "--budget", "3", "--seed", "1"]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert main(argv) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert caught == []                          # shown by the CLI, not passed on
+    assert len(err) == 1 and err[0].startswith("activerank estimate: warning: effective sample size")
+    assert not warnings.showwarning.__name__ == "show"   # the override ended with the command
+
+
+def test_warnings_clean_in_a_real_process(tmp_path):
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-m", "activerank.cli", "estimate", SAMPLE, "--model", "uniform",
+                           "--budget", "3", "--seed", "1"], capture_output=True, text=True, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("activerank estimate: warning: "), proc.stderr

@@ -5,14 +5,14 @@ from pathlib import Path
 
 import pytest
 
-from activerank.experiments.harness import default_data_root
+from .conftest import shared_data
 
 NB = Path(__file__).resolve().parents[1] / "notebooks" / "paper_reproduction.ipynb"
 
 
-@pytest.mark.skipif(not os.path.exists(os.path.join(default_data_root(), "mq2008", "S1.txt")),
-                    reason="MQ2008 partitions not available")
+@pytest.mark.skipif(shared_data("mq2008", "S1.txt") is None, reason="MQ2008 partitions not available")
 def test_notebook_executes_small(monkeypatch):
+    monkeypatch.setenv("ACTIVERANK_DATA", str(shared_data("mq2008", "S1.txt").parents[1]))
     nbformat = pytest.importorskip("nbformat")
     nbclient = pytest.importorskip("nbclient")
     monkeypatch.setenv("ACTIVERANK_NB_SMALL", "1")

@@ -12,6 +12,12 @@ A labeling campaign for real annotators, kept in one SQLite file:
 4. ``status`` and ``estimate`` report progress and the current estimate.
 5. ``qrels`` writes the combined judgments as a TREC qrels file.
 
+Outputs never destroy data: no output (task file, qrels, trace) may be the
+campaign file or its WAL/SHM files, not even with ``--force``; an existing
+file is replaced only if it is a previous output of the same kind (an
+unanswered task file, a qrels file, a trace CSV) or empty, otherwise only with
+``--force``.  ``init`` never replaces one of its input files.
+
 Exit codes: 0 success; 1 finished, but some input rows were rejected (import)
 or there is nothing to estimate yet; 2 bad input (usage, unreadable or
 malformed file, invalid option values).
@@ -24,12 +30,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sqlite3
 import sys
-import warnings
 
 import numpy as np
+
+from ..cli import (cli_warnings, n_grades_arg, nonneg_int, positive_float, positive_int, probability_closed,
+                   probability_open)
 
 __all__ = ["add_campaign_parser", "main", "run"]
 
@@ -41,26 +48,6 @@ class CampaignCLIError(Exception):
 
 
 # --------------------------------------------------------------------------- init helpers
-
-
-def _positive_float(text):
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a number, got {text!r}") from None
-    if not (math.isfinite(v) and v > 0):
-        raise argparse.ArgumentTypeError(f"must be a positive finite number, got {text!r}")
-    return v
-
-
-def _nonneg_int(text):
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be an integer, got {text!r}") from None
-    if v < 0:
-        raise argparse.ArgumentTypeError(f"must be >= 0, got {text!r}")
-    return v
 
 
 def _read_query_text(path) -> dict:
@@ -151,6 +138,11 @@ def _cmd_init(args):
 
     if bool(args.pool) == bool(args.run):
         raise CampaignCLIError("give either --pool FILE (LETOR) or --run FILE [--run FILE] (TREC runs).")
+    inputs = [p for p in [args.pool, args.train, args.qrels, args.query_text, *(args.run or [])] if p]
+    if inputs:   # the new store must not replace one of its own inputs, not even with --force
+        from .io import check_output_path
+
+        check_output_path(args.store, kind="qrels", protected=inputs, force=True, protected_name="an input file")
     if args.pool:
         if args.tag:
             raise CampaignCLIError("--tag selects TREC runs and needs --run.")
@@ -171,7 +163,7 @@ def _cmd_init(args):
         if args.qrels:
             rep = camp.import_qrels(args.qrels)
             print(f"pre-existing judgments from {args.qrels}: {rep.accepted} stored, "
-                  f"{len(rep.rejected)} outside the pool or invalid")
+                  f"{rep.n_rejected} outside the pool or invalid")
         st = camp.status()
         print(f"created campaign {args.store}: {len(camp.query_ids)} queries, "
               f"{int(camp.pool().offsets[-1])} documents; rankers {list(camp.names)}")
@@ -194,7 +186,7 @@ def _open(args):
 def _cmd_export(args):
     with _open(args) as camp:
         rep = camp.export_tasks(args.output, format=args.format, limit=args.limit, max_cost=args.max_cost,
-                                exclude_exported=args.exclude_exported)
+                                exclude_exported=args.exclude_exported, overwrite=args.force)
     print(f"wrote {rep.n_rows} tasks ({rep.n_queries} queries, cost {rep.cost:.4g}) to {rep.path}")
     return EXIT_OK
 
@@ -216,9 +208,9 @@ def _cmd_import(args):
                 print(f"{path}: already imported (same content, batch {rep.batch_id}); nothing to do")
             else:
                 print(f"{path}: {rep.accepted_now} judgments stored now ({rep.accepted} in total from this file), "
-                      f"{rep.duplicates} duplicates, {rep.unanswered} unanswered, {len(rep.rejected)} rejected"
+                      f"{rep.duplicates} duplicates, {rep.unanswered} unanswered, {rep.n_rejected} rejected"
                       + (" (resumed an interrupted import)" if rep.resumed else ""), flush=True)
-            if rep.rejected:
+            if rep.n_rejected:
                 status = EXIT_REJECTED
     return status
 
@@ -268,7 +260,7 @@ def _cmd_estimate(args):
     if point == "difference":
         out.update(estimate_a=res.estimate_a, estimate_b=res.estimate_b)
     if args.trace:
-        res.trace.to_csv(args.trace, index=False)
+        write_trace(args.trace, res.trace, protected=[args.store], force=args.force)
     if args.json:
         print(json.dumps(out, indent=2))
         return EXIT_OK
@@ -287,7 +279,7 @@ def _report_many(res, st, args):
     """k systems: one row per contrast with simultaneous intervals."""
     table = res.summary(args.confidence)
     if args.trace:
-        res.trace.to_csv(args.trace, index=False)
+        write_trace(args.trace, res.trace, protected=[args.store], force=args.force)
     if args.json:
         out = {"metric": res.metric, "method": res.method, "confidence_level": args.confidence,
                "n_queries": res.n_queries, "n_draws": res.n_draws, "n_draws_planned": st.n_draws,
@@ -305,9 +297,19 @@ def _report_many(res, st, args):
     return EXIT_OK
 
 
+def write_trace(path, trace, *, protected=(), force=False, protected_name="the campaign store"):
+    """Write a per-draw trace CSV atomically, under the output rule of
+    :func:`activerank.campaign.io.check_output_path` (never an input file)."""
+    from .io import check_output_path, write_atomic
+
+    path = check_output_path(path, kind="trace", protected=protected, force=force, header=list(trace.columns),
+                             protected_name=protected_name)
+    write_atomic(path, lambda f: trace.to_csv(f, index=False, lineterminator="\n"))
+
+
 def _cmd_qrels(args):
     with _open(args) as camp:
-        n = camp.write_qrels(args.output, combine=args.combine, scope=args.scope)
+        n = camp.write_qrels(args.output, combine=args.combine, scope=args.scope, overwrite=args.force)
     print(f"wrote {n} judgments to {args.output}")
     return EXIT_OK
 
@@ -359,7 +361,7 @@ def add_campaign_parser(subparsers) -> argparse.ArgumentParser:
                      help="ranker to evaluate (give twice to compare two): model (expected gain of the "
                      "relevance model) | feature:N (1-based column) | file:PATH (one score per line) | "
                      "run:PATH[#TAG] (TREC run matched by doc id); default model")
-    src.add_argument("--length-feature", type=int, help="1-based feature holding document length (for costs)")
+    src.add_argument("--length-feature", type=positive_int, help="1-based feature holding document length (for costs)")
     trec = p.add_argument_group("TREC source")
     trec.add_argument("--run", action="append", metavar="FILE", help="TREC run file (repeatable)")
     trec.add_argument("--tag", action="append", help="run tag to evaluate (give two to compare)")
@@ -374,16 +376,16 @@ def add_campaign_parser(subparsers) -> argparse.ArgumentParser:
                       "activerank.rank_systems")
     p.add_argument("--model", choices=MODEL_NAMES, default=None,
                    help="relevance model (default lightgbm with --pool, uniform with --run)")
-    p.add_argument("--model-seed", type=int, default=0, help="random_state of the relevance model")
-    p.add_argument("--grades", type=int, help="number of grades of the label scale")
-    p.add_argument("--budget", type=_positive_float, required=True,
+    p.add_argument("--model-seed", type=nonneg_int, default=0, help="random_state of the relevance model")
+    p.add_argument("--grades", type=n_grades_arg, help="number of grades of the label scale")
+    p.add_argument("--budget", type=positive_float, required=True,
                    help="labeling budget in units of the mean query cost")
     p.add_argument("--metric", default="err@10", help="dcg@k or err@k (default err@10)")
     p.add_argument("--method", default="active", choices=method_names(), help="sampling/estimation method "
                    "(default active)")
     p.add_argument("--costs", default="auto", choices=("auto", "log_length", "constant", "uniform"))
-    p.add_argument("--defensive", type=float, default=0.1, help="weight of p in the sampling mixture")
-    p.add_argument("--seed", type=_nonneg_int, default=None, help="seed of the draw sequence (default: random, "
+    p.add_argument("--defensive", type=probability_closed, default=0.1, help="weight of p in the sampling mixture")
+    p.add_argument("--seed", type=nonneg_int, default=None, help="seed of the draw sequence (default: random, "
                    "stored and printed)")
     p.add_argument("--combine", choices=COMBINE_RULES, default="mean_gain",
                    help="how grades of several annotators are combined (default mean_gain)")
@@ -399,9 +401,11 @@ def add_campaign_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("store", help="campaign file")
     p.add_argument("output", help="task file to write (.jsonl or .csv)")
     p.add_argument("--format", choices=TASK_FORMATS, help="default: from the extension")
-    p.add_argument("--limit", type=_nonneg_int, help="at most this many queries")
-    p.add_argument("--max-cost", type=_positive_float, help="at most this much cost (budget units)")
+    p.add_argument("--limit", type=nonneg_int, help="at most this many queries")
+    p.add_argument("--max-cost", type=positive_float, help="at most this much cost (budget units)")
     p.add_argument("--exclude-exported", action="store_true", help="skip queries exported before")
+    p.add_argument("--force", action="store_true", help="replace an existing file that is not an unanswered "
+                   "task file (the campaign file itself is never replaced)")
     p.set_defaults(func=run, _handler=_cmd_export)
 
     p = sub.add_parser("import", help="store judgments from JSONL, CSV or qrels files",
@@ -415,7 +419,7 @@ def add_campaign_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--annotator", help="annotator of rows that name none")
     p.add_argument("--scope", choices=("tasks", "pool"), default="tasks",
                    help="accept only requested documents (tasks, default) or any pool document (pool)")
-    p.add_argument("--chunk-size", type=int, default=500, help="lines per transaction (default 500)")
+    p.add_argument("--chunk-size", type=positive_int, default=500, help="lines per transaction (default 500)")
     p.set_defaults(func=run, _handler=_cmd_import)
 
     p = sub.add_parser("status", help="budget spent/left and queries done/partial/pending",
@@ -429,9 +433,10 @@ def add_campaign_parser(subparsers) -> argparse.ArgumentParser:
                        description="Estimate from the longest prefix of the draw sequence whose queries are "
                        "fully judged; partially judged queries are listed.", epilog=_EPILOG)
     p.add_argument("store", help="campaign file")
-    p.add_argument("--confidence", type=float, default=0.95, help="confidence level (default 0.95)")
+    p.add_argument("--confidence", type=probability_open, default=0.95, help="confidence level (default 0.95)")
     p.add_argument("--combine", choices=COMBINE_RULES, help="override the campaign's combination rule")
     p.add_argument("--trace", help="write the per-draw trace to this CSV file")
+    p.add_argument("--force", action="store_true", help="replace an existing output file even if it is not a previous output of this command (the campaign file itself is never replaced)")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=run, _handler=_cmd_estimate)
 
@@ -441,6 +446,7 @@ def add_campaign_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--scope", choices=("tasks", "pool"), default="tasks",
                    help="only requested documents (default) or every judged pool document")
     p.add_argument("--combine", choices=COMBINE_RULES, help="override the campaign's combination rule")
+    p.add_argument("--force", action="store_true", help="replace an existing output file even if it is not a previous output of this command (the campaign file itself is never replaced)")
     p.set_defaults(func=run, _handler=_cmd_qrels)
     return camp
 
@@ -449,8 +455,7 @@ def run(args) -> int:
     """Run a parsed ``campaign`` command; returns the exit code."""
     name = f"activerank campaign {args.campaign_command}"
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("default")
+        with cli_warnings(name):
             return args._handler(args)
     except (CampaignCLIError, ValueError, TypeError, FileNotFoundError, FileExistsError) as exc:
         print(f"{name}: error: {exc}", file=sys.stderr)

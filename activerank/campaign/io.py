@@ -9,12 +9,33 @@ Judgment files
     ``doc_id``, ``grade`` (optionally ``annotator``, ``judged_at``).
     ``qrels``: TREC qrels lines ``qid iter docid grade``.
 
+Grades
+    In JSONL (a typed format) a grade is a JSON number: an integer, or an
+    integral float such as ``2.0``; ``null`` or ``""`` mean "not answered".  A
+    JSON *string* such as ``"1"`` is rejected, as are ``true``/``false``: a
+    value of the wrong type is a sign of a broken export, not a grade.  In
+    CSV and qrels (untyped text) the grade is the decimal integer text
+    (``1``, ``+1``); ``1.0`` or ``high`` are rejected.  The same rule holds
+    for labelers in the Python API: they answer numbers, never strings.
+
 A UTF-8 byte-order mark at the start of a file and CRLF line ends are
 accepted (and noted in the import report).  Problems confined to one line
 produce a :class:`RawRow` with an ``error``; problems with the file as a whole
-(UTF-16 encoding, a CSV header without the required columns, no rows at all)
-raise ``ValueError`` naming the file and line before anything is stored.
+raise ``ValueError`` naming the file and line before anything is read line by
+line or stored: UTF-16 encoding, binary data (NUL bytes, an SQLite database
+such as the campaign store itself, a compressed file), a CSV header without
+the required columns, a JSONL/qrels file none of whose first
+:data:`SNIFF_LINES` data lines is a valid row, no rows at all.
 Nothing is ever evaluated or unpickled: JSON is read with :func:`json.loads`.
+
+Outputs (task files, qrels, traces) are written atomically and never destroy
+data (:func:`check_output_path`): an output path that is the campaign store
+(or its ``-wal``/``-shm``/``-journal`` file, by name, symlink or hard link) is
+always refused, and an existing file is replaced only if it is a previous
+output of the same kind -- an *unanswered* task file, a qrels file, a trace
+CSV with the same columns -- or empty; anything else needs ``force``
+(``--force``).  A task file in which annotators have filled in grades is not
+"our" output any more: replacing it needs ``force`` too.
 """
 
 from __future__ import annotations
@@ -28,8 +49,8 @@ import tempfile
 from dataclasses import dataclass
 from datetime import datetime
 
-__all__ = ["FORMATS", "TASK_FORMATS", "RawRow", "detect_format", "parse_judgment_file", "parse_grade",
-           "write_atomic"]
+__all__ = ["FORMATS", "TASK_FORMATS", "OUTPUT_KINDS", "RawRow", "check_output_path", "detect_format",
+           "parse_judgment_file", "parse_grade", "write_atomic"]
 
 FORMATS = ("jsonl", "csv", "qrels")
 TASK_FORMATS = ("jsonl", "csv")
@@ -40,15 +61,34 @@ _EXTENSIONS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "jsonl", ".csv": 
 _INT_RE = re.compile(r"[+-]?\d+")
 _BOM = b"\xef\xbb\xbf"
 EMPTY_GRADE = "grade is empty"
+SNIFF_LINES = 20
+_MAGIC = {b"SQLite format 3\x00": "an SQLite database (a campaign store?)", b"\x1f\x8b": "gzip-compressed",
+          b"PK\x03\x04": "a zip archive", b"\xfd7zXZ\x00": "xz-compressed", b"BZh": "bzip2-compressed"}
 
 
 @dataclass(frozen=True)
 class RawRow:
-    """One data line of a judgment file: its fields (strings/JSON values) or an error."""
+    """One data line of a judgment file: its fields (strings/JSON values) or an error.
+
+    ``typed`` is True for JSONL rows, whose values carry JSON types (a grade
+    must be a number there), False for CSV/qrels text fields.
+    """
 
     line: int
     fields: dict | None = None
     error: str | None = None
+    typed: bool = False
+
+
+def _short(value, limit: int = 60) -> str:
+    """JSON text of a value for a message, cut to ``limit`` characters."""
+    try:
+        text = json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError, RecursionError):
+        if isinstance(value, int):  # too many digits to print
+            return f"<an integer of about {int(value.bit_length() * 0.30103) + 1} digits>"
+        text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def detect_format(path, format=None, *, allowed=FORMATS) -> str:
@@ -102,18 +142,42 @@ def parse_judgment_file(raw: bytes, format: str, path: str) -> tuple[list[RawRow
     ValueError
         For file-level problems (see the module docstring).
     """
-    raw, notes = _prepare(raw, path)
-    if format == "jsonl":
-        rows = _jsonl_rows(raw)
-    elif format == "csv":
-        rows = _csv_rows(raw, path)
-    elif format == "qrels":
-        rows = _qrels_rows(raw)
-    else:
+    if format not in FORMATS:
         raise ValueError(f"`format` must be one of {list(FORMATS)}; got {format!r}.")
+    _refuse_binary(raw, path)
+    raw, notes = _prepare(raw, path)
+    if format == "csv":
+        rows = _csv_rows(raw, path)
+    else:
+        split = _jsonl_rows if format == "jsonl" else _qrels_rows
+        _sniff_rows(split(raw, limit=SNIFF_LINES), format, path)
+        rows = split(raw)
     if not rows:
         raise ValueError(f"{path}: file has no judgment rows.")
     return rows, notes
+
+
+def _refuse_binary(raw: bytes, path: str) -> None:
+    """A database, an archive or any file with NUL bytes is no judgment file (UTF-16 aside)."""
+    for magic, what in _MAGIC.items():
+        if raw.startswith(magic):
+            raise ValueError(f"{path}: line 1: this is {what}, not a judgment file (JSONL, CSV or qrels text).")
+    if raw.startswith(b"\xff\xfe") or raw.startswith(b"\xfe\xff"):
+        return  # UTF-16: _prepare names the encoding
+    nul = raw.find(b"\x00")
+    if nul >= 0:
+        line = raw.count(b"\n", 0, nul) + 1
+        raise ValueError(f"{path}: line {line}: binary data (a NUL byte); this is not a judgment file "
+                         "(JSONL, CSV or qrels text).")
+
+
+def _sniff_rows(head: list, format: str, path: str) -> None:
+    """Refuse a file none of whose first data lines is a valid row of ``format``."""
+    if head and all(r.error is not None for r in head):
+        raise ValueError(
+            f"{path}: not a {format} judgment file: none of its first {len(head)} data lines is a valid row "
+            f"(line {head[0].line}: {head[0].error}); check --format / the file."
+        )
 
 
 def _decode_line(line: bytes):
@@ -123,9 +187,25 @@ def _decode_line(line: bytes):
         return None, f"not valid UTF-8 ({exc.reason} at byte {exc.start})"
 
 
-def _jsonl_rows(raw: bytes) -> list[RawRow]:
+def _lines(raw: bytes, limit):
+    """``(line number, bytes)`` of the file's lines; only the first ``limit`` non-blank ones if given."""
+    if limit is None:
+        yield from enumerate(raw.split(b"\n"), start=1)
+        return
+    n, start = 0, 0
+    for i in range(1, len(raw) + 2):
+        end = raw.find(b"\n", start)
+        line = raw[start:] if end < 0 else raw[start:end]
+        yield i, line
+        n += bool(line.strip())
+        if end < 0 or n >= limit:
+            return
+        start = end + 1
+
+
+def _jsonl_rows(raw: bytes, limit=None) -> list[RawRow]:
     rows = []
-    for i, line in enumerate(raw.split(b"\n"), start=1):
+    for i, line in _lines(raw, limit):
         text, err = _decode_line(line)
         if err:
             rows.append(RawRow(i, error=err))
@@ -139,6 +219,12 @@ def _jsonl_rows(raw: bytes) -> list[RawRow]:
             rows.append(RawRow(i, error=f"malformed JSON ({exc.msg}, column {exc.colno}); "
                                         "truncated or broken line"))
             continue
+        except RecursionError:
+            rows.append(RawRow(i, error="JSON nested too deeply (not a judgment row)"))
+            continue
+        except ValueError as exc:  # e.g. an integer with more digits than Python converts
+            rows.append(RawRow(i, error=f"JSON value not readable ({exc})"))
+            continue
         if not isinstance(obj, dict):
             rows.append(RawRow(i, error=f"expected a JSON object, got {type(obj).__name__}"))
             continue
@@ -148,7 +234,7 @@ def _jsonl_rows(raw: bytes) -> list[RawRow]:
                 f"missing field{'s' if len(missing) > 1 else ''} {', '.join(repr(k) for k in missing)} "
                 f"(required {list(REQUIRED)}; found {list(obj)})")))
             continue
-        rows.append(RawRow(i, fields=obj))
+        rows.append(RawRow(i, fields=obj, typed=True))
     return rows
 
 
@@ -199,9 +285,9 @@ def _csv_rows(raw: bytes, path: str) -> list[RawRow]:
     return rows
 
 
-def _qrels_rows(raw: bytes) -> list[RawRow]:
+def _qrels_rows(raw: bytes, limit=None) -> list[RawRow]:
     rows = []
-    for i, line in enumerate(raw.split(b"\n"), start=1):
+    for i, line in _lines(raw, limit):
         text, err = _decode_line(line)
         if err:
             rows.append(RawRow(i, error=err))
@@ -216,21 +302,36 @@ def _qrels_rows(raw: bytes) -> list[RawRow]:
     return rows
 
 
-def parse_grade(value, n_grades: int) -> tuple[int | None, str | None]:
+def parse_grade(value, n_grades: int, *, typed: bool = False) -> tuple[int | None, str | None]:
     """``(grade, None)`` for a valid grade on ``0..n_grades-1``, else ``(None, reason)``.
 
-    Accepts JSON integers, integral JSON floats (``2.0``) and strings of
-    decimal digits (``"2"``); rejects e.g. ``"3.5"``, ``"high"``, ``true``.
+    Parameters
+    ----------
+    value : JSON value or str
+    n_grades : int
+    typed : bool, default False
+        ``True`` for values of a typed format (JSONL): a grade must be a
+        number there, a string such as ``"2"`` is rejected.  ``False`` for
+        text fields (CSV, qrels): decimal integer text such as ``"2"``.
+
+    Accepts integers and integral floats (``2.0``); for text fields, strings of
+    decimal digits; rejects e.g. ``"3.5"``, ``"high"``, ``true``.
 
     Examples
     --------
     >>> parse_grade("2", 3), parse_grade("3.5", 3)[1], parse_grade(-1, 3)[1]
     ((2, None), "grade '3.5' is not an integer", 'grade -1 is outside the scale 0..2')
+    >>> parse_grade("2", 3, typed=True)[1]
+    'grade "2" is a JSON string; write the number 2 (grades are numbers in JSONL)'
     """
     if value is None or (isinstance(value, str) and not value.strip()):
         return None, EMPTY_GRADE
     if isinstance(value, bool):
         return None, f"grade {json.dumps(value)} is not an integer"
+    if typed and isinstance(value, str):
+        text = value.strip()
+        hint = f"write the number {int(text)}" if _INT_RE.fullmatch(text) and len(text) < 20 else "write a number"
+        return None, f"grade {_short(value)} is a JSON string; {hint} (grades are numbers in JSONL)"
     if isinstance(value, int):
         g = value
     elif isinstance(value, float):
@@ -240,19 +341,22 @@ def parse_grade(value, n_grades: int) -> tuple[int | None, str | None]:
     elif isinstance(value, str):
         text = value.strip()
         if not _INT_RE.fullmatch(text):
-            return None, f"grade {value!r} is not an integer"
+            r = repr(value)
+            return None, f"grade {r if len(r) <= 60 else r[:57] + '...'} is not an integer"
+        if len(text.lstrip("+-").lstrip("0")) > 18:  # beyond any scale (and int() of huge text is slow)
+            return None, f"grade {_short(text)} is outside the scale 0..{n_grades - 1}"
         g = int(text)
     else:
-        return None, f"grade {json.dumps(value)} is not an integer"
+        return None, f"grade {_short(value)} is not an integer"
     if not 0 <= g < n_grades:
-        return None, f"grade {g} is outside the scale 0..{n_grades - 1}"
+        return None, f"grade {_short(g)} is outside the scale 0..{n_grades - 1}"
     return g, None
 
 
 def parse_id(value, name: str) -> tuple[str | None, str | None]:
     """String form of a query/document id from a row (str or int), or an error."""
     if isinstance(value, bool) or not isinstance(value, (str, int)):
-        return None, f"{name} must be a string or an integer, got {json.dumps(value)}"
+        return None, f"{name} must be a string or an integer, got {_short(value)}"
     text = str(value).strip()
     if not text:
         return None, f"{name} is empty"
@@ -263,7 +367,7 @@ def parse_optional_text(value, name: str) -> tuple[str | None, str | None]:
     if value is None or value == "":
         return None, None
     if not isinstance(value, str):
-        return None, f"{name} must be a string, got {json.dumps(value)}"
+        return None, f"{name} must be a string, got {_short(value)}"
     return value.strip() or None, None
 
 
@@ -308,6 +412,161 @@ def write_atomic(path, write) -> None:
         pass
     finally:
         os.close(dfd)
+
+
+# --------------------------------------------------------------------------- output safety
+
+OUTPUT_KINDS = ("tasks", "qrels", "trace")
+TASK_COLUMNS = ("query_id", "query_text", "doc_id", "draw", "grade", "annotator")
+_STORE_SUFFIXES = ("", "-wal", "-shm", "-journal")
+_SNIFF_BYTES = 1 << 20
+
+
+def _same_file(a: str, b: str) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
+def check_output_path(path, *, kind: str, protected=(), force: bool = False, header=None,
+                      protected_name: str = "the campaign store") -> str:
+    """Refuse an output path whose writing would destroy data; return it as ``str``.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        Where the output is about to be written.
+    kind : {"tasks", "qrels", "trace"}
+        What is written.  An existing file may be replaced if it is a previous
+        output of this kind (see the module docstring) or empty.
+    protected : sequence of str or os.PathLike
+        Files that must never be replaced, not even with ``force`` (the
+        campaign store: its ``-wal``, ``-shm`` and ``-journal`` files are
+        protected with it).  Compared by resolved path and by file identity
+        (symlinks, hard links).
+    force : bool, default False
+        Replace an existing file of another kind.
+    header : sequence of str, optional
+        For ``kind="trace"``: the columns about to be written; an existing
+        CSV with this header line is a previous trace.
+    protected_name : str, default "the campaign store"
+        How error messages call the protected files.
+
+    Raises
+    ------
+    ValueError
+        ``path`` is (or resolves to) a protected file, or is a directory.
+    FileExistsError
+        ``path`` exists and is not a previous output of the same kind, and
+        ``force`` is False.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     store = os.path.join(tmp, "c.db")
+    ...     _ = open(store, "wb").write(b"SQLite format 3")
+    ...     try:
+    ...         check_output_path(store, kind="qrels", protected=[store], force=True)
+    ...     except ValueError as exc:
+    ...         print(str(exc).split(";")[0].replace(tmp, "TMP"))
+    output TMP/c.db is the campaign store TMP/c.db
+    """
+    if kind not in OUTPUT_KINDS:
+        raise ValueError(f"`kind` must be one of {list(OUTPUT_KINDS)}; got {kind!r}.")
+    out = os.fspath(path)
+    real = os.path.realpath(out)
+    for store in protected:
+        store = os.fspath(store)
+        for suffix in _STORE_SUFFIXES:
+            other = store + suffix
+            if real == os.path.realpath(other) or _same_file(out, other):
+                what = protected_name if not suffix else f"the {suffix[1:].upper()} file of {protected_name}"
+                raise ValueError(
+                    f"output {out} is {what} {other}; writing it would destroy {store}. "
+                    "Choose another output path."
+                )
+    if os.path.isdir(out):
+        raise ValueError(f"output {out} is a directory; give a file path.")
+    if force or not os.path.lexists(out):
+        return out
+    problem = _not_own_output(out, kind, header)
+    if problem is not None:
+        raise FileExistsError(
+            f"output {out} already exists and {problem}; refusing to replace it "
+            "(pass --force / overwrite=True to replace it anyway)."
+        )
+    return out
+
+
+def _not_own_output(path: str, kind: str, header) -> str | None:
+    """``None`` if ``path`` is empty or a previous output of ``kind``, else why not."""
+    if not os.path.isfile(path):
+        return "is not a regular file"
+    try:
+        with open(path, "rb") as f:
+            head = f.read(_SNIFF_BYTES + 1)
+    except OSError as exc:
+        return f"cannot be read ({exc.strerror})"
+    if not head.strip():
+        return None
+    if b"\x00" in head:
+        return "holds binary data (it is not a previous output)"
+    if kind == "tasks":
+        return _not_task_file(path)
+    text = head[:_SNIFF_BYTES].decode("utf-8", "replace")
+    lines = text.splitlines()
+    if len(head) > _SNIFF_BYTES and lines:
+        lines = lines[:-1]  # possibly cut in the middle
+    lines = [ln for ln in lines if ln.strip()]
+    if kind == "qrels":
+        for i, ln in enumerate(lines, start=1):
+            parts = ln.split()
+            if len(parts) != 4 or not _INT_RE.fullmatch(parts[3]):
+                return f"is not a qrels file (line {i} is not 'qid iter docid grade')"
+        return None
+    first = lines[0].lstrip("\ufeff").strip() if lines else ""
+    if header is not None and first == ",".join(header):
+        return None
+    return "is not a previous trace CSV (its header differs)"
+
+
+def _not_task_file(path: str) -> str | None:
+    """Task files may be replaced only while no row has a grade filled in."""
+    try:
+        with open(path, encoding="utf-8-sig", newline="") as f:
+            text = f.read()
+    except (OSError, UnicodeDecodeError):
+        return "is not a task file"
+    answered = 0
+    stripped = text.lstrip()
+    if stripped.startswith("{"):
+        for i, ln in enumerate(text.splitlines(), start=1):
+            if not ln.strip():
+                continue
+            try:
+                obj = json.loads(ln)
+            except (ValueError, RecursionError):
+                return f"is not a task file (line {i} is not a JSON task row)"
+            if not isinstance(obj, dict) or not {"query_id", "doc_id"} <= set(obj) or not set(obj) <= set(TASK_COLUMNS):
+                return f"is not a task file (line {i} is not a task row)"
+            answered += obj.get("grade") not in (None, "")
+    else:
+        reader = csv.reader(io.StringIO(text, newline=""))
+        try:
+            head = next(reader, None)
+            if head is None or tuple(c.strip() for c in head) != TASK_COLUMNS:
+                return "is not a task file (line 1 is neither a JSON task row nor the task CSV header)"
+            g = TASK_COLUMNS.index("grade")
+            for rec in reader:
+                answered += len(rec) > g and bool(rec[g].strip())
+        except csv.Error:
+            return "is not a task file (malformed CSV)"
+    if answered:
+        return (f"is a task file with {answered} answered rows (grades filled in: import it first, "
+                "or export to another file)")
+    return None
 
 
 def write_tasks(path, rows: list[dict], format: str, columns: list[str]) -> None:

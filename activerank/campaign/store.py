@@ -67,6 +67,7 @@ __all__ = [
 SCHEMA_VERSION = 2
 READABLE_VERSIONS = (1, 2)  # version 1: one ranker or a pair, no stored prediction arrays
 COMBINE_RULES = cio.COMBINE_RULES
+MAX_STORED_REJECTIONS = 1000  # per imported file; further rejected lines are counted, not stored
 SCOPES = ("tasks", "pool")
 _BUDGET_RTOL = 1e-9
 
@@ -252,6 +253,9 @@ class ImportReport:
         the pair (not stored again); ``unanswered`` are lines with an empty
         grade (a task row the annotator left blank: skipped, not an error).
     rejected : tuple of Rejection
+        The first :data:`MAX_STORED_REJECTIONS` rejected lines (in line order).
+    n_rejected : int
+        All rejected lines, including those beyond the cap (counted, not stored).
     already_imported : bool
         The same content had been imported completely before; nothing was done.
     resumed : bool
@@ -272,10 +276,16 @@ class ImportReport:
     already_imported: bool
     resumed: bool
     notes: tuple = ()
+    n_rejected: int = 0
 
     def messages(self) -> list[str]:
-        """``"<file>: line <n>: <reason>"`` for every rejected line."""
-        return [f"{self.path}: line {r.line}: {r.message}" for r in self.rejected]
+        """``"<file>: line <n>: <reason>"`` for every stored rejected line (and a count of the rest)."""
+        out = [f"{self.path}: line {r.line}: {r.message}" for r in self.rejected]
+        more = self.n_rejected - len(self.rejected)
+        if more > 0:
+            out.append(f"{self.path}: {more} more rejected lines not listed (only the first "
+                       f"{len(self.rejected)} rejections are kept)")
+        return out
 
 
 @dataclass(frozen=True)
@@ -348,6 +358,30 @@ class CampaignStatus:
 
     def to_dict(self) -> dict:
         return {k: (list(v) if isinstance(v, tuple) else v) for k, v in self.__dict__.items()}
+
+
+# --------------------------------------------------------------------------- import helpers
+
+
+class _ImportState:
+    """What one import knows of the store: each annotator's latest grade per pair, rejections kept."""
+
+    def __init__(self, conn, batch_id):
+        self.batch_id = batch_id
+        self.latest: dict = {}
+        self.last_judgment = 0
+        # counted once: concurrent importers of one file may each keep up to one chunk beyond the cap
+        self.n_rejected_stored = conn.execute(
+            "SELECT COUNT(*) FROM import_lines WHERE batch_id = ? AND status = 'rejected'",
+            (batch_id,)).fetchone()[0]
+
+    def refresh(self, conn):
+        """Catch up with the judgments stored since the last call (by this or another connection)."""
+        for jid, row, ann, grade in conn.execute(
+                "SELECT judgment_id, doc_row, annotator, grade FROM judgments WHERE judgment_id > ? "
+                "ORDER BY judgment_id", (self.last_judgment,)):
+            self.latest[(row, ann)] = grade
+            self.last_judgment = jid
 
 
 # --------------------------------------------------------------------------- validation helpers
@@ -836,10 +870,16 @@ class Campaign:
             out.setdefault(self._qkeys[qidx[row]], {})[self._dkeys[row]] = grades[row]
         return out
 
-    def write_qrels(self, path, *, combine=None, scope="tasks") -> int:
-        """Write the combined judgments as a TREC qrels file; returns the line count."""
+    def write_qrels(self, path, *, combine=None, scope="tasks", overwrite=False) -> int:
+        """Write the combined judgments as a TREC qrels file (atomically); returns the line count.
+
+        ``path`` must not be the campaign store (or its WAL/SHM files); an
+        existing file is replaced only if it is a qrels file, or with
+        ``overwrite=True`` (see :func:`activerank.campaign.io.check_output_path`).
+        """
         from ..io.trec import write_qrels
 
+        path = cio.check_output_path(path_iv(path), kind="qrels", protected=[self.path], force=overwrite)
         return write_qrels(path, self.judgments(combine=combine, scope=scope))
 
     # ------------------------------------------------------------------ import
@@ -875,8 +915,9 @@ class Campaign:
         Raises
         ------
         ValueError
-            For a file-level problem (wrong CSV columns, UTF-16, no rows):
-            nothing is stored.  Row-level problems (malformed JSON, unknown
+            For a file-level problem (wrong CSV columns, UTF-16, binary data
+            such as the campaign store itself, no recognizable row among the
+            first lines, no rows): nothing is stored.  Row-level problems (malformed JSON, unknown
             query or document, grade not an integer on the scale) do not
             raise: those rows are listed in ``ImportReport.rejected`` with
             their line numbers and the valid rows are stored.
@@ -888,7 +929,14 @@ class Campaign:
         again does nothing; importing it after an interrupted import stores
         exactly the lines not yet stored.  A line repeating an annotator's
         current grade for a pair (e.g. the same judgment in a re-sent file)
-        is counted as a duplicate and not stored again.
+        is counted as a duplicate and not stored again.  Two processes may
+        import the same file at the same time: each chunk re-reads, under the
+        write lock, which lines the other has stored, so every line is stored
+        once and neither fails.
+
+        At most :data:`MAX_STORED_REJECTIONS` rejected lines are stored per
+        file (with their reasons); further rejected lines are only counted
+        (``ImportReport.n_rejected``).
         """
         path = path_iv(path)
         fmt = cio.detect_format(path, format)
@@ -898,6 +946,8 @@ class Campaign:
             raise TypeError(f"`annotator` must be a string or None; got {type(annotator).__name__}.")
         if isinstance(chunk_size, bool) or not isinstance(chunk_size, numbers.Integral) or chunk_size < 1:
             raise ValueError(f"`chunk_size` must be a positive integer; got {chunk_size!r}.")
+        if any(cio._same_file(path, self.path + suffix) for suffix in cio._STORE_SUFFIXES):
+            raise ValueError(f"{path}: this is the campaign store itself, not a judgment file.")
         with open(path, "rb") as f:
             raw = f.read()
         sha = hashlib.sha256(raw).hexdigest()
@@ -917,46 +967,64 @@ class Campaign:
         if completed is not None:
             return self._report(batch_id, path, sha, fmt, len(rows), 0, True, False, notes)
         done = {ln for (ln,) in db.execute("SELECT line FROM import_lines WHERE batch_id = ?", (batch_id,))}
-        latest = self._latest()
+        pending = [r for r in rows if r.line not in done]
         default_ann = "" if annotator is None else annotator.strip()
-        accepted_now = 0
-        lines, judg = [], []
-
-        def flush():
-            nonlocal lines, judg
-            if not lines:
-                return
+        state = _ImportState(db, batch_id)
+        accepted_now = stored_now = 0
+        for start in range(0, len(pending), chunk_size):
+            chunk = pending[start:start + chunk_size]
             with self._write() as conn:
+                lines, judg = self._classify_chunk(conn, state, chunk, scope, default_ann)
                 conn.executemany("INSERT INTO import_lines VALUES (?, ?, ?, ?)", lines)
                 conn.executemany(
                     "INSERT INTO judgments (doc_row, grade, annotator, judged_at, imported_at, batch_id, line) "
                     "VALUES (?, ?, ?, ?, ?, ?, ?)", judg)
-            if on_commit is not None:
+            accepted_now += len(judg)
+            stored_now += len(lines)
+            if on_commit is not None and lines:
                 on_commit(lines[0][1], lines[-1][1], len(judg))
-            lines, judg = [], []
+        with self._write() as conn:
+            conn.execute("UPDATE batches SET completed_at = ? WHERE batch_id = ? AND completed_at IS NULL",
+                         (_now(), batch_id))
+        # a concurrent import of the same content did everything: as if it had been imported before
+        already = resumed and stored_now == 0
+        return self._report(batch_id, path, sha, fmt, len(rows), accepted_now, already, resumed and not already,
+                            notes)
 
-        for r in rows:
-            if r.line in done:
+    def _classify_chunk(self, conn, state, chunk, scope, default_ann):
+        """Status of every line of ``chunk`` (inside the chunk's write transaction).
+
+        Re-reads, under the write lock, what other connections stored since the
+        last chunk -- lines of this file imported concurrently by another
+        process, and new judgments (for the duplicate test) -- so that two
+        imports of one file at once neither collide nor store a line twice.
+        """
+        first, last = chunk[0].line, chunk[-1].line
+        taken = {ln for (ln,) in conn.execute(
+            "SELECT line FROM import_lines WHERE batch_id = ? AND line BETWEEN ? AND ?",
+            (state.batch_id, first, last))}
+        state.refresh(conn)
+        lines, judg = [], []
+        for r in chunk:
+            if r.line in taken:
                 continue
             status, message, item = self._check_row(r, scope, default_ann)
             if status == "rejected" and message == cio.EMPTY_GRADE:
                 status = "unanswered"
+            if status == "rejected":
+                if state.n_rejected_stored >= MAX_STORED_REJECTIONS:
+                    continue  # counted, not stored: see ImportReport.n_rejected
+                state.n_rejected_stored += 1
             if status == "accepted":
                 row, grade, ann, when = item
-                if latest.get((row, ann)) == grade:
+                if state.latest.get((row, ann)) == grade:
                     status, message = "duplicate", (
                         f"repeats annotator {ann!r}'s grade {grade} for this pair; not stored again")
                 else:
-                    latest[(row, ann)] = grade
-                    judg.append((row, grade, ann, when, _now(), batch_id, r.line))
-                    accepted_now += 1
-            lines.append((batch_id, r.line, status, message))
-            if len(lines) >= chunk_size:
-                flush()
-        flush()
-        with self._write() as conn:
-            conn.execute("UPDATE batches SET completed_at = ? WHERE batch_id = ?", (_now(), batch_id))
-        return self._report(batch_id, path, sha, fmt, len(rows), accepted_now, False, resumed, notes)
+                    state.latest[(row, ann)] = grade
+                    judg.append((row, grade, ann, when, _now(), state.batch_id, r.line))
+            lines.append((state.batch_id, r.line, status, message))
+        return lines, judg
 
     def import_qrels(self, path, *, annotator=None, scope="pool", chunk_size=500, on_commit=None) -> ImportReport:
         """Import a TREC qrels file as judgments (pre-existing ones by default: ``scope="pool"``).
@@ -990,7 +1058,7 @@ class Campaign:
                    else "the document is not in the evaluated rankings' top documents")
             return "rejected", (f"document {doc!r} of query {qid!r} is not a task of this campaign ({why}); "
                                 "import pre-existing judgments with scope='pool'"), None
-        grade, err = cio.parse_grade(f.get("grade"), self.n_grades)
+        grade, err = cio.parse_grade(f.get("grade"), self.n_grades, typed=r.typed)
         if err:
             return "rejected", err, None
         ann, err = cio.parse_optional_text(f.get("annotator"), "annotator")
@@ -1007,11 +1075,13 @@ class Campaign:
         rejected = tuple(Rejection(ln, msg) for ln, msg in self._db.execute(
             "SELECT line, message FROM import_lines WHERE batch_id = ? AND status = 'rejected' ORDER BY line",
             (batch_id,)))
+        # every data line of a completed import is stored, except rejections beyond the cap
+        n_rejected = len(rejected) + max(0, n_rows - sum(counts.values()))
         return ImportReport(path=path, sha256=sha, format=fmt, batch_id=batch_id, n_rows=n_rows,
                             accepted=counts.get("accepted", 0), duplicates=counts.get("duplicate", 0),
                             unanswered=counts.get("unanswered", 0),
                             accepted_now=accepted_now, rejected=rejected, already_imported=already,
-                            resumed=resumed, notes=tuple(notes))
+                            resumed=resumed, notes=tuple(notes), n_rejected=n_rejected)
 
     # ------------------------------------------------------------------ progress
 
@@ -1098,7 +1168,8 @@ class Campaign:
 
     # ------------------------------------------------------------------ export
 
-    def export_tasks(self, path, *, format=None, limit=None, max_cost=None, exclude_exported=False) -> ExportReport:
+    def export_tasks(self, path, *, format=None, limit=None, max_cost=None, exclude_exported=False,
+                     overwrite=False) -> ExportReport:
         """Write the next tasks: documents still to judge, query by query in draw order.
 
         Parameters
@@ -1116,10 +1187,24 @@ class Campaign:
             the draw sequence was cut at the budget when it was created.
         exclude_exported : bool, default False
             Skip queries already written by an earlier export.
+        overwrite : bool, default False
+            Replace an existing file that is not an unanswered task file.  The
+            campaign store itself (and its WAL/SHM files) is never replaced;
+            an unanswered task file (no grade filled in) or an empty file is
+            replaced without it.  See
+            :func:`activerank.campaign.io.check_output_path`.
 
         Returns
         -------
         ExportReport
+
+        Raises
+        ------
+        ValueError
+            ``path`` is the campaign store (or its WAL/SHM file), or bad options.
+        FileExistsError
+            ``path`` exists, is not an unanswered task file and ``overwrite``
+            is False.
 
         Notes
         -----
@@ -1129,6 +1214,7 @@ class Campaign:
         """
         path = path_iv(path)
         fmt = cio.detect_format(path, format, allowed=cio.TASK_FORMATS)
+        path = cio.check_output_path(path, kind="tasks", protected=[self.path], force=overwrite)
         if limit is not None and (isinstance(limit, bool) or not isinstance(limit, numbers.Integral) or limit < 0):
             raise ValueError(f"`limit` must be a non-negative integer or None; got {limit!r}.")
         if max_cost is not None and (isinstance(max_cost, bool) or not isinstance(max_cost, numbers.Real)
@@ -1158,8 +1244,7 @@ class Campaign:
             for r in todo:
                 rows.append({"query_id": qid, "query_text": self._qtext[x] or "", "doc_id": self._dkeys[r],
                              "draw": first_draw[x], "grade": None, "annotator": None})
-        cols = ["query_id", "query_text", "doc_id", "draw", "grade", "annotator"]
-        cio.write_tasks(path, rows, fmt, cols)
+        cio.write_tasks(path, rows, fmt, list(cio.TASK_COLUMNS))
         with self._write() as conn:
             cur = conn.execute("INSERT INTO exports (path, format, created_at, n_rows, n_queries) VALUES (?, ?, ?, ?, ?)",
                                (path, fmt, _now(), len(rows), len(queries)))

@@ -178,12 +178,10 @@ DATASETS: dict[str, DatasetSpec] = {
 
 
 def default_data_root() -> str:
-    """``$ACTIVERANK_DATA``, else ``../shared/data`` next to the repository, else ``/work/shared/data``."""
-    env = os.environ.get("ACTIVERANK_DATA")
-    if env:
-        return env
-    here = Path(__file__).resolve().parents[2].parent / "shared" / "data"
-    return str(here) if here.is_dir() else "/work/shared/data"
+    """The data root: ``$ACTIVERANK_DATA`` (:func:`activerank.datasets.data_root`; a clear error without it)."""
+    from ..datasets import data_root
+
+    return str(data_root())
 
 
 _DATA_CACHE: dict = {}
@@ -207,12 +205,13 @@ def load_dataset(spec: DatasetSpec | str, data_root: str | None = None) -> tuple
         Partition number (1..5) of every query.
     """
     spec = _spec_iv(spec)
-    root = Path(data_root or default_data_root())
+    from ..datasets import data_root as _root, dataset_dir
+
+    root = _root(data_root)
     key = (spec.name, str(root))
     if key not in _DATA_CACHE:
+        dataset_dir(spec.name, root)  # a missing dataset: which one, the layout and where to get it
         folder = root / spec.subdir
-        if not (folder / "S1.txt").exists():
-            raise ValueError(f"dataset {spec.name!r}: {folder}/S1.txt does not exist (data_root={root}).")
         parts = []
         for k in range(1, 6):
             parts.append(load_partitions(

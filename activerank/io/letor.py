@@ -24,6 +24,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from ..ragged import offsets_from_lengths, segment_ids
+from .limits import MAX_FEATURE_INDEX, MAX_GRADE, MAX_N_GRADES
 
 __all__ = [
     "LetorData",
@@ -377,10 +378,16 @@ def load_letor(
     Raises
     ------
     ValueError
-        Naming the file and line (or query) for: an empty file, a line without
-        ``qid:``, a non-integer label, a label outside ``0 .. n_grades - 1``,
-        a feature-count mismatch with ``n_features``, or a query whose lines
-        are not contiguous.
+        Naming the file and line (or query) for: an empty file, binary data, a
+        line without ``qid:``, a non-numeric or non-integer label, a label
+        outside ``0 .. n_grades - 1`` (or above
+        :data:`activerank.io.limits.MAX_GRADE` when ``n_grades`` is not
+        given), a malformed ``index:value`` pair, a feature index that is 0,
+        negative, repeated or decreasing, a non-finite feature value, a
+        feature index above ``n_features`` (or above
+        :data:`activerank.io.limits.MAX_FEATURE_INDEX` when it is not given:
+        features are stored dense), or a query whose lines are not
+        contiguous.
 
     Examples
     --------
@@ -404,6 +411,8 @@ def load_letor(
         isinstance(n_grades, bool) or not isinstance(n_grades, (int, np.integer)) or n_grades < 2
     ):
         raise ValueError(f"`n_grades` must be an integer >= 2 or None; got {n_grades!r}.")
+    if n_grades is not None and n_grades > MAX_N_GRADES:
+        raise ValueError(f"`n_grades` must be at most {MAX_N_GRADES} (grades 0..{MAX_GRADE}); got {n_grades}.")
     if n_features is not None and (
         isinstance(n_features, bool) or not isinstance(n_features, (int, np.integer)) or n_features < 1
     ):
@@ -417,13 +426,18 @@ def load_letor(
     path = os.fspath(path)
     with open(path, "rb") as f:
         raw = f.read()
+    if raw.startswith(b"\xff\xfe") or raw.startswith(b"\xfe\xff"):
+        raise ValueError(f"{path}: line 1: file is UTF-16 encoded; save it as UTF-8 (or ASCII).")
     line_no, doc_ids = _scan_lines(raw)
     if line_no.size == 0:
         raise ValueError(f"{path}: file is empty (no data lines).")
 
     try:
         Xs, y, qids = load_svmlight_file(path, query_id=True, dtype=np.float64, zero_based=False)
-    except ValueError as exc:
+    except (ValueError, OverflowError) as exc:
+        problem = _first_bad_line(raw)
+        if problem is not None:
+            raise ValueError(f"{path}: {problem}.") from None
         raise ValueError(f"{path}: could not parse as SVMlight/LETOR: {exc}") from exc
     n = Xs.shape[0]
     if n != line_no.size:  # pragma: no cover - our line filter mirrors sklearn's
@@ -431,13 +445,27 @@ def load_letor(
     if qids.size != n:
         raise ValueError(f"{path}: line {_first_line_without_qid(raw)} has no 'qid:' field.")
 
-    # Feature count.
+    # Feature count and values (checked on the sparse matrix: X is dense).
     Xs.sort_indices()
+    bad = np.flatnonzero(~np.isfinite(Xs.data))
+    if bad.size:
+        k = int(bad[0])
+        r = int(np.searchsorted(Xs.indptr, k, side="right") - 1)
+        raise ValueError(
+            f"{path}: line {line_no[r]}: feature {Xs.indices[k] + 1} is {float(Xs.data[k])}; feature values "
+            "must be finite numbers."
+        )
+    if n_features is None and Xs.shape[1] > MAX_FEATURE_INDEX:
+        r = int(np.flatnonzero(_row_max_index(Xs) >= MAX_FEATURE_INDEX)[0])
+        raise ValueError(
+            f"{path}: line {line_no[r]}: feature index {_row_max_index(Xs)[r] + 1} is above "
+            f"{MAX_FEATURE_INDEX}, the largest read without `n_features` (features are stored dense: "
+            f"{n} x {Xs.shape[1]} values would need {_size(n * Xs.shape[1] * 8)}); pass n_features= "
+            "if the file really has that many features."
+        )
     if n_features is not None:
         if Xs.shape[1] > n_features:
-            row_max = np.full(n, -1, dtype=np.int64)
-            nonempty = np.diff(Xs.indptr) > 0
-            row_max[nonempty] = Xs.indices[Xs.indptr[1:][nonempty] - 1]
+            row_max = _row_max_index(Xs)
             r = int(np.flatnonzero(row_max >= n_features)[0])
             raise ValueError(
                 f"{path}: line {line_no[r]} has feature index {row_max[r] + 1}, but "
@@ -450,23 +478,30 @@ def load_letor(
             )
     X = Xs.toarray()
 
-    # Labels.
+    # Labels (range checked in float64, before the cast to int64 could overflow).
     labels = None
     if labeled:
         bad = np.flatnonzero(~np.isfinite(y) | (y != np.round(y)))
         if bad.size:
             r = int(bad[0])
-            raise ValueError(f"{path}: line {line_no[r]}: label {y[r]:g} is not an integer grade.")
+            raise ValueError(f"{path}: line {line_no[r]}: label {_label_text(raw, line_no[r])} is not an "
+                             "integer grade.")
+        top = MAX_GRADE if n_grades is None else n_grades - 1
+        bad = np.flatnonzero((y < 0) | (y > top))
+        if bad.size:
+            r = int(bad[0])
+            label = _label_text(raw, line_no[r])
+            if n_grades is None and y[r] > top:
+                raise ValueError(
+                    f"{path}: line {line_no[r]}: label {label} is above {MAX_GRADE}, the largest supported "
+                    f"grade (labels are relevance grades 0, 1, 2, ...; gains are 2**grade - 1)."
+                )
+            scale = "" if n_grades is None else f" (n_grades={n_grades})"
+            raise ValueError(f"{path}: line {line_no[r]}: label {label} is outside the grade scale "
+                             f"0..{top}{scale}.")
         labels = y.astype(np.int64)
         if n_grades is None:
             n_grades = max(int(labels.max()) + 1, 2)
-        bad = np.flatnonzero((labels < 0) | (labels >= n_grades))
-        if bad.size:
-            r = int(bad[0])
-            raise ValueError(
-                f"{path}: line {line_no[r]}: label {labels[r]} is outside the grade scale "
-                f"0..{n_grades - 1} (n_grades={n_grades})."
-            )
 
     # Query grouping.
     qids = np.asarray(qids, dtype=np.int64)
@@ -542,6 +577,89 @@ def _lengths_from(X, length_feature, path):
             f"{path}: `length_feature`={length_feature} but the file has only {X.shape[1]} features."
         )
     return _check_lengths(X[:, length_feature - 1], X.shape[0], f"feature {length_feature}")
+
+
+def _size(nbytes: int) -> str:
+    return f"{nbytes / 2**30:.1f} GiB" if nbytes >= 2**30 else f"{nbytes / 2**20:.1f} MiB"
+
+
+def _row_max_index(Xs) -> np.ndarray:
+    """Largest 0-based feature index of every row of a CSR matrix with sorted indices (-1 if empty)."""
+    row_max = np.full(Xs.shape[0], -1, dtype=np.int64)
+    nonempty = np.diff(Xs.indptr) > 0
+    row_max[nonempty] = Xs.indices[Xs.indptr[1:][nonempty] - 1]
+    return row_max
+
+
+def _data_lines(raw: bytes):
+    """``(line number, content before any comment)`` of data lines (as :func:`_scan_lines` counts them)."""
+    for i, line in enumerate(raw.split(b"\n"), start=1):
+        s = line.strip()
+        if s and not s.startswith(b"#"):
+            yield i, s.split(b"#", 1)[0]
+
+
+def _label_text(raw: bytes, line: int) -> str:
+    """The label as written on a line (not a float64 that may have rounded or overflowed it)."""
+    tokens = raw.split(b"\n")[line - 1].split()
+    text = tokens[0].decode("utf-8", "replace") if tokens else ""
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _token(b: bytes) -> str:
+    t = b.decode("utf-8", "replace")
+    return repr(t if len(t) <= 40 else t[:37] + "...")
+
+
+def _first_bad_line(raw: bytes) -> str | None:
+    """``"line N: what is wrong"`` for the first malformed data line, or None.
+
+    Only called when the fast parser failed: a line-by-line check that names
+    the line, which the fast parser's messages do not.
+    """
+    for i, s in _data_lines(raw):
+        if b"\x00" in s:
+            return f"line {i}: binary data (a NUL byte); not a LETOR/SVMlight text file"
+        try:
+            s.decode("utf-8")
+        except UnicodeDecodeError:
+            return f"line {i}: not valid UTF-8 text (binary data?); not a LETOR/SVMlight text file"
+        tokens = s.split()
+        try:
+            float(tokens[0])
+        except ValueError:
+            return f"line {i}: label {_token(tokens[0])} is not a number"
+        rest = tokens[1:]
+        if rest and rest[0].startswith(b"qid:"):
+            try:
+                q = int(rest[0][4:])
+            except ValueError:
+                return f"line {i}: query id {_token(rest[0])} is not an integer"
+            if not -2**63 <= q < 2**63:
+                return f"line {i}: query id {_token(rest[0])} does not fit a 64-bit integer"
+            rest = rest[1:]
+        prev = 0
+        for tok in rest:
+            idx, sep, val = tok.partition(b":")
+            if not sep:
+                return f"line {i}: {_token(tok)} is not an 'index:value' feature"
+            try:
+                j = int(idx)
+            except ValueError:
+                return f"line {i}: feature index {_token(idx)} is not an integer"
+            if j < 1:
+                return (f"line {i}: feature index {j} is invalid (LETOR/SVMlight feature indices are 1-based "
+                        "and positive)")
+            if j == prev:
+                return f"line {i}: feature index {j} appears twice"
+            if j < prev:
+                return f"line {i}: feature index {j} follows {prev} (indices must increase along a line)"
+            prev = j
+            try:
+                float(val)
+            except ValueError:
+                return f"line {i}: feature {j} has value {_token(val)}, not a number"
+    return None
 
 
 def _first_line_without_qid(raw: bytes) -> int:
@@ -638,11 +756,9 @@ def load_partitions(
 
     Examples
     --------
-    >>> import os
-    >>> root = "/work/shared/data/mq2008"
-    >>> if os.path.isdir(root):                   # doctest: +SKIP
-    ...     d = load_partitions(root, [4, 5])
-    ...     print(d.n_queries)
+    >>> from activerank.datasets import dataset_dir
+    >>> d = load_partitions(dataset_dir("mq2008"), [4, 5])   # doctest: +SKIP
+    >>> d.n_queries                                          # doctest: +SKIP
     313
     """
     parts = list(parts)
@@ -728,7 +844,8 @@ def letor_fold(
 
     Examples
     --------
-    >>> tr, va, te = letor_fold("/work/shared/data/mq2008", 1,
+    >>> from activerank.datasets import dataset_dir
+    >>> tr, va, te = letor_fold(dataset_dir("mq2008"), 1,
     ...                         length_feature=20)   # doctest: +SKIP
     >>> tr.n_queries, va.n_queries, te.n_queries     # doctest: +SKIP
     (471, 157, 156)

@@ -359,7 +359,7 @@ def test_crash_during_export(big, seed, tmp_path):
 
     def child(w):
         with Campaign.open(db) as c:
-            c.export_tasks(out_path)
+            c.export_tasks(out_path, overwrite=True)      # "OLD" is not a task file
         os.write(w, b"done\n")
 
     out = _fork_and_kill(child, delay)
@@ -369,7 +369,7 @@ def test_crash_during_export(big, seed, tmp_path):
         assert content == big["ref_tasks"]
     with Campaign.open(db) as c:
         assert c.check() == []
-        c.export_tasks(out_path)
+        c.export_tasks(out_path, overwrite=True)
     assert open(out_path).read() == big["ref_tasks"]
 
 
@@ -396,3 +396,201 @@ def test_crash_cli_subprocess_import(big, tmp_path):
     assert acked & data_lines <= {ln for ln, _ in lines}
     assert main(["campaign", "import", db, big["judgments"]]) == 1    # completes; some lines rejected
     assert _state(db) == big["ref"]
+
+
+# --------------------------------------------------------------------------- outputs never destroy data
+
+
+@pytest.fixture
+def judged(tmp_path, files, capsys):
+    """A campaign (named without a known extension) holding judgments for every task."""
+    pool, _ = files
+    db = str(tmp_path / "store.jsonl")       # an extension that lets `export STORE STORE` pass format detection
+    code, _, err = run_cli(["campaign", "init", db, "--pool", pool, "--model", "uniform", "--grades", "3",
+                            "--budget", "6", "--seed", "3"], capsys)
+    assert code == 0, err
+    tasks, ans = str(tmp_path / "t.jsonl"), str(tmp_path / "a.jsonl")
+    assert run_cli(["campaign", "export", db, tasks], capsys)[0] == 0
+    _answer(tasks, ans, ar.load_letor(pool, n_grades=3))
+    assert run_cli(["campaign", "import", db, ans], capsys)[0] == 0
+    return db, _judgments(db)
+
+
+def _judgments(db):
+    with Campaign.open(db) as c:
+        assert c.check() == []
+        rows = sorted(c._db.execute("SELECT doc_row, grade, annotator, batch_id, line FROM judgments"))
+    assert rows
+    return rows
+
+
+def _intact(db, before):
+    assert os.path.getsize(db) > 0
+    assert _judgments(db) == before
+
+
+@pytest.mark.parametrize("argv", [
+    ["export", "{db}", "{db}"],
+    ["export", "{db}", "{db}", "--force"],
+    ["export", "{db}", "{db}-wal", "--format", "jsonl", "--force"],
+    ["export", "{db}", "{db}-shm", "--format", "csv"],
+    ["export", "{db}", "{link}"],
+    ["qrels", "{db}", "{db}"],
+    ["qrels", "{db}", "{db}", "--force"],
+    ["qrels", "{db}", "{db}-wal"],
+    ["qrels", "{db}", "{hard}", "--force"],
+    ["estimate", "{db}", "--trace", "{db}"],
+    ["estimate", "{db}", "--trace", "{db}", "--force"],
+    ["estimate", "{db}", "--trace", "{db}-shm", "--force"],
+    ["estimate", "{db}", "--trace", "{link}", "--force"],
+])
+def test_output_never_replaces_the_store(judged, tmp_path, capsys, argv):
+    db, before = judged
+    link, hard = str(tmp_path / "link.jsonl"), str(tmp_path / "hard.qrels")
+    os.symlink(db, link)
+    os.link(db, hard)
+    argv = ["campaign"] + [a.format(db=db, link=link, hard=hard) for a in argv]
+    code, out, err = run_cli(argv, capsys)
+    assert code == 2, (out, err)
+    assert "would destroy" in err and "campaign store" in err and "Traceback" not in err
+    _intact(db, before)
+
+
+def test_existing_foreign_outputs_need_force(judged, tmp_path, files, capsys):
+    db, before = judged
+    pool, _ = files
+    letor = tmp_path / "pool.txt"
+    shutil.copy(pool, letor)
+    original = letor.read_bytes()
+    for argv in (["export", db, str(letor), "--format", "csv"], ["qrels", db, str(letor)],
+                 ["estimate", db, "--trace", str(letor)]):
+        code, _, err = run_cli(["campaign"] + argv, capsys)
+        assert code == 2 and "already exists" in err and "--force" in err, err
+        assert letor.read_bytes() == original
+    # an answered task file holds annotators' work: not ours to replace
+    answered = tmp_path / "a.jsonl"
+    code, _, err = run_cli(["campaign", "export", db, str(answered)], capsys)
+    assert code == 2 and "answered rows" in err
+    # previous outputs of the same kind are replaced without --force
+    assert run_cli(["campaign", "export", db, str(tmp_path / "t.jsonl")], capsys)[0] == 0
+    q = tmp_path / "j.qrels"
+    for _ in range(2):
+        assert run_cli(["campaign", "qrels", db, str(q)], capsys)[0] == 0
+    trace = tmp_path / "trace.csv"
+    for _ in range(2):
+        assert run_cli(["campaign", "estimate", db, "--trace", str(trace)], capsys)[0] == 0
+    assert trace.read_text().startswith("draw,")
+    # --force replaces a foreign file (never the store)
+    code, _, err = run_cli(["campaign", "qrels", db, str(letor), "--force"], capsys)
+    assert code == 0, err
+    assert letor.read_text().split("\n")[0].split()[1] == "0"
+    _intact(db, before)
+
+
+def test_main_cli_trace_never_replaces_inputs(tmp_path, files, capsys):
+    from activerank.cli import main as ar_main
+
+    pool, _ = files
+    p = tmp_path / "pool.txt"
+    shutil.copy(pool, p)
+    original = p.read_bytes()
+    base = ["estimate", str(p), "--model", "uniform", "--budget", "20", "--seed", "1"]
+    assert ar_main(base + ["--trace", str(p), "--force"]) == 2
+    err = capsys.readouterr().err
+    assert "would destroy" in err and "an input file" in err
+    other = tmp_path / "notes.txt"
+    other.write_text("my notes\n")
+    assert ar_main(base + ["--trace", str(other)]) == 2
+    assert "already exists" in capsys.readouterr().err
+    assert p.read_bytes() == original and other.read_text() == "my notes\n"
+    assert ar_main(base + ["--trace", str(other), "--force"]) == 0
+
+
+# --------------------------------------------------------------------------- concurrent and foreign imports
+
+
+def test_concurrent_reimport_of_one_file_is_safe_and_quiet(big, tmp_path):
+    """Two real processes import the same file at once: both finish without error, every line stored once."""
+    db = str(tmp_path / "c.db")
+    shutil.copy(big["db0"], db)
+    env = dict(os.environ, PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    cmd = [sys.executable, "-m", "activerank.campaign.cli", "campaign", "import", db, big["judgments"],
+           "--chunk-size", "50"]
+    procs = [subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True)
+             for _ in range(2)]
+    results = [p.communicate(timeout=300) for p in procs]
+    for p, (out, err) in zip(procs, results):
+        # exit 1: the file holds some malformed lines (rejected rows), never 2 (error)
+        assert p.returncode == 1, err
+        assert "error" not in err and "Traceback" not in err and "UNIQUE" not in err, err
+        assert all(line.startswith(big["judgments"] + ": line ") for line in err.splitlines()), err
+    commits = [out.count("committed ") for out, _ in results]
+    assert sum(commits) >= 2, commits
+    assert _state(db) == big["ref"]               # every line once, same judgments as one import
+    assert main(["campaign", "import", db, big["judgments"]]) == 1   # and a third import is a no-op
+
+
+def test_import_of_the_store_or_binary_file_is_refused_before_reading(tmp_path, files, capsys):
+    pool, _ = files
+    db = str(tmp_path / "c.db")
+    assert run_cli(["campaign", "init", db, "--pool", pool, "--model", "uniform", "--grades", "3",
+                    "--budget", "5", "--seed", "1"], capsys)[0] == 0
+    copy = tmp_path / "copy.jsonl"
+    shutil.copy(db, copy)
+    (tmp_path / "blob.qrels").write_bytes(b"q1 0 d1 1\n" + bytes(range(256)) * 40)
+    (tmp_path / "x.csv.gz.csv").write_bytes(b"\x1f\x8b\x08\x00" + b"\x00" * 50)
+    (tmp_path / "prose.jsonl").write_text("Dear annotators,\nplease judge the documents below.\n" * 30)
+    (tmp_path / "prose.qrels").write_text("this is not a qrels file at all\n" * 30)
+    cases = [([db, "--format", "jsonl"], "this is the campaign store itself"),
+             ([str(copy)], "line 1: this is an SQLite database"),
+             ([str(tmp_path / "blob.qrels")], "line 2: binary data (a NUL byte)"),
+             ([str(tmp_path / "x.csv.gz.csv")], "gzip-compressed"),
+             ([str(tmp_path / "prose.jsonl")], "not a jsonl judgment file: none of its first 20 data lines"),
+             ([str(tmp_path / "prose.qrels")], "not a qrels judgment file: none of its first 20 data lines")]
+    for args, msg in cases:
+        code, out, err = run_cli(["campaign", "import", db] + args, capsys)
+        assert code == 2 and msg in err and "Traceback" not in err, (args, err)
+    with Campaign.open(db) as c:
+        assert c.check() == []
+        assert c._db.execute("SELECT COUNT(*) FROM import_lines").fetchone()[0] == 0
+        assert c._db.execute("SELECT COUNT(*) FROM batches").fetchone()[0] == 0
+
+
+def test_stored_rejections_are_capped_and_counted(tmp_path, files, capsys):
+    from activerank.campaign.store import MAX_STORED_REJECTIONS
+
+    pool, _ = files
+    db = str(tmp_path / "c.db")
+    assert run_cli(["campaign", "init", db, "--pool", pool, "--model", "uniform", "--grades", "3",
+                    "--budget", "5", "--seed", "1"], capsys)[0] == 0
+    with Campaign.open(db) as c:
+        q = c.query_ids[c.plan().queries[0]]
+        d = c.tasks(q)[0]
+    n_bad = MAX_STORED_REJECTIONS + 700
+    lines = [json.dumps({"query_id": q, "doc_id": d, "grade": 1})]
+    lines += [json.dumps({"query_id": q, "doc_id": f"nodoc{i}", "grade": 1}) for i in range(n_bad)]
+    p = tmp_path / "many.jsonl"
+    p.write_text("\n".join(lines) + "\n")
+    for attempt in range(2):                       # the second import reports the same counts
+        with Campaign.open(db) as c:
+            rep = c.import_judgments(p, chunk_size=300)
+        assert rep.accepted == 1 and rep.n_rejected == n_bad and rep.already_imported == bool(attempt)
+        assert len(rep.rejected) == MAX_STORED_REJECTIONS
+        assert rep.messages()[-1].endswith(f"700 more rejected lines not listed (only the first "
+                                           f"{MAX_STORED_REJECTIONS} rejections are kept)")
+    with Campaign.open(db) as c:
+        assert c._db.execute("SELECT COUNT(*) FROM import_lines").fetchone()[0] == 1 + MAX_STORED_REJECTIONS
+        assert c.check() == []
+    code, out, err = run_cli(["campaign", "import", db, str(p)], capsys)
+    assert code == 1 and "already imported" in out
+
+
+def test_init_never_replaces_its_own_inputs(tmp_path, files, capsys):
+    pool, _ = files
+    p = tmp_path / "pool.txt"
+    shutil.copy(pool, p)
+    original = p.read_bytes()
+    code, _, err = run_cli(["campaign", "init", str(p), "--pool", str(p), "--model", "uniform", "--grades", "3",
+                            "--budget", "5", "--force"], capsys)
+    assert code == 2 and "would destroy" in err and "an input file" in err
+    assert p.read_bytes() == original

@@ -269,9 +269,10 @@ def test_bad_jsonl_rows_rejected_with_line_numbers(tmp_path, camp, task):
     rej = _rej(rep)
     assert rep.accepted == 2 and sorted(rej) == list(range(2, 13))
     assert rej[2].startswith("malformed JSON")
-    assert rej[3] == "grade '3.5' is not an integer"
+    # one rule for numeric strings: JSON grades are numbers; text formats (CSV, qrels) parse integer text
+    assert rej[3] == 'grade "3.5" is a JSON string; write a number (grades are numbers in JSONL)'
     assert rej[4] == "grade -1 is outside the scale 0..2"
-    assert rej[5] == "grade 'high' is not an integer"
+    assert rej[5] == 'grade "high" is a JSON string; write a number (grades are numbers in JSONL)'
     assert rej[6] == "unknown query id 'nope' (not in the campaign's pool)"
     assert rej[7] == f"unknown document id 'GX-none' for query '{qid}' (not in the campaign's pool)"
     assert rej[8].startswith("missing fields 'query_id', 'doc_id', 'grade'")

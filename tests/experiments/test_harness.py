@@ -7,6 +7,8 @@ import pandas as pd
 import pytest
 
 from activerank.experiments import harness as ex
+
+from ..conftest import require_shared_data
 from activerank.io.letor import load_sample
 from activerank.relevance.rankers import expected_gain_scores
 
@@ -121,11 +123,8 @@ def test_config_validation():
         ex.run(ex.ExperimentConfig(methods=("active",)), progress=None)
 
 
-MQ = os.path.join(ex.default_data_root(), "mq2008", "S1.txt")
-
-
-@pytest.mark.skipif(not os.path.exists(MQ), reason="MQ2008 partitions not available")
-def test_main_end_to_end_small(tmp_path):
+def test_main_end_to_end_small(tmp_path, monkeypatch):
+    monkeypatch.setenv("ACTIVERANK_DATA", str(require_shared_data("mq2008", "S1.txt").parents[1]))
     out = tmp_path / "res"
     rc = ex.main(["--datasets", "mq2008", "--folds", "2", "--reps", "60", "--metrics", "err@10",
                   "--scenarios", "a_rf,c_index", "--n-trees", "8", "--quick", "--n-boot", "50",

@@ -1,7 +1,5 @@
 """Tests for activerank.io.letor: LETOR loading, validation, partitions and folds."""
 
-import os
-
 import numpy as np
 import pytest
 
@@ -16,7 +14,7 @@ from activerank.io.letor import (
     ohsumed_doc_length,
 )
 
-SHARED = "/work/shared/data"
+from ..conftest import require_shared_data
 
 LINES = [
     "2 qid:5 1:0.5 2:1 3:7 # docid = d1 inc = 1",
@@ -139,8 +137,57 @@ def test_missing_qid(tmp_path):
 
 def test_unparsable(tmp_path):
     p = write(tmp_path, ["1 qid:1 1:abc"])
-    with pytest.raises(ValueError, match="could not parse"):
+    with pytest.raises(ValueError, match=r"S1\.txt: line 1: feature 1 has value 'abc', not a number"):
         load_letor(p)
+
+
+@pytest.mark.parametrize("line, message", [
+    ("abc qid:5 1:1", r"line 3: label 'abc' is not a number"),
+    ("1 qid:5 0:0.5", r"line 3: feature index 0 is invalid \(LETOR/SVMlight feature indices are 1-based"),
+    ("1 qid:5 -3:0.5", r"line 3: feature index -3 is invalid"),
+    ("1 qid:5 1:0.5 1:0.6", r"line 3: feature index 1 appears twice"),
+    ("1 qid:5 2:0.5 1:0.6", r"line 3: feature index 1 follows 2 \(indices must increase"),
+    ("1 qid:5 1:", r"line 3: feature 1 has value '', not a number"),
+    ("1 qid:5 x", r"line 3: 'x' is not an 'index:value' feature"),
+    ("1 qid:five 1:1", r"line 3: query id 'qid:five' is not an integer"),
+    ("1 qid:99999999999999999999 1:1", r"line 3: query id 'qid:99999999999999999999' does not fit"),
+    ("1 qid:5 1:nan", r"line 3: feature 1 is nan; feature values must be finite"),
+    ("1 qid:5 2:-inf", r"line 3: feature 2 is -inf; feature values must be finite"),
+    ("99999999999999999999999 qid:5 1:1", r"line 3: label 99999999999999999999999 is above 100, the largest "
+                                          r"supported grade"),
+    ("5000000 qid:5 1:1", r"line 3: label 5000000 is above 100"),
+    ("1 qid:5 999999999:1", r"line 3: feature index 999999999 is above 100000, the largest read without "
+                            r"`n_features` \(features are stored dense: 2 x 999999999 values would need 14\.9 GiB"),
+])
+def test_malformed_lines_name_file_and_line(tmp_path, line, message):
+    p = write(tmp_path, ["# header", LINES[0], line])
+    with pytest.raises(ValueError, match=r"S1\.txt: " + message):
+        load_letor(p)
+
+
+def test_binary_and_utf16_files(tmp_path):
+    p = tmp_path / "bin.txt"
+    p.write_bytes(b"0 qid:1 1:0.1\n\x00\x01\x02 garbage\n")
+    with pytest.raises(ValueError, match=r"bin\.txt: line 2: binary data \(a NUL byte\)"):
+        load_letor(p)
+    p.write_bytes(b"0 qid:1 1:0.1\n\xff\xfe\xfa qid:1 1:2\n")
+    with pytest.raises(ValueError, match=r"bin\.txt: line 2: not valid UTF-8 text"):
+        load_letor(p)
+    p.write_bytes("0 qid:1 1:0.1\n".encode("utf-16"))
+    with pytest.raises(ValueError, match=r"bin\.txt: line 1: file is UTF-16 encoded"):
+        load_letor(p)
+
+
+def test_huge_label_with_scale_reports_the_written_value(tmp_path):
+    p = write(tmp_path, ["99999999999999999999999 qid:1 1:1"])
+    with pytest.raises(ValueError, match=r"line 1: label 99999999999999999999999 is outside the grade scale "
+                                         r"0\.\.2 \(n_grades=3\)"):
+        load_letor(p, n_grades=3)
+    with pytest.raises(ValueError, match=r"`n_grades` must be at most 101"):
+        load_letor(p, n_grades=5000001)
+    # an explicit n_features lifts the dense-size guard (the user asked for it)
+    d = load_letor(write(tmp_path, ["1 qid:1 150000:1"], "wide.txt"), n_features=150000)
+    assert d.X.shape == (1, 150000) and d.X[0, -1] == 1
 
 
 def test_option_validation(tmp_path):
@@ -277,9 +324,8 @@ def test_load_partitions_errors(tmp_path):
         load_partitions(tmp_path, [])
 
 
-@pytest.mark.skipif(not os.path.isdir(f"{SHARED}/mq2008"), reason="shared LETOR data not present")
 def test_mq2008_fold1():
-    tr, va, te = letor_fold(f"{SHARED}/mq2008", 1, length_feature=20)
+    tr, va, te = letor_fold(require_shared_data("mq2008"), 1, length_feature=20)
     assert (tr.n_queries, va.n_queries, te.n_queries) == (471, 157, 156)
     assert tr.n_docs + va.n_docs + te.n_docs == 15211
     assert tr.n_grades == va.n_grades == te.n_grades == 3
@@ -288,9 +334,8 @@ def test_mq2008_fold1():
     np.testing.assert_array_equal(te.subset(np.arange(30)).X, s.X)
 
 
-@pytest.mark.skipif(not os.path.isdir(f"{SHARED}/ohsumed-letor3"), reason="shared LETOR data not present")
 def test_ohsumed_with_raw_length():
-    root = f"{SHARED}/ohsumed-letor3"
+    root = require_shared_data("ohsumed-letor3")
     d = load_partitions(
         f"{root}/QueryLevelNorm", [1], length_root=f"{root}/Feature-min", length_feature=ohsumed_doc_length
     )

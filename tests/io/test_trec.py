@@ -162,3 +162,148 @@ def test_read_qrels_negative_zero_and_write_round_trip(tmp_path):
     with pytest.raises(TypeError, match="must be a mapping"):
         write_qrels(out, [1])
     assert isinstance(q, Qrels)
+
+
+# --------------------------------------------------------------------------- columnar reader == line reader
+
+
+def _random_run_files(tmp_path, rng, trial):
+    paths = []
+    for i in range(int(rng.integers(1, 4))):
+        fmt = rng.choice(["int", "g", "e", "f"])
+        lines, seen = [], set()
+        for j in range(int(rng.integers(1, 3))):
+            tag = f"T{i}{j}"
+            for q in rng.permutation(5)[: rng.integers(1, 6)]:
+                for r, dd in enumerate(rng.permutation(8)[: rng.integers(1, 9)]):
+                    doc = rng.choice(["d", "D", "doc-", "é", "ß", "z", "a", "ü-"]) + str(dd)
+                    if (tag, q, doc) in seen:
+                        continue
+                    seen.add((tag, q, doc))
+                    sc = (int(rng.integers(0, 4)) if fmt == "int"
+                          else float(rng.choice([0.5, 1.25, -3.0, 1e-5, 123456.789012, 0.1 + 0.2, 0.0])))
+                    text = {"int": str(sc), "g": f"{sc:.17g}", "e": f"{sc:e}", "f": f"{sc:.6f}"}[str(fmt)]
+                    sep = str(rng.choice([" ", "\t", "  "]))
+                    lines.append(sep.join([f"q{q}", "Q0", doc, str(r + 1), text, tag]))
+        text = "\n".join(lines) + str(rng.choice(["\n", "", "\n\n"]))
+        if rng.random() < 0.3:
+            text = text.replace("\n", "\r\n")
+        data = text.encode()
+        if rng.random() < 0.2:
+            data = b"\xef\xbb\xbf" + data
+        p = tmp_path / f"{trial}_{i}.run"
+        p.write_bytes(data)
+        paths.append(p)
+    return paths
+
+
+def test_columnar_reader_equals_line_reader(tmp_path):
+    from activerank.io import trec
+
+    rng = np.random.default_rng(7)
+    n_fast = 0
+    for trial in range(60):
+        paths = _random_run_files(tmp_path, rng, trial)
+        for queries in ("union", "intersection"):
+            try:
+                ref = trec._read_runs_lines(paths, "split", queries)
+            except ValueError:
+                with pytest.raises(ValueError):
+                    read_runs(paths, queries=queries)
+                continue
+            got = trec._read_runs_columnar(paths, "split", queries)   # must not need the fallback
+            n_fast += 1
+            assert got.pool.query_ids.tolist() == ref.pool.query_ids.tolist()
+            assert got.pool.doc_ids.tolist() == ref.pool.doc_ids.tolist()
+            assert np.array_equal(got.pool.offsets, ref.pool.offsets)
+            assert list(got.rankings) == list(ref.rankings)
+            for tag in ref.rankings:
+                assert np.array_equal(got.rankings[tag].items, ref.rankings[tag].items)
+                assert np.array_equal(got.rankings[tag].offsets, ref.rankings[tag].offsets)
+                assert np.array_equal(got.scores[tag], ref.scores[tag])
+    assert n_fast > 60
+
+
+@pytest.mark.parametrize("text", [
+    "q1 Q0 d1 1_0 0.5 A\n",                  # int() accepts underscores: the line reader decides
+    "q1 Q0 d1 1 1_0.5 A\n",
+    "q1 Q0 d1 1 0.5 A\u00a0\n",              # a non-ASCII space: str.split() splits there
+    "q1 Q0 d1 ١ 0.5 A\n",                    # an Arabic-Indic digit rank
+    "q1 Q0 d1 1 12345678901234567890.5 A\n",  # beyond the exact fast path for floats
+])
+def test_unusual_spellings_read_as_the_line_reader_reads_them(tmp_path, text):
+    from activerank.io import trec
+
+    p = _write(tmp_path, "u.run", text)
+    got, ref = read_runs(p), trec._read_runs_lines([p], "split", "union")
+    assert got.pool.doc_ids.tolist() == ref.pool.doc_ids.tolist() and list(got.rankings) == list(ref.rankings)
+    assert all(np.array_equal(got.scores[k], ref.scores[k]) for k in ref.scores)
+
+
+# --------------------------------------------------------------------------- rankings from a mapping, grade bound
+
+
+def test_rankings_from_dict(tmp_path):
+    from activerank.io.trec import rankings_from_dict
+
+    data = ar.load_sample()
+    q0, q1 = data.query_ids[:2].tolist()
+    d = data.doc_ids
+    o = data.offsets
+    r = rankings_from_dict({q1: [d[o[1] + 2], d[o[1]]], str(q0): [d[3], d[0], d[1]]}, data)
+    assert r.n_queries == data.n_queries
+    assert r[0].tolist() == [3, 0, 1] and r[1].tolist() == [o[1] + 2, o[1]] and r.lengths[2:].sum() == 0
+    # {doc: score}: score descending, ties by doc id descending (as read_runs / trec_eval)
+    r = rankings_from_dict({q0: {d[0]: 1.0, d[1]: 2.0, d[2]: 1.0}}, data)
+    assert [d[i] for i in r[0]] == [d[1]] + sorted([d[0], d[2]], reverse=True)
+    # the same as going through a run file
+    p = tmp_path / "r.run"
+    write_run(p, data, r, tag="x")
+    assert np.array_equal(run_rankings_for_pool(read_runs(p), data).items, r.items)
+    # a helper-built Rankings estimates like scores do
+    probs = np.full((data.n_docs, 3), 1 / 3)
+    res = ar.estimate(data, rankings_from_dict({q: list(d[o[i]:o[i + 1]]) for i, q in
+                                                enumerate(data.query_ids.tolist())}, data),
+                      probs, ar.KnownLabels.from_data(data), budget=40, metric="dcg@5", rng=0)
+    assert np.isfinite(res.estimate)
+
+
+@pytest.mark.parametrize("mapping, exc, msg", [
+    ({"nope": ["a"]}, ValueError, r"`mapping` has query 'nope', which the pool lacks"),
+    ({"18219": ["nodoc"]}, ValueError, r"`mapping`\['18219'\] lists document 'nodoc', which the pool lacks"),
+    ({"18219": ["GX004-93-7097963", "GX004-93-7097963"]}, ValueError, r"lists document 'GX004-93-7097963' twice"),
+    ({"18219": "GX004-93-7097963"}, TypeError, r"`mapping`\['18219'\] must be a sequence of document ids"),
+    ({"18219": {"GX004-93-7097963": "high"}}, TypeError, r"must be a score \(a real number\); got 'high'"),
+    ({"18219": {"GX004-93-7097963": float("nan")}}, ValueError, r"must be a finite score"),
+    ([("18219", ["a"])], TypeError, r"`mapping` must be a mapping"),
+])
+def test_rankings_from_dict_errors(mapping, exc, msg):
+    from activerank.io.trec import rankings_from_dict
+
+    with pytest.raises(exc, match=msg):
+        rankings_from_dict(mapping, ar.load_sample())
+
+
+def test_rankings_from_dict_drop_and_pool_without_doc_ids():
+    from activerank.io.trec import rankings_from_dict
+
+    data = ar.load_sample()
+    r = rankings_from_dict({"nope": ["x"], "18219": ["nodoc", "GX004-93-7097963"]}, data, missing="drop")
+    assert r[0].tolist() == [0] and r.lengths.sum() == 1
+    with pytest.raises(ValueError, match="`pool` must have `query_ids`, `offsets` and `doc_ids`"):
+        rankings_from_dict({}, ar.Pool.from_qids(data.qids))
+    with pytest.raises(ValueError, match="`missing` must be 'error' or 'drop'"):
+        rankings_from_dict({}, data, missing="skip")
+
+
+@pytest.mark.parametrize("grade, msg", [
+    ("5000000", r"line 2: grade 5000000 is above 100, the largest supported grade"),
+    ("100000000000000000000", r"line 2: grade 100000000000000000000 is outside the supported grade scale 0\.\.100"),
+    ("1e20", r"line 2: grade '1e20' is not an integer"),
+])
+def test_qrels_grade_scale_is_bounded(tmp_path, grade, msg):
+    p = _write(tmp_path, "big.qrels", f"7 0 d0 1\n7 0 d1 {grade}\n")
+    with pytest.raises(ValueError, match=r"big\.qrels: " + msg):
+        read_qrels(p)
+    with pytest.raises(ValueError, match=r"`n_grades` must be at most 101"):
+        read_qrels(p, n_grades=5000001)
