@@ -3,7 +3,16 @@ rankings (:mod:`.values`), exact moments under a relevance model
 (:mod:`.moments`) and moments for every metric, exact or Monte Carlo, plus the
 documents a metric needs judged (:mod:`.approximate`)."""
 
-from .registry import METRICS, Metric, MetricDef, Param, custom_metric, parse_metric, register_metric
+from .registry import (
+    METRICS,
+    Metric,
+    MetricDef,
+    Param,
+    custom_metric,
+    describe_metrics,
+    parse_metric,
+    register_metric,
+)
 from .values import metric_value, pool_metric_values
 from .moments import (
     PairMoments,
@@ -35,6 +44,7 @@ __all__ = [
     "PoolPairMoments",
     "QueryMoments",
     "custom_metric",
+    "describe_metrics",
     "judged_documents",
     "metric_value",
     "monte_carlo_moments",

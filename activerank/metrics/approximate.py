@@ -212,9 +212,10 @@ def _blocks(judged: Rankings, tops: list[Rankings], n_samples: int):
 
 def _sample_labels(probs: np.ndarray, rows: np.ndarray, n_samples: int, rng) -> np.ndarray:
     """One grade per (row, sample) by inversion of the row's CDF; shape (rows.size, n_samples)."""
-    cdf = np.cumsum(probs[rows], axis=1)
-    u = rng.random((rows.size, n_samples))
-    y = np.zeros((rows.size, n_samples), dtype=np.int64)
+    # single precision halves the memory traffic; its 2^-24 resolution moves no probability measurably
+    cdf = np.cumsum(probs[rows], axis=1).astype(np.float32)
+    u = rng.random((rows.size, n_samples), dtype=np.float32)
+    y = np.zeros((rows.size, n_samples), dtype=np.int8)
     for g in range(probs.shape[1] - 1):
         y += u >= cdf[:, g : g + 1]
     return y

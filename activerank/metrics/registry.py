@@ -49,6 +49,7 @@ __all__ = [
     "MetricDef",
     "Param",
     "custom_metric",
+    "describe_metrics",
     "parse_metric",
     "register_metric",
 ]
@@ -359,6 +360,30 @@ def _format(value) -> str:
     if isinstance(value, float):
         return repr(value)
     return str(value)
+
+
+def describe_metrics() -> list[dict]:
+    """One row per registered metric: name, family, moments, options with defaults, description.
+
+    For help texts and tables (the CLI's ``--metric`` help, the README).
+
+    Examples
+    --------
+    >>> rows = {r["name"]: r for r in describe_metrics()}
+    >>> rows["rbp"]["options"], rows["ndcg"]["moments"]
+    ('p=0.8, rel=1', 'approximate')
+    """
+    rows = []
+    for name, d in METRICS.items():
+        rows.append({
+            "name": name,
+            "family": d.family,
+            "moments": d.moments,
+            "options": ", ".join(f"{key}={p.default}" for key, p in d.params.items()),
+            "needs_cutoff": d.needs_cutoff,
+            "description": d.description,
+        })
+    return rows
 
 
 # --------------------------------------------------------------------------- registration

@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._validation import labels_iv, n_grades_from_ymax, rankings_iv
-from ..ragged import PositionMajor, Rankings
+from ..ragged import PositionMajor, Rankings, segment_ids
 from .registry import Metric, parse_metric
 
 __all__ = ["label_matrix_values", "metric_value", "pool_metric_values"]
@@ -26,15 +26,19 @@ __all__ = ["label_matrix_values", "metric_value", "pool_metric_values"]
 # --------------------------------------------------------------------------- helpers
 
 
-def _segment_sum(weights: np.ndarray, seg: np.ndarray, n_seg: int) -> np.ndarray:
-    """Per-segment column sums of ``weights`` (n_entries, S) -> (n_seg, S), summed in entry order."""
-    n_cols = weights.shape[1]
-    if n_cols == 1:
-        out = np.bincount(seg, weights[:, 0], minlength=n_seg)[:, None]
-    else:
-        idx = (seg[:, None] * n_cols + np.arange(n_cols)).ravel()
-        out = np.bincount(idx, weights.ravel(), minlength=n_seg * n_cols).reshape(n_seg, n_cols)
-    return out.astype(np.float64, copy=False)  # bincount of no entries is integer
+def _segment_sum(weights: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """Per-segment column sums of ``weights`` (n_entries, S) over CSR ``offsets`` -> (n_segments, S)."""
+    n_seg = offsets.size - 1
+    if weights.shape[1] == 1:
+        # one label vector: summed in entry order, as the values have always been computed
+        out = np.bincount(segment_ids(offsets), weights[:, 0], minlength=n_seg)[:, None]
+        return out.astype(np.float64, copy=False)  # bincount of no entries is integer
+    from scipy.sparse import csr_matrix  # lazily: only Monte-Carlo label matrices get here
+
+    # a 0/1 matrix with one row per segment: sparse-times-dense streams each row of weights once
+    n = int(offsets[-1])
+    summer = csr_matrix((np.ones(n), np.arange(n), offsets), shape=(n_seg, n))
+    return np.asarray(summer @ weights, dtype=np.float64)
 
 
 def _entry_index(judged: Rankings, rankings: Rankings, n_docs: int) -> np.ndarray:
@@ -69,7 +73,7 @@ def _ratio_judged(metric: Metric, rankings: Rankings) -> Rankings:
 def _additive(metric: Metric, n_grades: int, r: Rankings, Y: np.ndarray) -> np.ndarray:
     g = metric.grade_values(n_grades)[Y]
     d = metric.discounts(int(r.lengths.max(initial=0)))[r.positions()]
-    return _segment_sum(d[:, None] * g, r.query_index(), r.n_queries)
+    return _segment_sum(d[:, None] * g, r.offsets)
 
 
 def _cascade(metric: Metric, n_grades: int, r: Rankings, Y: np.ndarray) -> np.ndarray:
@@ -100,13 +104,12 @@ def _ideal_dcg(metric: Metric, n_grades: int, judged: Rankings, YJ: np.ndarray) 
         cap = min(cap, metric.k)
     cum = np.zeros(cap + 1)
     np.cumsum(metric.discounts(cap), out=cum[1:])
-    q = judged.query_index()
     ideal = np.zeros((judged.n_queries, YJ.shape[1]))
     for h in range(1, n_grades):
         step = gains[h] - gains[h - 1]
         if step == 0.0:
             continue
-        count = _segment_sum((YJ >= h).astype(np.float64), q, judged.n_queries)
+        count = _segment_sum((YJ >= h).astype(np.float64), judged.offsets)
         ideal += step * cum[np.minimum(count.astype(np.int64), cap)]
     return ideal
 
@@ -123,8 +126,8 @@ def _average_precision(metric, n_grades, r, Y, judged, YJ):
     cs = np.cumsum(rel, axis=0)
     start = _exclusive_starts(cs, rel, r)
     precision = (cs - start[q]) / (r.positions() + 1.0)[:, None]
-    num = _segment_sum(rel * precision, q, r.n_queries)
-    n_rel = _segment_sum(metric.grade_values(n_grades)[YJ], judged.query_index(), judged.n_queries)
+    num = _segment_sum(rel * precision, r.offsets)
+    n_rel = _segment_sum(metric.grade_values(n_grades)[YJ], judged.offsets)
     return np.divide(num, n_rel, out=np.zeros_like(num), where=n_rel > 0)
 
 

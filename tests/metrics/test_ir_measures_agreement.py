@@ -232,6 +232,13 @@ def test_tie_order_matches_trec_reader(trec_case):
     assert [ids[z] for z in default[0][:3]] == ["d2", "d3", "d10"]
 
 
+def test_rank_by_scores_doc_ids_validated():
+    with pytest.raises(ValueError, match=r"`doc_ids` must have one entry per row \(3\); got 2"):
+        rank_by_scores([1.0, 1.0, 0.0], [0, 3], doc_ids=["a", "b"])
+    # numbers are compared as text, as trec_eval compares docnos: "9" > "10"
+    assert rank_by_scores([1.0, 1.0], [0, 2], doc_ids=[10, 9]).items.tolist() == [1, 0]
+
+
 def _rr_at_k(case):
     # ir_measures computes RR@k with its MS MARCO provider, which breaks ties by docid *ascending*
     for k in (1, 2, 5, 10):

@@ -181,6 +181,14 @@ def test_require_moments_exact_or_approximate():
         ar.parse_metric("ndcg@10", require_moments="exact")
 
 
+def test_describe_metrics_lists_the_registry():
+    from activerank.metrics import describe_metrics
+    rows = describe_metrics()
+    assert [r["name"] for r in rows] == list(ar.METRICS)
+    p = next(r for r in rows if r["name"] == "p")
+    assert p["needs_cutoff"] and p["options"] == "rel=1" and p["moments"] == "exact"
+
+
 def test_every_builtin_is_documented_and_has_a_family():
     families = {d.family for d in ar.METRICS.values()}
     assert {"additive", "cascade", "ratio"} <= families
