@@ -57,3 +57,76 @@ def random_probs(rng, n, n_grades, *, sharp=True):
         probs[empty, 0] = 1.0
         probs /= probs.sum(1, keepdims=True)
     return probs
+
+
+# --- naive per-query metrics for the whole registry (one list, plain loops) ---
+
+
+def naive_dcg_gain(grades, ranking, k=None, gain="exp"):
+    r = list(ranking)[:k] if k is not None else list(ranking)
+    g = (lambda y: 2.0**y - 1.0) if gain == "exp" else (lambda y: float(y))
+    return sum(g(grades[z]) / math.log2(i + 2) for i, z in enumerate(r))
+
+
+def naive_precision(grades, ranking, k, rel=1):
+    return sum(1 for z in list(ranking)[:k] if grades[z] >= rel) / k
+
+
+def naive_rbp(grades, ranking, p=0.8, rel=1, k=None):
+    r = list(ranking)[:k] if k is not None else list(ranking)
+    return (1 - p) * sum(p**i for i, z in enumerate(r) if grades[z] >= rel)
+
+
+def naive_rr(grades, ranking, rel=1, k=None):
+    r = list(ranking)[:k] if k is not None else list(ranking)
+    for i, z in enumerate(r):
+        if grades[z] >= rel:
+            return 1.0 / (i + 1)
+    return 0.0
+
+
+def naive_err_ymax(grades, ranking, ymax, k=None):
+    return naive_err(grades, ranking, ymax, k)
+
+
+def naive_ndcg(grades, ranking, judged, k=None, gain="exp"):
+    """DCG@k of the ranking (unjudged ranked items count 0) over the ideal DCG@k of the judged items."""
+    judged = list(judged)
+    g = {z: grades[z] if z in set(judged) else 0 for z in list(ranking) + judged}
+    ideal = sorted((g[z] for z in judged), reverse=True)
+    idcg = naive_dcg_gain(ideal, range(len(ideal)), k, gain)
+    return naive_dcg_gain(g, ranking, k, gain) / idcg if idcg > 0 else 0.0
+
+
+def naive_ap(grades, ranking, judged, rel=1, k=None):
+    """trec_eval's average precision (map / map_cut): relevant = grade >= rel among the judged items."""
+    judged = set(judged)
+    n_rel = sum(1 for z in judged if grades[z] >= rel)
+    if n_rel == 0:
+        return 0.0
+    r = list(ranking)[:k] if k is not None else list(ranking)
+    hits, total = 0, 0.0
+    for i, z in enumerate(r):
+        if z in judged and grades[z] >= rel:
+            hits += 1
+            total += hits / (i + 1)
+    return total / n_rel
+
+
+def brute_force_pair(probs, value_a, value_b):
+    """Enumerate every label vector for two metric functions ``value(ys) -> float``.
+
+    Returns E[La], E[Lb], E[La^2], E[Lb^2], E[La Lb].
+    """
+    probs = np.asarray(probs, dtype=float)
+    n, n_grades = probs.shape
+    acc = np.zeros(5)
+    for ys in itertools.product(range(n_grades), repeat=n):
+        p = 1.0
+        for z, y in enumerate(ys):
+            p *= probs[z, y]
+        if p == 0.0:
+            continue
+        la, lb = value_a(ys), value_b(ys)
+        acc += p * np.array([la, lb, la * la, lb * lb, la * lb])
+    return acc

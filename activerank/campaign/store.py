@@ -617,8 +617,11 @@ class Campaign:
                     [(i, int(a), int(b), int(c)) for a, b, c in zip(qi, pos, r.items)],
                 )
             conn.execute("INSERT INTO arrays VALUES (?, ?, ?, ?)", ("probs", *_array_blob(P)))
-            for name, arr in (("prediction_mean", dsg.prediction.mean), ("prediction_variance", dsg.prediction.variance),
-                              ("prediction_sq_error", dsg.prediction.sq_error)):
+            arrays = [("prediction_mean", dsg.prediction.mean), ("prediction_variance", dsg.prediction.variance),
+                      ("prediction_sq_error", dsg.prediction.sq_error)]
+            if dsg.target.judged is not None:  # ratio metrics: the judged pool beyond the top-k lists
+                arrays += [("judged_items", dsg.target.judged.items), ("judged_offsets", dsg.target.judged.offsets)]
+            for name, arr in arrays:
                 conn.execute("INSERT INTO arrays VALUES (?, ?, ?, ?)", (name, *_array_blob(np.asarray(arr))))
             conn.executemany(
                 "INSERT INTO draws VALUES (?, ?, ?, ?)",
@@ -738,7 +741,9 @@ class Campaign:
         metric = parse_metric(self.meta["metric"])
         names = self.meta["rankers"]
         kind = self.meta.get("target") or ("mean" if len(rankings) == 1 else "difference")
-        target = make_target(kind, rankings, metric, names)
+        judged_items = self._array("judged_items")
+        judged = None if judged_items is None else Rankings(judged_items, self._array("judged_offsets"))
+        target = make_target(kind, rankings, metric, names, judged=judged)
         stored = {name: self._array(name) for name in ("prediction_mean", "prediction_variance",
                                                          "prediction_sq_error")}
         if stored["prediction_mean"] is None:  # schema version 1: one ranker or a pair, the mean only

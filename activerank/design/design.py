@@ -107,7 +107,7 @@ def build_design(target: Target, probs: np.ndarray, *, method: Method, p: np.nda
     predicted : (mean, variance), optional
         Validated per-query predictions replacing the model's (one contrast only).
     """
-    qc = query_costs(doc_costs, list(target.rankings), model=cost_model, per_query=per_query_cost)
+    qc = query_costs(doc_costs, target.document_sets(), model=cost_model, per_query=per_query_cost)
     if predicted is not None:
         from .sampling import expected_squared_error
 
@@ -149,7 +149,7 @@ def prepare_design(pool, pool_, kind: str, rankings, probs, *, metric, k=None, m
     m = parse_metric(metric, k, require_moments=True)
     spec = get_method(method, allowed=methods)
     P = probs_iv(probs, n_rows=pool_.n_docs)
-    target = make_target(kind, rankings, m, names)
+    target = make_target(kind, rankings, m, names, offsets=pool_.offsets)
     p = query_weights_iv(query_weights, pool_.n_queries)
     defensive = defensive_iv(defensive)
     per_query = isinstance(costs, str) and costs == "uniform"

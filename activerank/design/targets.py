@@ -29,11 +29,16 @@ from typing import ClassVar
 
 import numpy as np
 
+from ..metrics.approximate import DEFAULT_N_SAMPLES, _mc_pair, _mc_single, judged_documents
 from ..metrics.moments import _moments, _pair_moments
 from ..metrics.registry import Metric
-from ..metrics.values import _pool_values
+from ..metrics.values import label_matrix_values
 from ..ragged import Rankings
 from .sampling import expected_squared_error
+
+# Monte-Carlo moments (metrics without exact ones) are part of the design: seeded with a constant so
+# the design is reproducible, and independent of the random stream of the draws
+MOMENTS_SEED = 20121001
 
 __all__ = ["Prediction", "Target", "MeanTarget", "DifferenceTarget", "BaselineTarget", "RankingTarget",
            "TARGET_KINDS", "make_target"]
@@ -75,6 +80,7 @@ class Target:
     rankings: tuple
     metric: Metric
     names: tuple
+    judged: Rankings | None = None
     kind: ClassVar[str] = ""
 
     @property
@@ -96,11 +102,33 @@ class Target:
     def predict(self, probs: np.ndarray, p: np.ndarray) -> Prediction:  # pragma: no cover
         raise NotImplementedError
 
+    def document_sets(self) -> list:
+        """Rankings whose per-query union is what judging a query means (the cost model's unit)."""
+        return [self.judged] if self.judged is not None else list(self.rankings)
+
     def documents(self, x: int) -> np.ndarray:
-        """Global rows to judge for pool query ``x``: the union of the top-k lists, in order of first appearance."""
+        """Global rows to judge for pool query ``x``: the union of the top-k lists, in order of first
+        appearance (for ratio metrics, the judged pool their normalizer needs)."""
+        if self.judged is not None:
+            return self.judged[x]
         rows = np.concatenate([r[x] for r in self.rankings])
         _, first = np.unique(rows, return_index=True)
         return rows[np.sort(first)]
+
+    def _moments(self, probs, r: Rankings):
+        if self.metric.moments == "exact":
+            return _moments(probs, r, self.metric)
+        return _mc_single(probs, r, self._judged_for_mc(), self.metric, DEFAULT_N_SAMPLES,
+                          np.random.default_rng(MOMENTS_SEED))
+
+    def _pair_moments(self, probs, ra: Rankings, rb: Rankings):
+        if self.metric.moments == "exact":
+            return _pair_moments(probs, ra, rb, self.metric)
+        return _mc_pair(probs, ra, rb, self._judged_for_mc(), self.metric, DEFAULT_N_SAMPLES,
+                        np.random.default_rng(MOMENTS_SEED))
+
+    def _judged_for_mc(self) -> Rankings:
+        return self.judged if self.judged is not None else judged_documents(list(self.rankings), self.metric)
 
     def values(self, labels: np.ndarray, queries, n_grades: int) -> np.ndarray:
         """Metric value of every ranking on the judged ``queries``.
@@ -122,8 +150,12 @@ class Target:
         out = np.full((self.n_queries, self.n_systems), np.nan)
         if queries.size:
             grades = np.where(labels >= 0, labels, 0)
+            J = None if self.judged is None else self.judged.subset(queries)
+            YJ = None if J is None else grades[J.items][:, None]
             for i, r in enumerate(self.rankings):
-                out[queries, i] = _pool_values(grades, r.subset(queries), self.metric, n_grades - 1)
+                sub = r.subset(queries)
+                out[queries, i] = label_matrix_values(self.metric, n_grades, sub, grades[sub.items][:, None],
+                                                      J, YJ)[:, 0]
         return out
 
     def outputs(self, system_values: np.ndarray) -> np.ndarray:
@@ -149,7 +181,7 @@ class MeanTarget(Target):
         return system_values[..., :1]
 
     def predict(self, probs, p) -> Prediction:
-        mom = _moments(probs, self.rankings[0], self.metric)
+        mom = self._moments(probs, self.rankings[0])
         return Prediction(mom.mean[:, None], mom.variance, expected_squared_error(mom.mean, mom.variance, p),
                           mom.mean[:, None])
 
@@ -173,7 +205,7 @@ class DifferenceTarget(Target):
         return system_values[..., :1] - system_values[..., 1:2]
 
     def predict(self, probs, p) -> Prediction:
-        pm = _pair_moments(probs, self.rankings[0], self.rankings[1], self.metric)
+        pm = self._pair_moments(probs, self.rankings[0], self.rankings[1])
         mean = pm.delta_mean
         return Prediction(mean[:, None], pm.delta_variance, expected_squared_error(mean, pm.delta_variance, p),
                           np.stack([pm.mean_a, pm.mean_b], axis=1))
@@ -199,7 +231,7 @@ class BaselineTarget(Target):
 
     def predict(self, probs, p) -> Prediction:
         base = self.rankings[-1]
-        pms = [_pair_moments(probs, r, base, self.metric) for r in self.rankings[:-1]]
+        pms = [self._pair_moments(probs, r, base) for r in self.rankings[:-1]]
         mean = np.stack([pm.delta_mean for pm in pms], axis=1)
         sq = expected_squared_error(pms[0].delta_mean, pms[0].delta_variance, p)
         var = pms[0].delta_variance
@@ -239,7 +271,7 @@ class RankingTarget(Target):
         sq = var = None
         for i in range(s):
             for j in range(i + 1, s):
-                pm = _pair_moments(probs, self.rankings[i], self.rankings[j], self.metric)
+                pm = self._pair_moments(probs, self.rankings[i], self.rankings[j])
                 means[:, i], means[:, j] = pm.mean_a, pm.mean_b
                 pair_sq = expected_squared_error(pm.delta_mean, pm.delta_variance, p)
                 sq = pair_sq if sq is None else sq + pair_sq
@@ -250,7 +282,7 @@ class RankingTarget(Target):
 TARGET_KINDS = {cls.kind: cls for cls in (MeanTarget, DifferenceTarget, BaselineTarget, RankingTarget)}
 
 
-def make_target(kind: str, rankings, metric: Metric, names=None) -> Target:
+def make_target(kind: str, rankings, metric: Metric, names=None, *, offsets=None, judged=None) -> Target:
     """A target of ``kind`` over ``rankings`` (truncated here at ``metric.k``).
 
     Parameters
@@ -262,6 +294,12 @@ def make_target(kind: str, rankings, metric: Metric, names=None) -> Target:
     metric : Metric
     names : sequence of str, optional
         One name per ranking.
+    offsets : ndarray of shape (n_queries + 1,), optional
+        The pool's offsets: ratio metrics (nDCG, AP) judge every document of a
+        query that can enter their normalizer
+        (:func:`activerank.metrics.judged_documents`).
+    judged : Rankings, optional
+        That judged set, when already known (a stored campaign).
 
     Examples
     --------
@@ -276,7 +314,9 @@ def make_target(kind: str, rankings, metric: Metric, names=None) -> Target:
     tops = tuple(r.truncate(metric.k) for r in rankings)
     if names is None:
         names = default_names(kind, len(tops))
-    return cls(tops, metric, tuple(names))
+    if judged is None and metric.family == "ratio":
+        judged = judged_documents(list(rankings), metric, offsets=offsets)
+    return cls(tops, metric, tuple(names), judged)
 
 
 def default_names(kind: str, n: int) -> tuple:

@@ -236,7 +236,7 @@ class _Union:
 
     def __init__(self, d):
         n_docs = d.document_costs.size
-        keys = np.unique(np.concatenate([r.query_index() * n_docs + r.items for r in d.rankings]))
+        keys = np.unique(np.concatenate([r.query_index() * n_docs + r.items for r in d.target.document_sets()]))
         self.rows = keys % n_docs
         self.query = keys // n_docs
         m = d.costs.cost.size

@@ -135,7 +135,7 @@ class PoolPairMoments:
 
 
 def _grade_values(metric: Metric, n_grades: int) -> np.ndarray:
-    return metric.definition.gain(np.arange(n_grades, dtype=np.float64), n_grades - 1)
+    return metric.grade_values(n_grades)
 
 
 def _row_stats(probs: np.ndarray, columns: np.ndarray) -> np.ndarray:
@@ -228,7 +228,7 @@ def _cascade_entry_stats(probs, items, metric: Metric, *, joint: bool = False) -
 
 def _discounts(metric: Metric, max_len: int) -> np.ndarray:
     """Discount of every rank ``0..max_len - 1`` (one table instead of one call per entry)."""
-    return metric.definition.discount(np.arange(max_len, dtype=np.float64))
+    return metric.discounts(max_len)
 
 
 def _additive_moments(probs, rankings: Rankings, metric: Metric):
@@ -267,6 +267,7 @@ def _cascade_moments(probs, rankings: Rankings, metric: Metric):
 
 def _moments(probs: np.ndarray, rankings: Rankings, metric: Metric) -> PoolMoments:
     """Validated-input kernel: ``rankings`` already truncated at ``metric.k``."""
+    _require_exact(metric)
     if metric.family == "additive":
         mean, variance = _additive_moments(probs, rankings, metric)
     else:
@@ -464,7 +465,14 @@ def _cascade_pair(probs, ra: Rankings, rb: Rankings, metric: Metric):
 
 def _pair_moments(probs, ra: Rankings, rb: Rankings, metric: Metric) -> PoolPairMoments:
     """Validated-input kernel: both rankings already truncated at ``metric.k``."""
-    kernel = _additive_pair if metric.family == "additive" else _cascade_pair
+    _require_exact(metric)
+    if metric.family == "additive":
+        kernel = _additive_pair
+    elif metric.definition.binary:
+        # a 0/1 stopping probability can be certain (E[1 - R] = 0): a division-free cross moment
+        from ._binary_cascade import binary_cascade_pair as kernel  # imports this module's helpers
+    else:
+        kernel = _cascade_pair
     mean_a, mean_b, var_a, var_b, cov, dvar = kernel(probs, ra, rb, metric)
     second_a = var_a + mean_a**2
     second_b = var_b + mean_b**2
@@ -474,6 +482,13 @@ def _pair_moments(probs, ra: Rankings, rb: Rankings, metric: Metric) -> PoolPair
     cross = np.where(same, second_a, cross)
     dvar = np.where(same, 0.0, dvar)
     return PoolPairMoments(mean_a, mean_b, second_a, second_b, cross, dvar)
+
+
+def _require_exact(metric: Metric) -> None:
+    if metric.moments != "exact":
+        raise ValueError(
+            f"`metric` {str(metric)!r} has no exact moments (only Monte-Carlo approximations): use "
+            "activerank.metrics.predicted_moments / predicted_pair_moments.")
 
 
 # --------------------------------------------------------------------------- public API

@@ -2,6 +2,14 @@
 
 :func:`pool_metric_values` evaluates every query of a (partly) labeled pool in
 one pass over rank positions; :func:`metric_value` is the one-ranking wrapper.
+The kernel :func:`label_matrix_values` works on a matrix of labels -- one column
+per label vector -- so the Monte-Carlo moments
+(:mod:`activerank.metrics.approximate`) evaluate many sampled label vectors with
+the same code that computes the true values.
+
+Ratio metrics (nDCG, AP) also need the labels of the query's *judged* documents
+(their normalizer: ideal DCG, number of relevant documents).  Ranked documents
+outside the judged set count as non-relevant, as in ``trec_eval``.
 """
 
 from __future__ import annotations
@@ -9,80 +17,250 @@ from __future__ import annotations
 import numpy as np
 
 from .._validation import labels_iv, n_grades_from_ymax, rankings_iv
-from ..ragged import PositionMajor, Rankings
+from ..ragged import PositionMajor, Rankings, segment_ids
 from .registry import Metric, parse_metric
 
-__all__ = ["metric_value", "pool_metric_values"]
+__all__ = ["label_matrix_values", "metric_value", "pool_metric_values"]
 
 
-def _values_kernel(grades_entries, rankings: Rankings, metric: Metric, ymax: int) -> np.ndarray:
-    """Metric values of fully labeled rankings; ``grades_entries`` aligns with ``rankings.items``."""
-    d = metric.definition
-    pos = rankings.positions()
-    weights = d.discount(pos) * d.gain(grades_entries, ymax)
-    if d.family == "additive":
-        return np.bincount(rankings.query_index(), weights, minlength=rankings.n_queries)
-    # cascade: walk the ranks, carrying the probability that the user is still looking
-    rel = d.gain(grades_entries, ymax)
-    pm = PositionMajor(rankings.offsets)
-    still = np.ones(pm.n_queries)
-    value = np.zeros(pm.n_queries)
+# --------------------------------------------------------------------------- helpers
+
+
+def _segment_sum(weights: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """Per-segment column sums of ``weights`` (n_entries, S) over CSR ``offsets`` -> (n_segments, S)."""
+    n_seg = offsets.size - 1
+    if weights.shape[1] == 1:
+        # one label vector: summed in entry order, as the values have always been computed
+        out = np.bincount(segment_ids(offsets), weights[:, 0], minlength=n_seg)[:, None]
+        return out.astype(np.float64, copy=False)  # bincount of no entries is integer
+    from scipy.sparse import csr_matrix  # lazily: only Monte-Carlo label matrices get here
+
+    # a 0/1 matrix with one row per segment: sparse-times-dense streams each row of weights once
+    n = int(offsets[-1])
+    summer = csr_matrix((np.ones(n), np.arange(n), offsets), shape=(n_seg, n))
+    return np.asarray(summer @ weights, dtype=np.float64)
+
+
+def _entry_index(judged: Rankings, rankings: Rankings, n_docs: int) -> np.ndarray:
+    """Index into ``judged.items`` of every entry of ``rankings`` (same query, same row); -1 if absent."""
+    if rankings.items.size == 0:
+        return np.zeros(0, dtype=np.int64)
+    n = max(int(n_docs), 1)
+    kj = judged.query_index() * n + judged.items
+    kr = rankings.query_index() * n + rankings.items
+    out = np.full(kr.size, -1, dtype=np.int64)
+    if kj.size == 0:
+        return out
+    order = np.argsort(kj, kind="stable")
+    sorted_keys = kj[order]
+    pos = np.minimum(np.searchsorted(sorted_keys, kr), sorted_keys.size - 1)
+    found = sorted_keys[pos] == kr
+    out[found] = order[pos[found]]
+    return out
+
+
+def _ratio_judged(metric: Metric, rankings: Rankings) -> Rankings:
+    """Default judged set of a ratio metric: each ranking's own list down to the judging depth."""
+    depth = metric.params.get("depth")
+    if depth is None:
+        return rankings
+    return rankings.truncate(max(depth, metric.k or 0))
+
+
+# --------------------------------------------------------------------------- kernels
+
+
+def _additive(metric: Metric, n_grades: int, r: Rankings, Y: np.ndarray) -> np.ndarray:
+    g = metric.grade_values(n_grades)[Y]
+    d = metric.discounts(int(r.lengths.max(initial=0)))[r.positions()]
+    return _segment_sum(d[:, None] * g, r.offsets)
+
+
+def _cascade(metric: Metric, n_grades: int, r: Rankings, Y: np.ndarray) -> np.ndarray:
+    # walk the ranks, carrying the probability that the user is still looking
+    rel = metric.grade_values(n_grades)[Y]
+    pm = PositionMajor(r.offsets)
+    c = metric.discounts(pm.max_len)
+    still = np.ones((pm.n_queries, Y.shape[1]))
+    value = np.zeros((pm.n_queries, Y.shape[1]))
     for i in range(pm.max_len):
         e = pm.entries(i)
         n = e.size
-        value[:n] += d.discount(np.float64(i)) * rel[e] * still[:n]
+        value[:n] += c[i] * rel[e] * still[:n]
         still[:n] *= 1.0 - rel[e]
     return pm.unsort(value)
 
 
-def pool_metric_values(labels, rankings, *, metric, k=None, ymax) -> np.ndarray:
-    """Metric value of every query of a fully labeled pool.
+def _ideal_dcg(metric: Metric, n_grades: int, judged: Rankings, YJ: np.ndarray) -> np.ndarray:
+    """Ideal DCG@k of the judged documents, from per-grade counts (no sort).
+
+    With ``C_h`` the number of judged documents of grade >= h, the ideal ranking
+    puts them in the top ``C_h`` ranks, so ``IDCG = sum_h (g(h) - g(h-1)) D(C_h)``
+    with ``D(n)`` the summed discount of the first ``min(n, k)`` ranks.
+    """
+    gains = metric.grade_values(n_grades)
+    cap = int(judged.lengths.max(initial=0))
+    if metric.k is not None:
+        cap = min(cap, metric.k)
+    cum = np.zeros(cap + 1)
+    np.cumsum(metric.discounts(cap), out=cum[1:])
+    ideal = np.zeros((judged.n_queries, YJ.shape[1]))
+    for h in range(1, n_grades):
+        step = gains[h] - gains[h - 1]
+        if step == 0.0:
+            continue
+        count = _segment_sum((YJ >= h).astype(np.float64), judged.offsets)
+        ideal += step * cum[np.minimum(count.astype(np.int64), cap)]
+    return ideal
+
+
+def _ndcg(metric, n_grades, r, Y, judged, YJ):
+    dcg = _additive(metric, n_grades, r, Y)
+    ideal = _ideal_dcg(metric, n_grades, judged, YJ)
+    return np.divide(dcg, ideal, out=np.zeros_like(dcg), where=ideal > 0)
+
+
+def _average_precision(metric, n_grades, r, Y, judged, YJ):
+    rel = metric.grade_values(n_grades)[Y]  # 0/1
+    q = r.query_index()
+    cs = np.cumsum(rel, axis=0)
+    start = _exclusive_starts(cs, rel, r)
+    precision = (cs - start[q]) / (r.positions() + 1.0)[:, None]
+    num = _segment_sum(rel * precision, r.offsets)
+    n_rel = _segment_sum(metric.grade_values(n_grades)[YJ], judged.offsets)
+    return np.divide(num, n_rel, out=np.zeros_like(num), where=n_rel > 0)
+
+
+def _exclusive_starts(cs: np.ndarray, rel: np.ndarray, r: Rankings) -> np.ndarray:
+    """Running total of ``cs`` just before each query's first entry, shape (n_queries, S)."""
+    first = r.offsets[:-1]
+    out = np.zeros((r.n_queries, cs.shape[1]))
+    nonempty = r.lengths > 0
+    f = first[nonempty]
+    out[nonempty] = cs[f] - rel[f]
+    return out
+
+
+def _custom(metric, n_grades, r, Y):
+    fn = metric.definition.function
+    m, n_cols = r.n_queries, Y.shape[1]
+    depth = int(r.lengths.max(initial=0))
+    q, pos = r.query_index(), r.positions()
+    labels = np.zeros((m, n_cols, depth), dtype=np.int64)
+    labels[q, :, pos] = Y
+    valid = np.zeros((m, 1, depth), dtype=bool)
+    valid[q, 0, pos] = True
+    out = np.asarray(fn(labels, np.broadcast_to(valid, labels.shape)), dtype=np.float64)
+    if out.shape != (m, n_cols):
+        raise ValueError(
+            f"custom metric {metric.name!r} returned shape {out.shape} for labels of shape {labels.shape}; "
+            f"expected {(m, n_cols)} (one value per list: reduce over the last axis).")
+    if not np.isfinite(out).all():
+        raise ValueError(f"custom metric {metric.name!r} returned a NaN or infinite value.")
+    return out
+
+
+def label_matrix_values(metric: Metric, n_grades: int, rankings: Rankings, Y: np.ndarray,
+                        judged: Rankings | None = None, YJ: np.ndarray | None = None) -> np.ndarray:
+    """Metric values for many label vectors at once (validated-input kernel).
+
+    Parameters
+    ----------
+    metric : Metric
+    n_grades : int
+        Size of the grade scale ``0..n_grades - 1``.
+    rankings : Rankings
+        Rankings already truncated at ``metric.k``.
+    Y : ndarray of int, shape (rankings.items.size, S)
+        Grade of every ranked entry under each of ``S`` label vectors.
+    judged, YJ : Rankings and ndarray of shape (judged.items.size, S), optional
+        The judged documents of every query and their grades; required by
+        ratio metrics (normalizers).
+
+    Returns
+    -------
+    ndarray of shape (n_queries, S)
+    """
+    family = metric.family
+    if family == "additive":
+        return _additive(metric, n_grades, rankings, Y)
+    if family == "cascade":
+        return _cascade(metric, n_grades, rankings, Y)
+    if family == "custom":
+        return _custom(metric, n_grades, rankings, Y)
+    if judged is None or YJ is None:
+        raise ValueError(f"metric {str(metric)!r} needs the judged documents' labels.")
+    if metric.name == "ndcg":
+        return _ndcg(metric, n_grades, rankings, Y, judged, YJ)
+    return _average_precision(metric, n_grades, rankings, Y, judged, YJ)
+
+
+# --------------------------------------------------------------------------- public API
+
+
+def pool_metric_values(labels, rankings, *, metric, k=None, ymax, judged=None) -> np.ndarray:
+    """Metric value of every query of a labeled pool.
 
     Parameters
     ----------
     labels : array-like of shape (n_docs,)
-        Integer grades in ``0..ymax`` for every document row.
+        Integer grades in ``0..ymax`` for every document row (unjudged rows: 0).
     rankings : Rankings or sequence of sequences
-        Per-query rankings of document rows, best first.
-    metric : str
-        E.g. ``"dcg@10"``, ``"err"``, ``"ndcg@10"``.
+        Per-query rankings of document rows, best first (full lists or already
+        cut at the metric's cutoff).
+    metric : str, Metric or MetricDef
+        E.g. ``"dcg@10"``, ``"err"``, ``"ndcg@10"``, ``"p(rel=2)@5"``, ``"ap"``.
     k : int or None, optional
         Cutoff (alternative to the ``@k`` suffix).
     ymax : int
         Top grade of the label scale.
+    judged : Rankings or sequence of sequences, optional
+        Ratio metrics only (nDCG, AP): the judged document rows of every query,
+        whose labels give the normalizer (ideal DCG, number of relevant
+        documents); ranked rows outside it count as non-relevant.  Default: each
+        ranking's own list (cut at the ``depth`` option), which for full
+        rankings of the pool is every document of the query.  See
+        :func:`activerank.metrics.judged_documents`.
 
     Returns
     -------
     values : ndarray of shape (n_queries,)
 
-    Notes
-    -----
-    For ``ndcg`` the ideal ordering is over the ranked items (after truncation
-    the ideal DCG still uses the best ``k`` ranked items).
+    Examples
+    --------
+    >>> labels = [2, 0, 1, 0]
+    >>> pool_metric_values(labels, [[1, 0, 2, 3]], metric="rr", ymax=2).tolist()
+    [0.5]
+    >>> pool_metric_values(labels, [[1, 0, 2, 3]], metric="ap", ymax=2).tolist()   # (1/2 + 2/3) / 2
+    [0.5833333333333333]
+    >>> pool_metric_values(labels, [[1, 0]], metric="p@2", ymax=2).tolist()
+    [0.5]
     """
     m = parse_metric(metric, k)
     n_grades = n_grades_from_ymax(ymax)
     labels = labels_iv(labels, n_grades)
     r = rankings_iv(rankings, labels.size)
-    return _pool_values(labels, r, m, ymax)
+    if m.family != "ratio":
+        if judged is not None:
+            raise ValueError(f"`judged` is only used by ratio metrics (ndcg, ap), not by {str(m)!r}.")
+        top = r.truncate(m.k)
+        return label_matrix_values(m, n_grades, top, labels[top.items][:, None])[:, 0]
+    if judged is None:
+        J = _ratio_judged(m, r)
+    else:
+        J = rankings_iv(judged, labels.size, name="judged")
+        if J.n_queries != r.n_queries:
+            raise ValueError(f"`judged` must cover the same queries as `rankings`; got {J.n_queries} and "
+                             f"{r.n_queries} queries.")
+    top = r.truncate(m.k)
+    Y = labels[top.items]
+    if judged is not None:
+        Y = np.where(_entry_index(J, top, labels.size) >= 0, Y, 0)
+    return label_matrix_values(m, n_grades, top, Y[:, None], J, labels[J.items][:, None])[:, 0]
 
 
-def _pool_values(labels: np.ndarray, r: Rankings, m: Metric, ymax: int) -> np.ndarray:
-    """:func:`pool_metric_values` on validated inputs (labels of the ranked rows must be grades)."""
-    if m.family == "normalized":
-        # the ideal ordering sorts the whole ranked list by grade, then cuts at k
-        order = np.lexsort((-labels[r.items], r.query_index()))
-        ideal_r = Rankings(r.items[order], r.offsets)
-        dcg = Metric("dcg", m.k)
-        ideal = pool_metric_values(labels, ideal_r, metric=dcg, ymax=ymax)
-        actual = pool_metric_values(labels, r, metric=dcg, ymax=ymax)
-        return np.divide(actual, ideal, out=np.zeros_like(actual), where=ideal > 0)
-    r = r.truncate(m.k)
-    return _values_kernel(labels[r.items], r, m, ymax)
-
-
-def metric_value(labels, ranking, *, metric, k=None, ymax) -> float:
-    """Metric value of one fully labeled ranking.
+def metric_value(labels, ranking, *, metric, k=None, ymax, judged=None) -> float:
+    """Metric value of one labeled ranking.
 
     Parameters
     ----------
@@ -90,12 +268,15 @@ def metric_value(labels, ranking, *, metric, k=None, ymax) -> float:
         Integer grade of every item, in ``0..ymax``.
     ranking : array-like of shape (n_ranked,)
         Distinct item indices, best first.
-    metric : str
-        ``"dcg"``, ``"err"`` or ``"ndcg"``, optionally with ``@k``.
+    metric : str, Metric or MetricDef
+        E.g. ``"dcg"``, ``"err@10"``, ``"ndcg@10"``, ``"rr"``.
     k : int or None, optional
         Cutoff; ``None`` evaluates the whole list.
     ymax : int
-        Top grade of the label scale (ERR's ``R(y) = (2^y - 1) / 2^ymax``).
+        Top grade of the label scale (ERR's ``R(y) = (2^y - 1) / 2^ymax`` unless
+        the metric fixes ``ymax``).
+    judged : array-like of int, optional
+        Ratio metrics: the judged items (default: the ranked list).
 
     Returns
     -------
@@ -112,8 +293,13 @@ def metric_value(labels, ranking, *, metric, k=None, ymax) -> float:
     3.63093
     >>> metric_value([2, 0], [0, 1], metric="err", ymax=2)
     0.75
+    >>> metric_value([2, 0], [0, 1], metric="err(ymax=4)", ymax=2)   # gdeval's fixed scale
+    0.1875
     """
     arr = np.asarray(ranking)
     if arr.ndim != 1:
         raise ValueError(f"`ranking` must be a 1-d sequence of item indices; got shape {arr.shape}.")
-    return float(pool_metric_values(labels, [arr], metric=metric, k=k, ymax=ymax)[0])
+    J = None
+    if judged is not None:
+        J = [np.asarray(judged).reshape(-1)]
+    return float(pool_metric_values(labels, [arr], metric=metric, k=k, ymax=ymax, judged=J)[0])

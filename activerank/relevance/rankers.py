@@ -53,8 +53,11 @@ def _offsets_iv(offsets, n_rows=None, *, name="offsets") -> np.ndarray:
     return off
 
 
-def rank_by_scores(scores, offsets, *, query_ids=None) -> Rankings:
+def rank_by_scores(scores, offsets, *, query_ids=None, doc_ids=None) -> Rankings:
     """Rank every query's rows by descending score; ties go to the lower row index.
+
+    With ``doc_ids``, ties are broken as ``trec_eval`` does instead: by document
+    id, descending (``strcmp`` order of the ids as text).
 
     Parameters
     ----------
@@ -66,6 +69,12 @@ def rank_by_scores(scores, offsets, *, query_ids=None) -> Rankings:
         query ids are used).
     query_ids : array-like of shape (n_queries,), optional
         Raw query ids, only used to name a query in error messages.
+    doc_ids : array-like of shape (n_docs,), optional
+        Document id of every row (e.g. ``pool.doc_ids``).  When given, equal
+        scores are ordered by id, descending, comparing ids as strings (code
+        point order, which equals ``trec_eval``'s byte order for UTF-8), so
+        metrics computed on the result match ``trec_eval``/``ir_measures`` on
+        runs with ties.  Rows with equal score and equal id keep row order.
 
     Returns
     -------
@@ -77,6 +86,8 @@ def rank_by_scores(scores, offsets, *, query_ids=None) -> Rankings:
     >>> r = rank_by_scores([0.1, 0.9, 0.5, 2.0, 2.0], [0, 3, 5])
     >>> r.to_list()[0].tolist(), r.to_list()[1].tolist()
     ([1, 2, 0], [3, 4])
+    >>> rank_by_scores([2.0, 2.0, 1.0], [0, 3], doc_ids=["d10", "d9", "d2"]).items.tolist()
+    [1, 0, 2]
     """
     if query_ids is None and hasattr(offsets, "query_ids") and not isinstance(offsets, np.ndarray):
         query_ids = offsets.query_ids
@@ -91,8 +102,20 @@ def rank_by_scores(scores, offsets, *, query_ids=None) -> Rankings:
         name = f"query {qi}" + (f" (qid {np.asarray(query_ids)[qi]})" if query_ids is not None else "")
         raise ValueError(f"`scores` contain NaN: {name}, row {nan[0]}.")
     rows = np.arange(s.size, dtype=np.int64)
-    order = np.lexsort((rows, -s, q))
+    if doc_ids is None:
+        order = np.lexsort((rows, -s, q))
+    else:
+        order = np.lexsort((rows, -_doc_id_codes(doc_ids, s.size), -s, q))
     return Rankings(order, off)
+
+
+def _doc_id_codes(doc_ids, n_rows: int) -> np.ndarray:
+    """Rank of every row's document id among all ids, in string order."""
+    ids = np.asarray(doc_ids, dtype=object).reshape(-1)
+    if ids.size != n_rows:
+        raise ValueError(f"`doc_ids` must have one entry per row ({n_rows}); got {ids.size}.")
+    _, codes = np.unique(ids.astype(str), return_inverse=True)
+    return codes.reshape(-1).astype(np.int64)
 
 
 def _probs_iv(probs) -> np.ndarray:

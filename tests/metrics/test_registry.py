@@ -22,10 +22,21 @@ def test_parse_metric_kwarg_and_suffix():
         ar.parse_metric("err@3", k=4)
 
 
-@pytest.mark.parametrize("bad", ["map@10", "dcg@", "dcg@x", "err@10@2", "", "dcg10"])
+@pytest.mark.parametrize("bad", ["map@10", "", "dcg10", "ndcg-10", "dcg(gain=exp"])
 def test_unknown_metric_template(bad):
     with pytest.raises(ValueError, match=r"`metric` .* is not a known metric; expected one of"):
         ar.parse_metric(bad)
+
+
+@pytest.mark.parametrize("bad", ["dcg@", "dcg@x", "err@10@2", "ndcg@-1", "rbp@0.8", "p@10)"])
+def test_bad_cutoff_text(bad):
+    with pytest.raises(ValueError, match=r"the cutoff after '@' must be a positive integer"):
+        ar.parse_metric(bad)
+
+
+def test_rbp_persistence_hint():
+    with pytest.raises(ValueError, match=r"RBP's persistence is an option: 'rbp\(p=0.8\)'"):
+        ar.parse_metric("rbp@0.8")
 
 
 def test_metric_cutoff_zero_rejected():
@@ -81,3 +92,145 @@ def test_metric_value_bad_input():
         ar.metric_value([0, 0], [0, 1], metric="dcg", ymax=0)
     with pytest.raises(ValueError, match=r"`ranking` must be a 1-d sequence"):
         ar.metric_value([0, 0], [[0, 1]], metric="dcg", ymax=2)
+
+
+# --------------------------------------------------------------------------- grammar and options
+
+
+@pytest.mark.parametrize("text, name, k, options", [
+    ("p@10", "p", 10, ()),
+    ("P(rel=2)@5", "p", 5, (("rel", 2),)),
+    ("rr", "rr", None, ()),
+    ("RR(rel=2)@10", "rr", 10, (("rel", 2),)),
+    ("ap", "ap", None, ()),
+    ("AP@100", "ap", 100, ()),
+    ("rbp", "rbp", None, ()),
+    ("rbp(p=0.9)", "rbp", None, (("p", 0.9),)),
+    ("rbp( p = 0.5 , rel=2 )@20", "rbp", 20, (("p", 0.5), ("rel", 2))),
+    ("ndcg(gain=linear)@10", "ndcg", 10, (("gain", "linear"),)),
+    ("ndcg(depth=20)@10", "ndcg", 10, (("depth", 20),)),
+    ("dcg(gain=LINEAR)", "dcg", None, (("gain", "linear"),)),
+    ("err(ymax=4)@10", "err", 10, (("ymax", 4),)),
+    ("ndcg(gain=exp)@10", "ndcg", 10, ()),  # the default is not stored
+    ("ap(depth=none)", "ap", None, ()),
+])
+def test_grammar(text, name, k, options):
+    m = ar.parse_metric(text)
+    assert (m.name, m.k, m.options) == (name, k, options)
+    assert ar.parse_metric(str(m)) == m  # canonical string round-trips
+
+
+def test_canonical_string_and_repr():
+    m = ar.parse_metric("RBP(rel=2, p=0.5)@20")
+    assert str(m) == "rbp(p=0.5,rel=2)@20"
+    assert repr(m) == "Metric(name='rbp', k=20, p=0.5, rel=2)"
+    assert str(ar.parse_metric("ndcg@10", gain="linear")) == "ndcg(gain=linear)@10"
+
+
+def test_keyword_options_equal_string_options():
+    assert ar.parse_metric("p@5", rel=2) == ar.parse_metric("p(rel=2)@5")
+    assert ar.parse_metric("err", k=10, ymax=4) == ar.parse_metric("err(ymax=4)@10")
+    assert ar.parse_metric("p(rel=2)@5", rel=2) == ar.parse_metric("p(rel=2)@5")  # agreeing twice is fine
+
+
+def test_params_fill_defaults():
+    assert ar.parse_metric("rbp").params == {"p": 0.8, "rel": 1}
+    assert ar.parse_metric("ndcg@10").params == {"gain": "exp", "depth": None}
+    assert ar.parse_metric("err").params == {"ymax": None}
+    assert ar.parse_metric("dcg").params == {"gain": "exp"}
+
+
+@pytest.mark.parametrize("call, exc, match", [
+    (lambda: ar.parse_metric("p(rel=2)@5", rel=3), ValueError, r"option `rel`=3 contradicts `rel`=2"),
+    (lambda: ar.parse_metric("dcg(p=0.5)"), ValueError, r"metric 'dcg' has no option 'p' \(options: gain\)"),
+    (lambda: ar.parse_metric("err", gain="linear"), ValueError, r"metric 'err' has no option 'gain'"),
+    (lambda: ar.parse_metric("dcg(gain=log)"), ValueError, r"option `gain` must be one of \['exp', 'linear'\]"),
+    (lambda: ar.parse_metric("rbp(p=1)"), ValueError, r"option `p` must lie in \(0, 1\), got 1.0"),
+    (lambda: ar.parse_metric("rbp(p=x)"), ValueError, r"option `p` must be a number in \(0, 1\)"),
+    (lambda: ar.parse_metric("rbp", p=True), TypeError, r"option `p` must be a number"),
+    (lambda: ar.parse_metric("p(rel=0)@5"), ValueError, r"option `rel` must be >= 1, got 0"),
+    (lambda: ar.parse_metric("p(rel=1.5)@5"), ValueError, r"option `rel` must be an integer >= 1"),
+    (lambda: ar.parse_metric("p@5", rel=2.0), TypeError, r"option `rel` must be an integer >= 1"),
+    (lambda: ar.parse_metric("p"), ValueError, r"metric 'p' needs a cutoff, e.g. 'p@10'"),
+    (lambda: ar.parse_metric("ndcg(depth=5)@10"), ValueError, r"option `depth`=5 of metric 'ndcg' must be >= "),
+    (lambda: ar.parse_metric("rbp(p)"), ValueError, r"options must be written 'name=value', got 'p'"),
+    (lambda: ar.parse_metric("rbp(p=0.5,p=0.6)"), ValueError, r"option 'p' given twice"),
+    (lambda: ar.parse_metric("rr", require_moments="yes"), ValueError, r"`require_moments` must be"),
+])
+def test_bad_options(call, exc, match):
+    with pytest.raises(exc, match=match):
+        call()
+
+
+def test_scale_dependent_options_checked_against_the_scale():
+    with pytest.raises(ValueError, match=r"option `ymax`=1 of metric 'err\(ymax=1\)' is below the label "
+                                         r"scale's top grade 2"):
+        ar.metric_value([0, 2], [0, 1], metric="err(ymax=1)", ymax=2)
+    with pytest.raises(ValueError, match=r"option `rel`=3 of metric 'p\(rel=3\)@2' exceeds the label scale's "
+                                         r"top grade 2"):
+        ar.metric_value([0, 2], [0, 1], metric="p(rel=3)@2", ymax=2)
+
+
+def test_require_moments_exact_or_approximate():
+    for text in ("ndcg@10", "ap", "dcg@5", "rr", "p@3", "rbp", "err"):
+        assert ar.parse_metric(text, require_moments=True).name == text.split("@")[0]
+    assert ar.parse_metric("rr", require_moments="exact").moments == "exact"
+    assert ar.parse_metric("ap").moments == "approximate"
+    with pytest.raises(ValueError, match=r"`metric` 'ndcg@10' has no exact moments .* exact moments: "
+                                         r"\['dcg', 'err', 'p', 'rbp', 'rr'\]"):
+        ar.parse_metric("ndcg@10", require_moments="exact")
+
+
+def test_describe_metrics_lists_the_registry():
+    from activerank.metrics import describe_metrics
+    rows = describe_metrics()
+    assert [r["name"] for r in rows] == list(ar.METRICS)
+    p = next(r for r in rows if r["name"] == "p")
+    assert p["needs_cutoff"] and p["options"] == "rel=1" and p["moments"] == "exact"
+
+
+def test_every_builtin_is_documented_and_has_a_family():
+    families = {d.family for d in ar.METRICS.values()}
+    assert {"additive", "cascade", "ratio"} <= families
+    for name, d in ar.METRICS.items():
+        assert d.name == name and d.description
+        assert d.moments == ("exact" if d.family in ("additive", "cascade") else "approximate")
+        for p in d.params.values():
+            assert p.description
+
+
+# --------------------------------------------------------------------------- custom metrics
+
+
+def _success3(y, valid):
+    return (y[..., :3] >= 2).any(axis=-1).astype(float)
+
+
+def test_custom_metric_object_and_registration():
+    from activerank.metrics import METRICS, custom_metric, register_metric
+    d = custom_metric("success3_test", _success3, description="any grade-2 document in the top 3")
+    m = ar.parse_metric(d, k=10)
+    assert m.name == "success3_test" and m.k == 10 and m.family == "custom" and m.moments == "approximate"
+    assert m.definition is d
+    with pytest.raises(ValueError, match=r"is not a known metric"):
+        ar.parse_metric("success3_test@10")  # not registered yet
+    try:
+        register_metric(d)
+        assert ar.parse_metric("success3_test@10") == ar.parse_metric(d, k=10)
+        with pytest.raises(ValueError, match=r"already registered; pass replace=True"):
+            register_metric(custom_metric("success3_test", _success3))
+        register_metric(custom_metric("success3_test", _success3), replace=True)
+    finally:
+        METRICS.pop("success3_test", None)
+
+
+def test_custom_metric_bad_input():
+    from activerank.metrics import custom_metric, register_metric
+    with pytest.raises(TypeError, match=r"`function` must be callable"):
+        custom_metric("x", 3)
+    with pytest.raises(ValueError, match=r"metric name '9x' must match"):
+        custom_metric("9x", _success3)
+    with pytest.raises(ValueError, match=r"'ndcg' is a built-in metric and cannot be replaced"):
+        register_metric(custom_metric("ndcg", _success3), replace=True)
+    with pytest.raises(TypeError, match=r"`definition` must be a MetricDef"):
+        register_metric("ndcg")
