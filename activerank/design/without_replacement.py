@@ -145,8 +145,9 @@ class WORSample:
 
 
 def _prefix_length(cum_sorted, budget, n_reachable):
-    tol = _TOL * max(1.0, budget)
-    return np.minimum((cum_sorted <= budget + tol).sum(axis=-1), n_reachable)
+    budget = np.asarray(budget, dtype=np.float64)
+    lim = budget + _TOL * np.maximum(1.0, budget)
+    return np.minimum((cum_sorted <= lim[..., None]).sum(axis=-1), n_reachable)
 
 
 def draw_without_replacement(scores, costs, budget, rng=None) -> WORSample:
@@ -195,7 +196,7 @@ def draw_without_replacement(scores, costs, budget, rng=None) -> WORSample:
     order = np.argsort(xi, kind="stable")
     n_reach = int((a > 0).sum())
     cum = np.cumsum(lam[order])
-    s = int(_prefix_length(cum, budget, n_reach))
+    s = int(_prefix_length(cum[None], budget, n_reach)[0])
     tau = float(xi[order[s]]) if s < n_reach else np.inf
     idx = order[:s]
     pi = np.minimum(1.0, a[idx] * tau) if np.isfinite(tau) else np.ones(s)
@@ -218,7 +219,7 @@ class WORBatch:
         entries of ``order``).
     threshold : ndarray of shape (n_budgets, n_reps)
         ``tau`` of every run and budget.
-    scores : ndarray of shape (n_queries,)
+    scores : ndarray of shape (n_queries,) or (n_reps, n_queries)
     budgets : ndarray of shape (n_budgets,)
     """
 
@@ -233,7 +234,10 @@ class WORBatch:
 
         Entries beyond a run's stop are meaningless (use :meth:`mask`).
         """
-        a = self.scores[self.order][None]
+        if self.scores.ndim == 1:
+            a = self.scores[self.order][None]
+        else:
+            a = np.take_along_axis(self.scores, self.order, axis=1)[None]
         t = self.threshold[..., None]
         with np.errstate(invalid="ignore"):
             return np.where(np.isfinite(t), np.minimum(1.0, a * t), 1.0)
@@ -252,8 +256,12 @@ def draw_without_replacement_batch(scores, costs, budgets, n_reps, rng=None) -> 
 
     Parameters
     ----------
-    scores, costs : array-like of shape (n_queries,)
-    budgets : float or array-like of shape (n_budgets,)
+    scores : array-like of shape (n_queries,) or (n_reps, n_queries)
+        One score vector for every run, or one per run (e.g. a second stage
+        that excludes each run's already judged queries with score 0).
+    costs : array-like of shape (n_queries,)
+    budgets : float or array-like of shape (n_budgets,) or (n_budgets, n_reps)
+        A grid of budgets, the same for every run or one per run.
     n_reps : int
     rng : None, int or numpy.random.Generator
 
@@ -267,23 +275,35 @@ def draw_without_replacement_batch(scores, costs, budgets, n_reps, rng=None) -> 
     >>> b.stops.tolist()
     [[2, 2, 2], [5, 5, 5]]
     """
-    a, lam = _scores_costs_iv(scores, costs)
-    bud = np.atleast_1d(np.asarray(budgets, dtype=np.float64))
-    for b in bud:
-        _budget_iv(float(b), "budgets")
     if isinstance(n_reps, bool) or not isinstance(n_reps, numbers.Integral) or n_reps < 1:
         raise ValueError(f"`n_reps` must be a positive integer; got {n_reps!r}.")
+    a2 = np.asarray(scores, dtype=np.float64)
+    if a2.ndim == 2:
+        if a2.shape[0] != n_reps:
+            raise ValueError(f"2-d `scores` must have one row per repetition ({n_reps}); got {a2.shape[0]}.")
+        _, lam = _scores_costs_iv(a2.max(axis=0), costs)
+        bad = np.argwhere(~np.isfinite(a2) | (a2 < 0))
+        if bad.size:
+            raise ValueError(f"`scores` must be finite and >= 0; run {bad[0, 0]}, query {bad[0, 1]}.")
+        a = a2
+    else:
+        a, lam = _scores_costs_iv(scores, costs)
+    bud = np.atleast_1d(np.asarray(budgets, dtype=np.float64))
+    if bud.ndim > 2 or (bud.ndim == 2 and bud.shape[1] != n_reps):
+        raise ValueError(f"`budgets` must have shape (n_budgets,) or (n_budgets, {n_reps}); got {bud.shape}.")
+    for b in bud.reshape(-1):
+        _budget_iv(float(b), "budgets")
     rng = np.random.default_rng(rng)
     with np.errstate(divide="ignore"):
-        xi = rng.random((int(n_reps), a.size)) / a
+        xi = rng.random((int(n_reps), lam.size)) / a
     order = np.argsort(xi, axis=1, kind="stable")
     xs = np.take_along_axis(xi, order, axis=1)
     cum = np.cumsum(lam[order], axis=1)
-    n_reach = int((a > 0).sum())
-    stops = np.stack([_prefix_length(cum, float(b), n_reach) for b in bud])  # loop over budgets only
+    n_reach = (a > 0).sum(axis=-1)
+    stops = np.stack([_prefix_length(cum, b, n_reach) for b in bud])  # loop over budgets only
     rows = np.arange(order.shape[0])[None, :]
-    tau = np.where(stops < n_reach, xs[rows, np.minimum(stops, a.size - 1)], np.inf)
-    width = int(min(a.size, stops.max() + 1))
+    tau = np.where(stops < n_reach, xs[rows, np.minimum(stops, lam.size - 1)], np.inf)
+    width = int(min(lam.size, stops.max() + 1))
     return WORBatch(order=order[:, :width], stops=stops.astype(np.int64), threshold=tau,
                     scores=a, budgets=bud)
 

@@ -126,7 +126,7 @@ def _pi_weights_iv(pi, weights):
 
 
 def hajek_kernel(values, pi, weights, mask, *, predictions=None, pool_prediction=None, tuned=True,
-                 ratio=True):
+                 ratio=True, prior_coefficient=None):
     """Batched Hájek / HT / GREG estimates and variances (private-style kernel, public for benchmarks).
 
     Parameters
@@ -147,6 +147,14 @@ def hajek_kernel(values, pi, weights, mask, *, predictions=None, pool_prediction
         Hájek (self-normalized) means; False gives Horvitz--Thompson
         (``sum g y``, no normalization) -- then ``values`` must already be
         scaled so that ``sum_pool p_i y_i`` is the target.
+    prior_coefficient : float, optional
+        With ``tuned=True``: shrink the plug-in ``beta_hat`` towards this value
+        instead of towards 0, ``beta = b0 + s (beta_hat - b0)`` with
+        ``s = max(0, 1 - Var(beta_hat) / (beta_hat - b0)^2)`` (positive-part
+        James--Stein).  ``b0 = 1`` is what a calibrated model predicts
+        (``Cov_theta(L, m) = Var(m)`` when ``m = E_theta[L|x]``): the model's
+        coefficient is kept unless the labels show it is off by more than
+        noise.
 
     Returns
     -------
@@ -179,7 +187,16 @@ def hajek_kernel(values, pi, weights, mask, *, predictions=None, pool_prediction
                 mm = (omega * dm * dm).sum(axis=-1)
                 vv = (omega * dy * dy).sum(axis=-1)
                 informative = mm > 1e-12 * np.maximum((omega * m * m).sum(axis=-1), np.finfo(float).tiny)
-                beta = tuned_coefficient(vm, mm, vv, n, informative)
+                if prior_coefficient is None:
+                    beta = tuned_coefficient(vm, mm, vv, n, informative)
+                else:
+                    b0 = float(prior_coefficient)
+                    ok = informative & (n > 2)
+                    bh = np.where(ok, vm / np.where(ok, mm, 1.0), b0)
+                    rss = np.maximum(vv - bh * vm, 0.0)
+                    var_b = np.where(ok, rss / np.maximum((n - 2.0) * np.where(ok, mm, 1.0), 1e-300), np.inf)
+                    s = np.clip(1.0 - var_b / np.maximum((bh - b0) ** 2, 1e-300), 0.0, 1.0)
+                    beta = np.where(ok, b0 + s * (bh - b0), b0)
                 n_par = 2
             else:
                 beta = np.broadcast_to(np.asarray(float(tuned) if not isinstance(tuned, bool) else 0.0),

@@ -156,3 +156,21 @@ def test_bad_input(call, match):
 def test_tuned_must_be_true_or_number():
     with pytest.raises(TypeError, match="`tuned` must be True or a number"):
         model_assisted_wor([1.0, 2.0, 3.0], [1.0, 2.0, 3.0], [0.5] * 3, 2.0, tuned="yes")
+
+
+def test_prior_coefficient_shrinks_towards_the_model():
+    rng = np.random.default_rng(3)
+    m = rng.normal(size=(200, 12))
+    y = m + rng.normal(size=(200, 12)) * 2.0          # calibrated model, noisy labels, small samples
+    pi = np.full((200, 12), 0.05)
+    mask = np.ones((200, 12), bool)
+    w = np.ones((200, 12))
+    _, _, b0 = hajek_kernel(y, pi, w, mask, predictions=m, pool_prediction=0.0)
+    _, _, b1 = hajek_kernel(y, pi, w, mask, predictions=m, pool_prediction=0.0, prior_coefficient=1.0)
+    assert np.mean((b1 - 1) ** 2) < np.mean((b0 - 1) ** 2)
+    # a clearly miscalibrated model (true slope 0.2) is not pulled back to 1 with many labels
+    m2 = rng.normal(size=(50, 400))
+    y2 = 0.2 * m2 + 0.1 * rng.normal(size=(50, 400))
+    _, _, b2 = hajek_kernel(y2, np.full_like(m2, 0.5), np.ones_like(m2), np.ones(m2.shape, bool),
+                            predictions=m2, pool_prediction=0.0, prior_coefficient=1.0)
+    assert np.abs(b2 - 0.2).max() < 0.05
