@@ -2,27 +2,35 @@
 
 The model-assisted estimator uses the relevance model's per-query prediction
 ``m(x) = E_theta[L | x]`` and its exact pool mean ``M = sum_x p(x) m(x)`` as a
-control variate,
-
-``R_hat = sum_j w_j (v_j - beta (m_j - M)) / sum_j w_j``.
-
-Tuning ``beta`` on the same draws it corrects
+control variate.  Tuning its coefficient on the same draws it corrects
 (:func:`activerank.inference.estimators.model_assisted`) correlates the
 coefficient's error with the draws' ``m - M`` and biases the estimate by
 ``O(1/n)`` -- measured up to +5 standard errors at 3-20 queries (issue 15).
 Here every draw ``j`` gets a coefficient ``beta_{-j}`` estimated **without
-that draw** (leave-one-draw-out cross-fitting):
+that draw** (leave-one-draw-out cross-fitting).  Because ``E_q[w (m - M)] = 0``
+and ``beta_{-j}`` is a function of the other draws only -- independent of draw
+``j`` for i.i.d. draws -- every correction term has mean zero (proof sketch:
+``docs/model_assisted.md``).
 
-``R_hat_CF = sum_j w_j (v_j - beta_{-j} (m_j - M)) / sum_j w_j``.
+The estimate depends on the number ``d`` of distinct queries:
 
-Because ``E_q[w (m - M)] = 0`` and ``beta_{-j}`` is a function of the other
-draws only -- independent of draw ``j`` for i.i.d. draws -- every correction
-term has mean zero: the unnormalized version is exactly unbiased for a fixed
-number of draws, and the self-normalized one keeps only the ``O(1/n)`` ratio
-bias plain SNIS has.  That ratio bias is removed too, by a delete-one-draw
-jackknife of the ratio (``jackknife=True``): it was measured at up to +8
-standard errors at 5-10 queries for plain SNIS under concentrated ``q``
-(OHSUMED index update).  Proof sketch: ``docs/model_assisted.md``.
+* ``d < 20`` (:data:`RATIO_FROM_DISTINCT`): the **centred unnormalized** form
+  ``R_hat = M + (1/n) sum_j w_j (v_j - M - beta_{-j} (m_j - M))``, exactly
+  unbiased for a fixed number ``n`` of draws (``E_q[w] = 1``).  The
+  self-normalized ratio divides by ``sum w``, which one heavy weight among a
+  handful of draws swings: measured up to +8 SE of bias and 1.8x the MSE of
+  passive sampling at 5-10 queries (OHSUMED index update), against
+  0.1-1.1x for this form.
+* ``d >= 20``: the **self-normalized** form
+  ``R_hat = sum_j w_j (v_j - beta_{-j} (m_j - M)) / sum_j w_j`` (lower
+  variance when the model's ``M`` is off and the weights vary), with its
+  ``O(1/n)`` ratio bias removed by a delete-one-draw jackknife
+  (``jackknife=True``).  At fewer queries the jackknife over-corrects when
+  one draw carries most of the weight (measured -9 SE on a synthetic pool
+  at 10 queries), hence the centred form there.
+* ``d < 10`` (:data:`MIN_DISTINCT_FOR_TUNING`): no coefficient
+  (``beta = 0``) -- a handful of queries cannot tell a useful model from
+  noise.
 
 Why draws and not distinct queries as folds.  Leaving out a whole distinct
 query (all its draws) looks natural, but the *other* distinct queries of a
@@ -35,19 +43,16 @@ leave-one-draw-out keeps the argument exact.
 
 The coefficient minimizes the query-level (cluster) variance of the other
 draws, ``sum_c A_c C_c / sum_c C_c^2`` with ``A_c = sum_{j in c} w_j (v_j -
-v_bar)`` and ``C_c = sum_{j in c} w_j (m_j - M)``, and is shrunk towards 0 by
-the ratio of adjusted to raw ``R^2`` with the number of *distinct queries*
-among the other draws as the sample size
-(:func:`activerank.inference.estimators.tuned_coefficient`).  With fewer than
-``min_distinct`` distinct queries the coefficient is 0: the estimate is plain
-self-normalized importance weighting -- a handful of queries cannot tell a
-useful model from noise.
+v_bar)`` and ``C_c = sum_{j in c} w_j (m_j - m_bar)`` (weighted means of the
+other draws), shrunk towards 0 by the ratio of adjusted to raw ``R^2`` with
+the number of *distinct queries* among the other draws as the sample size
+(:func:`activerank.inference.estimators.tuned_coefficient`).
 
 Standard errors and intervals are those of
-:mod:`activerank.inference.small_sample` on the adjusted cluster numerators
-``sum_{j in c} w_j (v_j - beta_{-j} (m_j - M))``; the model prior of the
-``t`` interval is the predicted variance after the control variate,
-``within + (1 - beta_bar)^2 between``.
+:mod:`activerank.inference.small_sample` on the per-query sums of the
+estimator's terms (cluster SE, ``t`` with ``d - 1`` degrees of freedom,
+optionally moderated by the model's predicted variance after the control
+variate, ``within + (1 - beta_bar)^2 between``).
 """
 
 from __future__ import annotations
@@ -75,14 +80,17 @@ from .small_sample import (
 
 __all__ = [
     "MIN_DISTINCT_FOR_TUNING",
+    "RATIO_FROM_DISTINCT",
     "CrossFitEstimate",
     "crossfit_terms",
     "model_assisted_crossfit",
     "model_assisted_crossfit_prefix",
 ]
 
-#: Fewer distinct queries than this: no control variate (plain SNIS).
+#: Fewer distinct queries than this: no control-variate coefficient.
 MIN_DISTINCT_FOR_TUNING = 10
+#: Fewer distinct queries than this: the centred unnormalized mean instead of the ratio.
+RATIO_FROM_DISTINCT = 20
 
 
 @dataclass(frozen=True, eq=False)
@@ -92,12 +100,14 @@ class CrossFitTerms:
     Attributes
     ----------
     numerator, denominator : ndarray of shape (n_budgets, n_reps, n_slots)
-        Per distinct query: ``sum w (v - shift - beta_{-j} (m - M))`` and ``sum w``.
+        Per distinct query: ``sum w (v - shift - beta_{-j} (m - M))`` and ``sum w``
+        (ratio form), or ``sum (w (v - M) + M - shift)`` and the draw count
+        (centred form, runs with fewer than ``min_distinct`` distinct queries).
     mask : ndarray of bool, same shape
     counts : ndarray, same shape
         Draws of every distinct query.
-    draw_numerator : ndarray of shape (n_budgets, n_reps, n_cols)
-        Per draw ``w (v - shift - beta_{-j} (m - M))`` (0 beyond the prefix).
+    draw_numerator, draw_denominator : ndarray of shape (n_budgets, n_reps, n_cols)
+        Per draw numerator and denominator of the estimate (0 beyond the prefix).
     coefficient : ndarray of shape (n_budgets, n_reps)
         Mean ``beta_{-j}`` over the prefix's draws.
     shift : float
@@ -110,6 +120,7 @@ class CrossFitTerms:
     mask: np.ndarray
     counts: np.ndarray
     draw_numerator: np.ndarray
+    draw_denominator: np.ndarray
     coefficient: np.ndarray
     shift: float
     n_draws: np.ndarray
@@ -117,7 +128,8 @@ class CrossFitTerms:
 
 
 def crossfit_terms(values, predictions, weights, pool_prediction, slots, stops, *,
-                   min_distinct=MIN_DISTINCT_FOR_TUNING, shrink=True) -> CrossFitTerms:
+                   min_distinct=MIN_DISTINCT_FOR_TUNING, shrink=True,
+                   ratio_from=RATIO_FROM_DISTINCT) -> CrossFitTerms:
     """Leave-one-draw-out control-variate terms of many runs on draw prefixes.
 
     Parameters
@@ -149,7 +161,9 @@ def crossfit_terms(values, predictions, weights, pool_prediction, slots, stops, 
     col = np.arange(sl.shape[1])[None, :]
     keys = np.arange(n_reps)[:, None] * n_slots + sl
     numerator = np.empty_like(a)
+    denominator = np.empty_like(a)
     draw_num = np.zeros((n_b,) + aj.shape)
+    draw_den = np.zeros((n_b,) + aj.shape)
     coef = np.zeros((n_b, n_reps))
 
     def tot(x):
@@ -162,38 +176,47 @@ def crossfit_terms(values, predictions, weights, pool_prediction, slots, stops, 
         A2, B2, C2 = A - aj, B - bj, C - cj  # own cluster without this draw
         d = cs.n_distinct[i][:, None].astype(np.float64)
         with np.errstate(invalid="ignore", divide="ignore"):
-            vbar = (tot(ai) - aj) / (tot(bi) - bj)
+            lb = tot(bi) - bj
+            vbar, mbar = (tot(ai) - aj) / lb, (tot(ci) - cj) / lb
             lab = tot(ai * bi) - A * B + A2 * B2
             lac = tot(ai * ci) - A * C + A2 * C2
             lbc = tot(bi * ci) - B * C + B2 * C2
-            lcc = np.maximum(tot(ci * ci) - C * C + C2 * C2, 0.0)
+            lcc = tot(ci * ci) - C * C + C2 * C2
             laa = tot(ai * ai) - A * A + A2 * A2
             lbb = tot(bi * bi) - B * B + B2 * B2
-            vm = lac - vbar * lbc
+            # centred at the other draws' weighted means: a perfect model gets beta = 1 exactly
+            vm = lac - mbar * lab - vbar * lbc + vbar * mbar * lbb
+            mm = np.maximum(lcc - 2 * mbar * lbc + mbar**2 * lbb, 0.0)
             vv = np.maximum(laa - 2 * vbar * lab + vbar**2 * lbb, 0.0)
             d_loo = d - (K == 1)  # distinct queries among the other draws
             scale = np.maximum(np.abs(ci).max(axis=-1, keepdims=True) ** 2, np.finfo(float).tiny)
-            informative = lcc > 1e-12 * scale * np.maximum(d_loo, 1.0)
+            informative = mm > 1e-12 * scale * np.maximum(d_loo, 1.0)
             if shrink:
-                beta = tuned_coefficient(vm, lcc, vv, d_loo, informative)
+                beta = tuned_coefficient(vm, mm, vv, d_loo, informative)
             else:
                 ok = informative & (d_loo >= 2)
-                beta = np.where(ok, vm / np.where(ok, lcc, 1.0), 0.0)
-        beta = np.where(use & (d >= min_distinct) & np.isfinite(beta), beta, 0.0)
-        draw_num[i] = np.where(use, aj - beta * cj, 0.0)
+                beta = np.where(ok, vm / np.where(ok, mm, 1.0), 0.0)
+        tuned = d >= min_distinct
+        beta = np.where(use & tuned & np.isfinite(beta), beta, 0.0)
+        # the centred unnormalized mean M + mean w (v - M - beta (m - M)) below `ratio_from` distinct queries
+        ratio = d >= ratio_from
+        centred = w * (v - pool_prediction) - beta * cj + pool_prediction - shift
+        draw_num[i] = np.where(use, np.where(ratio, aj - beta * cj, centred), 0.0)
+        draw_den[i] = np.where(use, np.where(ratio, bj, 1.0), 0.0)
         numerator[i] = np.bincount(keys[use], weights=draw_num[i][use], minlength=n_reps * n_slots
                                    ).reshape(n_reps, n_slots)
+        denominator[i] = np.bincount(keys[use], weights=draw_den[i][use], minlength=n_reps * n_slots
+                                     ).reshape(n_reps, n_slots)
         with np.errstate(invalid="ignore", divide="ignore"):
             coef[i] = np.where(st[i] > 0, beta.sum(axis=1) / st[i], 0.0)
-    return CrossFitTerms(numerator, b, cs.mask, k, draw_num, coef, shift, st, cs.n_distinct)
+    return CrossFitTerms(numerator, denominator, cs.mask, k, draw_num, draw_den, coef, shift, st, cs.n_distinct)
 
 
-def _jackknife_correction(terms: CrossFitTerms, weights) -> np.ndarray:
-    """Delete-one-draw jackknife bias correction of ``sum num / sum w`` on every prefix."""
+def _jackknife_correction(terms: CrossFitTerms) -> np.ndarray:
+    """Delete-one-draw jackknife bias correction of ``sum num / sum den`` on every prefix (0 for a mean)."""
     st = terms.n_draws
-    w = np.asarray(weights, dtype=np.float64)
-    use = np.arange(w.shape[1])[None, None, :] < st[..., None]
-    ww = np.where(use, w[None], 0.0)
+    use = np.arange(terms.draw_numerator.shape[-1])[None, None, :] < st[..., None]
+    ww = terms.draw_denominator
     num = terms.draw_numerator
     A = num.sum(-1, keepdims=True)
     B = ww.sum(-1, keepdims=True)
@@ -205,7 +228,7 @@ def _jackknife_correction(terms: CrossFitTerms, weights) -> np.ndarray:
     return np.where((n > 1) & np.isfinite(jk), jk - r, 0.0)
 
 
-def _intervals(terms, weights, *, prior, prior_dof, confidence_level, ci, jackknife, n_boot, rng):
+def _intervals(terms, *, prior, prior_dof, confidence_level, ci, jackknife, n_boot, rng):
     prior_se2 = None
     if prior is not None:
         prior_se2 = _prior_se2(prior.total(terms.coefficient), terms.counts, terms.n_draws)
@@ -213,14 +236,15 @@ def _intervals(terms, weights, *, prior, prior_dof, confidence_level, ci, jackkn
                           ci=ci, prior_se2=prior_se2, prior_dof=prior_dof, n_boot=n_boot, rng=rng,
                           n_draws=terms.n_draws)
     if jackknife:
-        res = _shift(res, _jackknife_correction(terms, weights))
+        res = _shift(res, _jackknife_correction(terms))
     return _shift(res, terms.shift)
 
 
 def model_assisted_crossfit_prefix(values, predictions, weights, pool_prediction, queries, stops, *,
                                    confidence_level=0.95, ci="auto", prior=None, prior_dof=DEFAULT_PRIOR_DOF,
                                    min_distinct=MIN_DISTINCT_FOR_TUNING, shrink=True, jackknife=True,
-                                   n_boot=DEFAULT_N_BOOT, rng=None, slots=None) -> BatchIntervals:
+                                   n_boot=DEFAULT_N_BOOT, rng=None, slots=None,
+                                   ratio_from=RATIO_FROM_DISTINCT) -> BatchIntervals:
     """Cross-fitted model-assisted estimates and intervals of many runs on draw prefixes.
 
     Parameters
@@ -236,12 +260,16 @@ def model_assisted_crossfit_prefix(values, predictions, weights, pool_prediction
     prior : PredictedVariance, optional
         :func:`~activerank.inference.small_sample.predicted_variance` of the design.
     min_distinct : int, default :data:`MIN_DISTINCT_FOR_TUNING`
+        No control-variate coefficient below this many distinct queries.
     shrink : bool, default True
     jackknife : bool, default True
-        Remove the ratio's ``O(1/n)`` bias by a delete-one-draw jackknife
-        (the interval moves with the estimate; its width is unchanged).
+        Remove the self-normalized form's ``O(1/n)`` bias by a delete-one-draw
+        jackknife (the interval moves with the estimate; its width is unchanged).
     slots : ndarray, optional
         Precomputed cluster slots of ``queries``.
+    ratio_from : int, default :data:`RATIO_FROM_DISTINCT`
+        Self-normalized form from this many distinct queries on (centred
+        unnormalized below).
 
     Returns
     -------
@@ -265,8 +293,9 @@ def model_assisted_crossfit_prefix(values, predictions, weights, pool_prediction
     squeeze = st.ndim == 1
     st = np.atleast_2d(st).astype(np.int64)
     sl = cluster_slots(queries) if slots is None else slots
-    terms = crossfit_terms(v, m, w, float(pool_prediction), sl, st, min_distinct=min_distinct, shrink=shrink)
-    res = _intervals(terms, w, prior=prior, prior_dof=prior_dof, confidence_level=confidence_level, ci=ci,
+    terms = crossfit_terms(v, m, w, float(pool_prediction), sl, st, min_distinct=min_distinct, shrink=shrink,
+                           ratio_from=ratio_from)
+    res = _intervals(terms, prior=prior, prior_dof=prior_dof, confidence_level=confidence_level, ci=ci,
                      jackknife=jackknife, n_boot=n_boot, rng=rng)
     return _squeeze(res) if squeeze else res
 
@@ -281,7 +310,8 @@ class CrossFitEstimate(IntervalEstimate):
         Mean of the leave-one-draw-out coefficients (0 when the control
         variate was not used).
     tuned : bool
-        False when fewer than ``min_distinct`` distinct queries forced plain SNIS.
+        False when fewer than ``min_distinct`` distinct queries left the
+        control variate out.
     """
 
     coefficient: float = 0.0
@@ -291,7 +321,7 @@ class CrossFitEstimate(IntervalEstimate):
 def model_assisted_crossfit(values, predictions, weights, pool_prediction, queries=None, *,
                             confidence_level=0.95, ci="auto", prior=None, prior_dof=DEFAULT_PRIOR_DOF,
                             min_distinct=MIN_DISTINCT_FOR_TUNING, shrink=True, jackknife=True,
-                            n_boot=DEFAULT_N_BOOT, rng=None) -> CrossFitEstimate:
+                            ratio_from=RATIO_FROM_DISTINCT, n_boot=DEFAULT_N_BOOT, rng=None) -> CrossFitEstimate:
     """Cross-fitted model-assisted estimate of one run with a small-sample interval.
 
     Parameters
@@ -308,9 +338,10 @@ def model_assisted_crossfit(values, predictions, weights, pool_prediction, queri
         :func:`~activerank.inference.small_sample.predicted_variance` of the design (recommended).
     prior_dof : float, default 2
     min_distinct : int, default :data:`MIN_DISTINCT_FOR_TUNING`
-        Below this many distinct queries the estimate is plain SNIS.
+        No control-variate coefficient below this many distinct queries.
     shrink : bool, default True
     jackknife : bool, default True
+    ratio_from : int, default :data:`RATIO_FROM_DISTINCT`
     n_boot : int
     rng : None, int or numpy.random.Generator
 
@@ -331,7 +362,7 @@ def model_assisted_crossfit(values, predictions, weights, pool_prediction, queri
     >>> r = model_assisted_crossfit(L, m, np.ones(12), pool_prediction=0.5, jackknife=False,
     ...                             prior=PredictedVariance(within=0.002, between=0.06))
     >>> r.tuned, round(r.coefficient, 2), round(r.estimate, 3)
-    (True, 0.99, 0.507)
+    (True, 1.04, 0.499)
     """
     v, w, x = _single_iv(values, weights, queries)
     m = np.asarray(predictions, dtype=np.float64).reshape(-1)
@@ -345,8 +376,8 @@ def model_assisted_crossfit(values, predictions, weights, pool_prediction, queri
     d = int(sl.max()) + 1 if v.size else 0
     _check_distinct(d, kind, prior is not None)
     terms = crossfit_terms(v[None, :], m[None, :], w[None, :], M, sl, np.array([[v.size]]),
-                           min_distinct=min_distinct, shrink=shrink)
-    res = _intervals(terms, w[None, :], prior=prior, prior_dof=prior_dof, confidence_level=confidence_level,
+                           min_distinct=min_distinct, shrink=shrink, ratio_from=ratio_from)
+    res = _intervals(terms, prior=prior, prior_dof=prior_dof, confidence_level=confidence_level,
                      ci=kind, jackknife=jackknife, n_boot=n_boot, rng=rng)
     return CrossFitEstimate(float(res.estimate[0, 0]), float(res.standard_error[0, 0]), float(res.low[0, 0]),
                             float(res.high[0, 0]), res.confidence_level, kind, float(res.dof[0, 0]), int(v.size), d,
