@@ -408,8 +408,10 @@ def _bootstrap_t(a, b, mask, est, se, level, n_boot, rng, chunk_elems=4_000_000)
         # outer order statistics: no interpolation towards an infinite neighbour
         q_lo = np.quantile(t, alpha / 2, axis=1, method="lower")
         q_hi = np.quantile(t, 1 - alpha / 2, axis=1, method="higher")
-        lo[r] = e_flat[r] - q_hi * s_flat[r]
-        hi[r] = e_flat[r] - q_lo * s_flat[r]
+        flat = s_flat[r] == 0  # every cluster agrees: a point, as for the t interval
+        with np.errstate(invalid="ignore"):
+            lo[r] = np.where(flat, e_flat[r], e_flat[r] - q_hi * s_flat[r])
+            hi[r] = np.where(flat, e_flat[r], e_flat[r] - q_lo * s_flat[r])
     return lo.reshape(shape), hi.reshape(shape)
 
 

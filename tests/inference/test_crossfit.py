@@ -33,8 +33,7 @@ def _brute_beta(v, m, w, x, M, j, min_distinct):
         A[xi] = A.get(xi, 0.0) + wi * (vi - vbar)
         C[xi] = C.get(xi, 0.0) + wi * (mi - mbar)
     a, c = np.array(list(A.values())), np.array(list(C.values()))
-    d_all = len(set(x.tolist()))
-    if d_all < min_distinct:
+    if len(A) < min_distinct:  # the gate counts the other draws' distinct queries
         return 0.0
     return float(tuned_coefficient(a @ c, c @ c, a @ a, len(A), c @ c > 0))
 
@@ -82,6 +81,24 @@ def test_cluster_standard_error_uses_the_adjusted_query_totals():
     expect = snis_interval(adj, w, x, ci="t")
     assert r.standard_error == pytest.approx(expect.standard_error, rel=1e-9)
     assert r.dof == expect.dof == len(set(x.tolist())) - 1
+
+
+def test_gates_follow_the_expected_count_when_given():
+    rng = np.random.default_rng(7)
+    v, m, w, x = _sample(rng, n=40, n_q=30)
+    d = len(set(x.tolist()))
+    off = model_assisted_crossfit(v, m, w, 0.5, x, expected_distinct=d - 8.0, min_distinct=d - 5)
+    assert not off.tuned and off.coefficient == 0.0
+    on = model_assisted_crossfit(v, m, w, 0.5, x, expected_distinct=30.0, min_distinct=d + 5)
+    assert on.tuned and on.coefficient != 0.0
+
+
+def test_expected_distinct_counts():
+    from activerank.inference.crossfit import expected_distinct
+
+    q = np.full(50, 0.02)
+    assert expected_distinct(q, np.ones(50), 20.0) == pytest.approx(20.0, rel=1e-6)
+    assert expected_distinct(q, np.ones(50), 60.0) == pytest.approx(50.0, rel=1e-6)  # budget buys everything
 
 
 def test_too_few_distinct_queries_give_the_centred_unnormalized_mean():
