@@ -12,7 +12,10 @@ Rules (all anytime-valid at level 0.95 over all times, asymptotically):
 * ``windowed_cv``: the same sequence on the predictable control-variate terms
   ``c + w (v - c - beta_{j-1} (m - M))``
   (:func:`~activerank.inference.confidence_sequences.predictable_terms`);
-* ``current_cv``: the current sequence on the control-variate terms.
+* ``current_cv``: the current sequence on the control-variate terms;
+* ``fixed_width_t`` (reference, *not* anytime-valid): stop when the fixed-n
+  Student-t half-width meets the target -- valid only because this stopping
+  rule looks at the spread, not at the estimate (Chow & Robbins 1965).
 
 A run draws from the active ``q`` one query at a time (batched:
 ``draw_budgeted_batch``) and stops at the first draw ``t >= min_draws`` whose
@@ -103,6 +106,13 @@ def _letor(dataset, scenario, metric, data_root, cache_dir):
                 truth=np.array([pr.target]))
 
 
+def _fixed_width_t(t, sigma):
+    from scipy import stats
+
+    dof = np.maximum(t - 1.0, 1.0)
+    return stats.t.isf((1 - LEVEL) / 2, dof) * sigma * np.sqrt(t / dof) / np.sqrt(t)
+
+
 def run_pool(name, P, targets, budget, reps, seed):
     p, q, cost, mean, var = P["p"], P["q"], P["cost"], P["mean"], P["var"]
     M = float(p @ mean)
@@ -131,6 +141,8 @@ def run_pool(name, P, targets, budget, reps, seed):
             "windowed": (z_plain, wcs.radius),
             "current_cv": (z_cv, lambda t, s: gm_radius(t, s, alpha, rho)),
             "windowed_cv": (z_cv, wcs.radius),
+            # not anytime-valid: valid for this width-based rule only (Chow & Robbins 1965), for reference
+            "fixed_width_t": (z_plain, _fixed_width_t),
         }
         base = None
         for rule, (z, rad) in rules.items():
