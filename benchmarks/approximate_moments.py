@@ -39,7 +39,7 @@ import pandas as pd
 import activerank as ar
 from activerank.design.costs import query_costs
 from activerank.design.sampling import DEFAULT_DEFENSIVE, draw_budgeted, expected_squared_error, optimal_distribution
-from activerank.inference.estimators import snis
+from activerank.inference.snis import snis
 from activerank.io.letor import load_partitions
 from activerank.metrics import judged_documents, predicted_moments, predicted_pair_moments
 from activerank.relevance.models import make_relevance_model
