@@ -96,7 +96,7 @@ _SOBOL_SEED = 20120924
 @lru_cache(maxsize=32)
 def _sobol_normals(dim: int) -> np.ndarray:
     """Fixed ``(dim, 2**15)`` standard-normal QMC sample (deterministic, cached)."""
-    u = stats.qmc.Sobol(dim, scramble=True, rng=np.random.default_rng(_SOBOL_SEED + dim))
+    u = stats.qmc.Sobol(dim, scramble=True, seed=np.random.default_rng(_SOBOL_SEED + dim))  # `rng=` needs SciPy>=1.15
     z = np.ascontiguousarray(stats.norm.ppf(u.random_base2(_SOBOL_LOG2)).T)  # (dim, 2**15)
     z.setflags(write=False)
     return z
