@@ -1,3 +1,5 @@
+import warnings
+
 import numpy as np
 import pytest
 
@@ -34,7 +36,6 @@ def test_repeated_draws_are_not_charged_or_relabeled(setup):
     assert res.cost_spent == pytest.approx(t["cost"].sum()) and res.cost_spent <= 60
 
 
-@pytest.mark.filterwarnings("ignore::activerank.LowEffectiveSampleSizeWarning")
 def test_compare_charges_union_of_documents():
     pool = ar.Pool.from_qids([1, 1, 1, 2, 2])
     probs = np.full((5, 2), 0.5)
@@ -46,7 +47,8 @@ def test_compare_charges_union_of_documents():
 
     a = ar.Rankings.from_list([[0, 1], [3]])
     b = ar.Rankings.from_list([[1, 2], [3, 4]])
-    ar.compare(pool, a, b, probs, labeler, budget=5, metric="dcg", costs="constant", rng=0)
+    with pytest.warns(ar.LowEffectiveSampleSizeWarning):  # a two-query pool: ESS < 10 by construction
+        ar.compare(pool, a, b, probs, labeler, budget=5, metric="dcg", costs="constant", rng=0)
     assert sorted(seen[1]) == [0, 1, 2] and sorted(seen[2]) == [3, 4]
 
 
@@ -171,7 +173,6 @@ def test_warning_as_error_after_labeling_keeps_judgments(setup):
     assert len(info.value.judgments) == lab.n_calls > 0
 
 
-@pytest.mark.filterwarnings("ignore::activerank.LowEffectiveSampleSizeWarning")
 def test_one_distinct_query_has_no_standard_error():
     pool = ar.Pool.from_qids([1, 1, 2, 2])
     probs = np.full((4, 2), 0.5)
@@ -180,13 +181,16 @@ def test_one_distinct_query_has_no_standard_error():
     costs = np.array([1.0, 1.0, 100.0, 100.0])
     for seed in range(20):
         try:
-            res = ar.compare(pool, [1.0, 0.0, 1.0, 0.0], [0.0, 1.0, 0.0, 1.0], probs, lab,
-                             budget=0.05, metric="dcg", costs=costs, method="passive", rng=seed)
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always", ar.LowEffectiveSampleSizeWarning)
+                res = ar.compare(pool, [1.0, 0.0, 1.0, 0.0], [0.0, 1.0, 0.0, 1.0], probs, lab,
+                                 budget=0.05, metric="dcg", costs=costs, method="passive", rng=seed)
         except ValueError as exc:  # the first draw was the expensive query: nothing judged
             assert "no query could be judged" in str(exc)
             continue
         if res.n_queries == 1:
             assert np.isnan(res.standard_error) and np.isnan(res.prob_a_better())
+            assert any(issubclass(w.category, ar.LowEffectiveSampleSizeWarning) for w in caught)
             break
     else:
         pytest.fail("no seed drew only the cheap query")
