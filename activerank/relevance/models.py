@@ -74,7 +74,7 @@ DEFAULT_FLOOR = 1e-3
 # --------------------------------------------------------------------------- helpers
 
 
-def _n_grades_iv(n_grades) -> int:
+def _n_grades_iv(n_grades: Any) -> int:
     if isinstance(n_grades, bool) or not isinstance(n_grades, numbers.Integral):
         raise TypeError(f"`n_grades` must be an integer >= 2; got {n_grades!r}.")
     if n_grades < 2:
@@ -82,7 +82,7 @@ def _n_grades_iv(n_grades) -> int:
     return int(n_grades)
 
 
-def _floor_iv(floor) -> float:
+def _floor_iv(floor: Any) -> float:
     if isinstance(floor, bool) or not isinstance(floor, numbers.Real):
         raise TypeError(f"`floor` must be a real number in [0, 1); got {floor!r}.")
     if not 0.0 <= float(floor) < 1.0:
@@ -90,7 +90,7 @@ def _floor_iv(floor) -> float:
     return float(floor)
 
 
-def _X_iv(X, *, n_features=None, name="X") -> np.ndarray:
+def _X_iv(X: Any, *, n_features: int | None = None, name: str = "X") -> np.ndarray:
     if hasattr(X, "X") and hasattr(X, "offsets"):  # a LetorData
         X = X.X
     if isinstance(X, (str, bytes)) or X is None:
@@ -112,7 +112,7 @@ def _X_iv(X, *, n_features=None, name="X") -> np.ndarray:
     return arr
 
 
-def _y_iv(y, n_docs, n_grades, *, name="y") -> np.ndarray:
+def _y_iv(y: Any, n_docs: int, n_grades: int, *, name: str = "y") -> np.ndarray:
     y = np.asarray(y)
     if y.ndim != 1 or y.size != n_docs:
         raise ValueError(f"`{name}` must have shape ({n_docs},) to match X; got shape {y.shape}.")
@@ -133,7 +133,7 @@ def _y_iv(y, n_docs, n_grades, *, name="y") -> np.ndarray:
     return yi
 
 
-def _data_xy(data, name):
+def _data_xy(data: Any, name: str) -> tuple[Any, Any]:
     """Accept a LetorData (with labels) or an (X, y) pair."""
     if hasattr(data, "X") and hasattr(data, "labels"):
         if data.labels is None:
@@ -802,31 +802,33 @@ class RandomForestRegressionRelevanceModel(RelevanceModel):
         if self.method == "leaf":
             leaves = self.forest_.apply(X)
             out = np.zeros((n, K))
-            for t, hist in enumerate(self._leaf_hist):
-                out += hist[leaves[:, t]]
+            for tree, hist in enumerate(self._leaf_hist):
+                out += hist[leaves[:, tree]]
             return out / len(self._leaf_hist)
         seen = self.grades_seen_.astype(np.float64)
         T = np.clip(self.tree_predictions(X), seen[0], seen[-1])  # (n, n_trees)
         rows = np.repeat(np.arange(n), T.shape[1])
         t = T.ravel()
         # bracket every tree prediction by two neighbouring *observed* grades
-        j = np.clip(np.searchsorted(seen, t, side="right") - 1, 0, seen.size - 2)
-        lo, hi = seen[j], seen[j + 1]
+        idx = np.clip(np.searchsorted(seen, t, side="right") - 1, 0, seen.size - 2)
+        lo, hi = seen[idx], seen[idx + 1]
         frac = (t - lo) / (hi - lo)
+        flat: np.ndarray
         if self.method == "round":
             g = np.where(frac >= 0.5, hi, lo).astype(np.int64)
-            out = np.bincount(rows * K + g, minlength=n * K).astype(np.float64)
+            flat = np.bincount(rows * K + g, minlength=n * K).astype(np.float64)
         else:  # linear
-            out = np.bincount(rows * K + lo.astype(np.int64), weights=1.0 - frac, minlength=n * K)
-            out += np.bincount(rows * K + hi.astype(np.int64), weights=frac, minlength=n * K)
-        return out.reshape(n, K) / T.shape[1]
+            flat = np.bincount(rows * K + lo.astype(np.int64), weights=1.0 - frac, minlength=n * K)
+            flat += np.bincount(rows * K + hi.astype(np.int64), weights=frac, minlength=n * K)
+        return flat.reshape(n, K) / T.shape[1]
 
 
 # --------------------------------------------------------------------------- factory
 
 
-def _rf_classifier(n_grades, *, random_state=0, n_estimators=200, min_samples_leaf=5,
-                   max_features=0.5, n_jobs=1, floor=DEFAULT_FLOOR):
+def _rf_classifier(n_grades: int, *, random_state: int | None = 0, n_estimators: int = 200,
+                   min_samples_leaf: int = 5, max_features: float | str | None = 0.5, n_jobs: int = 1,
+                   floor: float = DEFAULT_FLOOR) -> RelevanceModel:
     from sklearn.ensemble import RandomForestClassifier
 
     est = RandomForestClassifier(
@@ -839,7 +841,8 @@ def _rf_classifier(n_grades, *, random_state=0, n_estimators=200, min_samples_le
     return SklearnRelevanceModel(est, n_grades, floor=floor)
 
 
-def _logistic(n_grades, *, random_state=0, C=1.0, max_iter=2000, floor=DEFAULT_FLOOR):
+def _logistic(n_grades: int, *, random_state: int | None = 0, C: float = 1.0, max_iter: int = 2000,
+              floor: float = DEFAULT_FLOOR) -> RelevanceModel:
     from sklearn.linear_model import LogisticRegression
     from sklearn.pipeline import make_pipeline
     from sklearn.preprocessing import StandardScaler
@@ -848,25 +851,25 @@ def _logistic(n_grades, *, random_state=0, C=1.0, max_iter=2000, floor=DEFAULT_F
     return SklearnRelevanceModel(est, n_grades, floor=floor)
 
 
-def _rf_regression(n_grades, *, random_state=0, **params):
+def _rf_regression(n_grades: int, *, random_state: int | None = 0, **params: Any) -> RelevanceModel:
     return RandomForestRegressionRelevanceModel(n_grades, random_state=random_state, **params)
 
 
-def _lightgbm(n_grades, *, random_state=0, **params):
+def _lightgbm(n_grades: int, *, random_state: int | None = 0, **params: Any) -> RelevanceModel:
     return LightGBMRelevanceModel(n_grades, random_state=random_state, **params)
 
 
-def _ordered_logit(n_grades, *, random_state=None, **params):
+def _ordered_logit(n_grades: int, *, random_state: int | None = None, **params: Any) -> RelevanceModel:
     # deterministic (convex problem, L-BFGS from a fixed start): random_state unused
     return OrderedLogitRelevanceModel(n_grades, **params)
 
 
-def _ordered_logit_it(n_grades, *, random_state=None, **params):
+def _ordered_logit_it(n_grades: int, *, random_state: int | None = None, **params: Any) -> RelevanceModel:
     params.setdefault("variant", "IT")
     return OrderedLogitRelevanceModel(n_grades, **params)
 
 
-def _uniform(n_grades, *, random_state=None, **params):
+def _uniform(n_grades: int, *, random_state: int | None = None, **params: Any) -> RelevanceModel:
     return UniformRelevanceModel(n_grades, **params)
 
 
@@ -1000,8 +1003,8 @@ def fit_with_validation(
     Xtr, ytr = _data_xy(train, "train")
     Xva, yva = _data_xy(vali, "vali")
     names = list(grid)
-    scores = []
-    best = None
+    scores: list[tuple[dict[str, Any], float]] = []
+    best: tuple[dict[str, Any], float, RelevanceModel] | None = None
     for values in itertools.product(*(grid[k] for k in names)):
         params = dict(zip(names, values))
         model = model_factory(**params).fit(Xtr, ytr)
@@ -1009,6 +1012,7 @@ def fit_with_validation(
         scores.append((params, loss))
         if best is None or loss < best[1]:
             best = (params, loss, model)
+    assert best is not None  # the product of non-empty sequences has at least one point
     params, _, model = best
     if refit:
         model = model_factory(**params).fit(np.concatenate([np.asarray(Xtr), np.asarray(Xva)]),
