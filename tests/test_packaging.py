@@ -41,3 +41,32 @@ def test_heavy_optional_dependencies_load_lazily():
     out = _run("-c", code)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"
+
+
+def test_floor_constraints_match_pyproject():
+    """.ci/constraints-floors.txt pins every dependency of pyproject.toml (core and extras) to its `>=` bound."""
+    import re
+    from pathlib import Path
+
+    import pytest
+
+    tomllib = pytest.importorskip("tomllib")
+    root = Path(__file__).resolve().parents[1]
+    project = tomllib.loads((root / "pyproject.toml").read_text())["project"]
+    declared = {}
+    for req in project["dependencies"] + [r for extra in project["optional-dependencies"].values() for r in extra]:
+        m = re.fullmatch(r"([A-Za-z0-9_.-]+)>=([0-9.]+)", req)
+        assert m, f"{req!r}: every dependency needs a plain `name>=floor` bound"
+        declared[m[1].lower().replace("_", "-")] = m[2]
+    pinned = {}
+    for line in (root / ".ci" / "constraints-floors.txt").read_text().splitlines():
+        line = line.split("#")[0].strip()
+        if line:
+            name, version = line.split("==")
+            pinned[name.lower().replace("_", "-")] = version
+    floors = {name: tuple(int(x) for x in v.split(".")) for name, v in declared.items()}
+    pins = {name: tuple(int(x) for x in v.split(".")) for name, v in pinned.items()}
+    assert pins.keys() == floors.keys()
+    for name in floors:  # 1.24 == 1.24.0
+        width = max(len(floors[name]), len(pins[name]))
+        assert floors[name] + (0,) * (width - len(floors[name])) == pins[name] + (0,) * (width - len(pins[name])), name
