@@ -442,9 +442,9 @@ def scores_iv(scores, pool, name: str = "scores") -> Rankings:
         raise ValueError(f"`{name}` must have one score per pool document ({n_docs}); got shape {s.shape}.")
     nan = np.flatnonzero(np.isnan(s))
     if nan.size:
-        q = int(np.searchsorted(offsets, nan[0], side="right") - 1)
+        qi = int(np.searchsorted(offsets, nan[0], side="right") - 1)
         raise ValueError(
-            f"`{name}` must not contain NaN; query {py_scalar(pool.query_ids[q])!r} (document row {nan[0]}) has NaN."
+            f"`{name}` must not contain NaN; query {py_scalar(pool.query_ids[qi])!r} (document row {nan[0]}) has NaN."
         )
     return rank_rows_by_scores(s, offsets)
 

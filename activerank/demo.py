@@ -38,13 +38,13 @@ def run_demo(budget: float = 12.0, seed: int = 0, *, out=print) -> dict:
         res = estimate(pool, model_scores, probs, labeler, budget=budget, metric="err@10",
                        method=method, rng=seed)
         ci = res.confidence_interval(0.95)
-        out(f"  ERR@10 of the model ranker, {method:>7}: {res.estimate:.4f} ± {res.standard_error:.4f}"
+        out(f"  ERR@10 of the model ranker, {method:>7}: {res.estimate:.4f} ± {res.standard_error:.4f} (SE)"
             f"  95% CI [{ci.low:.4f}, {ci.high:.4f}]  ({res.n_queries} queries judged)")
         results[method] = res
     out(f"  true ERR@10 (all {pool.n_queries} queries judged): {truth(model_scores):.4f}")
     cmp = compare(pool, model_scores, bm25, probs, labeler, budget=budget, metric="err@10", rng=seed)
     ci = cmp.confidence_interval(0.95)
-    out(f"  ERR@10(model) - ERR@10(BM25), active: {cmp.difference:+.4f} ± {cmp.standard_error:.4f}"
+    out(f"  ERR@10(model) - ERR@10(BM25), active: {cmp.difference:+.4f} ± {cmp.standard_error:.4f} (SE)"
         f"  95% CI [{ci.low:+.4f}, {ci.high:+.4f}]; P(model better) = {cmp.prob_a_better():.2f}")
     out(f"  true difference: {truth(model_scores) - truth(bm25):+.4f}")
     results["compare"] = cmp

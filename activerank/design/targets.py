@@ -268,14 +268,15 @@ class RankingTarget(Target):
     def predict(self, probs, p) -> Prediction:
         s = self.n_systems
         means = np.empty((self.n_queries, s))
-        sq = var = None
+        sq = np.zeros(self.n_queries)
+        var = np.zeros(self.n_queries)
         for i in range(s):
             for j in range(i + 1, s):
                 pm = self._pair_moments(probs, self.rankings[i], self.rankings[j])
                 means[:, i], means[:, j] = pm.mean_a, pm.mean_b
                 pair_sq = expected_squared_error(pm.delta_mean, pm.delta_variance, p)
-                sq = pair_sq if sq is None else sq + pair_sq
-                var = pm.delta_variance if var is None else var + pm.delta_variance
+                sq = sq + pair_sq
+                var = var + pm.delta_variance
         return Prediction(means - means.mean(axis=1, keepdims=True), var, sq, means)
 
 

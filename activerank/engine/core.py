@@ -164,7 +164,7 @@ def run(design, pool, labeler, schedule: Schedule, *, judgments: Judgments | Non
         # the judgments are paid for: hand them back whatever went wrong
         if not hasattr(exc, "judgments"):
             try:
-                exc.judgments = store.as_dict()
+                setattr(exc, "judgments", store.as_dict())
             except AttributeError:  # pragma: no cover - exceptions without a __dict__
                 pass
         raise

@@ -36,7 +36,7 @@ class Judgments:
         self.pool = pool
         self.n_grades = int(n_grades)
         self.labels = np.full(pool.n_docs, -1, dtype=np.int64)
-        self._qindex = None
+        self._qindex: dict | None = None
 
     # ------------------------------------------------------------------ state
 
@@ -93,7 +93,7 @@ class Judgments:
             raise LabelingError(f"labeling query {qid!r}{where} failed: {exc}", judgments=self.as_dict(),
                                 trace=None if trace is None else trace()) from exc
         except BaseException as exc:  # Ctrl-C in a human-in-the-loop tool: keep what was bought
-            exc.judgments = self.as_dict()
+            setattr(exc, "judgments", self.as_dict())
             raise
         self.labels[need] = grades
 
@@ -116,29 +116,30 @@ class Judgments:
                             f"got {type(judgments).__name__}.")
         if self._qindex is None:
             self._qindex = self.pool.query_index()
+        index = self._qindex
         offsets = self.pool.offsets
         for qid, docs in judgments.items():
             qid = py_scalar(qid)
-            if qid not in self._qindex:
+            if qid not in index:
                 if unknown_queries == "ignore":
                     continue
                 raise ValueError(f"`{name}` names query {qid!r}, which is not in the pool.")
             if not isinstance(docs, Mapping):
                 raise ValueError(f"`{name}` judgments of query {qid!r} must be a dict {{doc_id: grade}}.")
-            x = self._qindex[qid]
+            x = index[qid]
             lo, hi = int(offsets[x]), int(offsets[x + 1])
             lookup = {d: lo + j for j, d in enumerate(self.pool.doc_keys(np.arange(lo, hi)))}
-            rows = []
+            found = []
             for d in docs:
                 r = lookup.get(py_scalar(d), -1)
                 if r < 0:
                     raise ValueError(f"`{name}`: query {qid!r} has no document {d!r} in the pool.")
-                rows.append(r)
+                found.append(r)
             try:
                 grades = check_grades(list(docs.values()), qid, list(docs), self.n_grades)
             except ValueError as exc:
                 raise ValueError(f"`{name}`: {exc}") from None
-            rows = np.asarray(rows, dtype=np.int64)
+            rows = np.asarray(found, dtype=np.int64)
             clash = (self.labels[rows] >= 0) & (self.labels[rows] != grades)
             if clash.any():
                 d = list(docs)[int(np.flatnonzero(clash)[0])]

@@ -1,4 +1,7 @@
-"""Figures of the paper-reproduction experiment (matplotlib).
+"""Figures of the paper-reproduction experiment.
+
+matplotlib is an optional dependency (``pip install 'activerank[plots]'``),
+imported only when a figure is drawn.
 
 * :func:`error_curves` -- error vs budget with standard-error bars, one panel
   per scenario instance (like Sawade et al. 2012, Fig. 1-3): absolute error for
@@ -11,9 +14,13 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
+
+if TYPE_CHECKING:  # pragma: no cover
+    from matplotlib.figure import Figure
 
 __all__ = ["aggregate_curves", "error_curves", "cost_histogram", "all_figures"]
 
@@ -25,10 +32,16 @@ _STYLE = {
 }
 
 
-def _plt():
+def _plt() -> Any:
     # no backend forcing: headless runs fall back to Agg, notebooks keep their inline backend
-    import matplotlib.pyplot as plt
-
+    try:
+        import matplotlib.pyplot as plt
+    except ImportError as exc:
+        raise ImportError(
+            "activerank's figures need matplotlib, an optional dependency: "
+            "pip install 'activerank[plots]' (or 'activerank[experiments]' for the experiment harness; "
+            "`python -m activerank.experiments --no-figures` runs without it)."
+        ) from exc
     return plt
 
 
@@ -50,7 +63,8 @@ def aggregate_curves(curves: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def error_curves(curves: pd.DataFrame, dataset: str, metric: str, path=None, *, title_map=None):
+def error_curves(curves: pd.DataFrame, dataset: str, metric: str, path: str | Path | None = None, *,
+                 title_map: dict[str, str] | None = None) -> Figure:
     """One figure: panels per scenario instance, error vs budget per method.
 
     Parameters
@@ -99,7 +113,8 @@ def error_curves(curves: pd.DataFrame, dataset: str, metric: str, path=None, *, 
     return fig
 
 
-def cost_histogram(cost_samples: dict, dataset: str, path=None):
+def cost_histogram(cost_samples: dict[tuple[str, str], Any], dataset: str,
+                   path: str | Path | None = None) -> Figure:
     """Histogram of normalized query costs ``lambda(x)`` of one pool (single ranker).
 
     Parameters
@@ -129,7 +144,7 @@ def cost_histogram(cost_samples: dict, dataset: str, path=None):
     return fig
 
 
-def all_figures(res, out_dir, *, title_map=None) -> list[str]:
+def all_figures(res: Any, out_dir: str | Path, *, title_map: dict | None = None) -> list[str]:
     """Write every error-curve figure and cost histogram of an experiment; return paths.
 
     ``title_map`` maps scenario-instance keys to panel titles.

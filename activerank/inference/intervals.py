@@ -15,11 +15,14 @@ import math
 from dataclasses import dataclass
 from functools import lru_cache
 from statistics import NormalDist
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
 from .._validation import confidence_level_iv
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pandas as pd
 
 __all__ = [
     "ConfidenceInterval",
@@ -133,10 +136,10 @@ def max_abs_t_critical_value(covariance, confidence_level: float = 0.95, *,
     corr = cov[np.ix_(keep, keep)] / np.outer(sd[keep], sd[keep])
     vals, vecs = np.linalg.eigh((corr + corr.T) / 2)
     factor = vecs * np.sqrt(np.clip(vals, 0.0, None))
-    z = _sobol_normals(s)
-    t = np.zeros(z.shape[1])
+    normals = _sobol_normals(s)
+    t = np.zeros(normals.shape[1])
     for row in factor:  # matrix-vector products: fast and free of BLAS-thread contention
-        np.maximum(t, np.abs(row @ z), out=t)
+        np.maximum(t, np.abs(row @ normals), out=t)
     return float(np.quantile(t, confidence_level))
 
 

@@ -286,10 +286,10 @@ class _Anytime:
         """
         level = self.confidence_level if confidence_level is None else confidence_level
         _alpha(level)
-        point = self._point()
+        point = self._point()  # type: ignore[attr-defined]  # of the result class this is mixed into
         if self.stopping_reason == "all_judged":
             return ConfidenceInterval(point, point)
-        r = float(cs_radius(self.n_draws, self.sigma, level, rho=self.rho))
+        r = float(cs_radius(self.n_draws, self.sigma, level, rho=self.rho))  # type: ignore[attr-defined]
         return ConfidenceInterval(point - r, point + r)
 
 

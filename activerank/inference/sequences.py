@@ -76,7 +76,7 @@ def rho_for_time(t_opt, confidence_level=0.95) -> float:
     0.2817
     """
     a = _alpha(confidence_level)
-    if not (isinstance(t_opt, numbers.Real) and t_opt > 0):
+    if not (isinstance(t_opt, numbers.Real) and float(t_opt) > 0):
         raise ValueError(f"`t_opt` must be a positive number; got {t_opt!r}.")
     return float(np.sqrt((-2 * np.log(a) + np.log(-2 * np.log(a) + 1)) / t_opt))
 

@@ -43,9 +43,11 @@ def _user_stacklevel() -> int:
     """Stack level of the first frame outside this package, so a warning points at the user's call."""
     import os
     import sys
+    import types  # noqa: F401  (the annotation)
 
     package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    frame, level = sys._getframe(1), 1
+    frame: "types.FrameType | None" = sys._getframe(1)
+    level = 1
     while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(package + os.sep):
         frame, level = frame.f_back, level + 1
     return level

@@ -39,13 +39,18 @@ Adapters
 
 from __future__ import annotations
 
+import inspect
 import itertools
 import numbers
 import warnings
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+if TYPE_CHECKING:  # pragma: no cover
+    from typing_extensions import Self
 
 __all__ = [
     "RelevanceModel",
@@ -69,7 +74,7 @@ DEFAULT_FLOOR = 1e-3
 # --------------------------------------------------------------------------- helpers
 
 
-def _n_grades_iv(n_grades) -> int:
+def _n_grades_iv(n_grades: Any) -> int:
     if isinstance(n_grades, bool) or not isinstance(n_grades, numbers.Integral):
         raise TypeError(f"`n_grades` must be an integer >= 2; got {n_grades!r}.")
     if n_grades < 2:
@@ -77,7 +82,7 @@ def _n_grades_iv(n_grades) -> int:
     return int(n_grades)
 
 
-def _floor_iv(floor) -> float:
+def _floor_iv(floor: Any) -> float:
     if isinstance(floor, bool) or not isinstance(floor, numbers.Real):
         raise TypeError(f"`floor` must be a real number in [0, 1); got {floor!r}.")
     if not 0.0 <= float(floor) < 1.0:
@@ -85,7 +90,7 @@ def _floor_iv(floor) -> float:
     return float(floor)
 
 
-def _X_iv(X, *, n_features=None, name="X") -> np.ndarray:
+def _X_iv(X: Any, *, n_features: int | None = None, name: str = "X") -> np.ndarray:
     if hasattr(X, "X") and hasattr(X, "offsets"):  # a LetorData
         X = X.X
     if isinstance(X, (str, bytes)) or X is None:
@@ -107,7 +112,7 @@ def _X_iv(X, *, n_features=None, name="X") -> np.ndarray:
     return arr
 
 
-def _y_iv(y, n_docs, n_grades, *, name="y") -> np.ndarray:
+def _y_iv(y: Any, n_docs: int, n_grades: int, *, name: str = "y") -> np.ndarray:
     y = np.asarray(y)
     if y.ndim != 1 or y.size != n_docs:
         raise ValueError(f"`{name}` must have shape ({n_docs},) to match X; got shape {y.shape}.")
@@ -128,7 +133,7 @@ def _y_iv(y, n_docs, n_grades, *, name="y") -> np.ndarray:
     return yi
 
 
-def _data_xy(data, name):
+def _data_xy(data: Any, name: str) -> tuple[Any, Any]:
     """Accept a LetorData (with labels) or an (X, y) pair."""
     if hasattr(data, "X") and hasattr(data, "labels"):
         if data.labels is None:
@@ -141,7 +146,7 @@ def _data_xy(data, name):
     return X, y
 
 
-def apply_floor(raw, floor: float = DEFAULT_FLOOR) -> np.ndarray:
+def apply_floor(raw: ArrayLike, floor: float = DEFAULT_FLOOR) -> NDArray[np.float64]:
     """Renormalize non-negative scores per row and mix with the uniform distribution.
 
     Parameters
@@ -171,7 +176,7 @@ def apply_floor(raw, floor: float = DEFAULT_FLOOR) -> np.ndarray:
     return p
 
 
-def grade_log_loss(probs, y, *, eps: float = 1e-15) -> float:
+def grade_log_loss(probs: ArrayLike, y: ArrayLike, *, eps: float = 1e-15) -> float:
     """Mean negative log-likelihood ``-mean log p(y_i)`` of integer grades.
 
     Parameters
@@ -202,11 +207,22 @@ def grade_log_loss(probs, y, *, eps: float = 1e-15) -> float:
 
 
 class RelevanceModel:
-    """Base class: validation, floor, constant fallback for one-class training data.
+    """Base class: a scikit-learn style probabilistic classifier over the grade scale.
 
     Subclasses implement ``_fit(X, y)`` (``y`` validated int64 in the scale,
     at least two distinct grades present) and ``_predict_raw(X)`` returning
-    non-negative ``(n_docs, n_grades)`` scores.
+    non-negative ``(n_docs, n_grades)`` scores, and extend
+    ``_validate_params``.
+
+    The models follow scikit-learn's estimator conventions without importing
+    scikit-learn: constructor arguments are stored unchanged as attributes of
+    the same name and validated in :meth:`fit` (or eagerly by
+    :func:`make_relevance_model`), :meth:`get_params` / :meth:`set_params`
+    support nested ``estimator__param`` names, and fitted attributes end in
+    ``_``.  Hence ``sklearn.base.clone``, ``GridSearchCV`` (scored by
+    :meth:`score`, the mean log-likelihood, unless ``scoring`` is given) and
+    ``CalibratedClassifierCV`` accept them.  ``classes_`` is always
+    ``0 .. n_grades - 1``, one per ``predict_proba`` column.
 
     Parameters
     ----------
@@ -216,33 +232,105 @@ class RelevanceModel:
         Uniform mixing weight, see the module docstring.
     """
 
-    def __init__(self, n_grades: int, *, floor: float = DEFAULT_FLOOR):
-        self.n_grades = _n_grades_iv(n_grades)
-        self.floor = _floor_iv(floor)
+    # scikit-learn < 1.6 recognizes classifiers by this attribute (later versions by __sklearn_tags__)
+    _estimator_type = "classifier"
+
+    def __init__(self, n_grades: int, *, floor: float = DEFAULT_FLOOR) -> None:
+        self.n_grades = n_grades
+        self.floor = floor
+
+    # scikit-learn estimator protocol ------------------------------------
+    @classmethod
+    def _get_param_names(cls) -> list[str]:
+        sig = inspect.signature(cls.__init__)
+        return [p.name for p in sig.parameters.values()
+                if p.name != "self" and p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)]
+
+    def get_params(self, deep: bool = True) -> dict[str, Any]:
+        """Constructor parameters of this model (scikit-learn convention).
+
+        Parameters
+        ----------
+        deep : bool, default True
+            Also return the parameters of nested estimators as
+            ``estimator__param``.
+
+        Returns
+        -------
+        dict
+        """
+        out: dict[str, Any] = {}
+        for key in self._get_param_names():
+            value = getattr(self, key)
+            if deep and hasattr(value, "get_params") and not isinstance(value, type):
+                out.update((f"{key}__{k}", v) for k, v in value.get_params().items())
+            out[key] = value
+        return out
+
+    def set_params(self, **params: Any) -> Self:
+        """Set constructor parameters (``name`` or nested ``estimator__name``).
+
+        Returns
+        -------
+        self
+        """
+        valid = self.get_params(deep=True)
+        nested: dict[str, dict[str, Any]] = {}
+        for key, value in params.items():
+            head, sep, sub = key.partition("__")
+            if head not in valid:
+                raise ValueError(
+                    f"Invalid parameter {head!r} for {type(self).__name__}; "
+                    f"valid parameters are {sorted(self.get_params(deep=False))}."
+                )
+            if sep:
+                nested.setdefault(head, {})[sub] = value
+            else:
+                setattr(self, head, value)
+                valid[head] = value
+        for head, sub_params in nested.items():
+            valid[head].set_params(**sub_params)
+        return self
+
+    def __sklearn_tags__(self) -> Any:
+        from sklearn.utils import ClassifierTags, Tags, TargetTags
+
+        return Tags(estimator_type="classifier", target_tags=TargetTags(required=True),
+                    classifier_tags=ClassifierTags())
+
+    def __sklearn_is_fitted__(self) -> bool:
+        return bool(getattr(self, "fitted_", False))
+
+    def _validate_params(self) -> None:
+        _n_grades_iv(self.n_grades)
+        _floor_iv(self.floor)
 
     # public API ---------------------------------------------------------
-    def fit(self, X, y) -> "RelevanceModel":
+    def fit(self, X: ArrayLike, y: ArrayLike) -> Self:
         """Fit on features ``X`` (n_docs, n_features) and integer grades ``y`` (n_docs,).
 
         Returns
         -------
         self
         """
+        self._validate_params()
+        n_grades = _n_grades_iv(self.n_grades)
         X = _X_iv(X)
-        y = _y_iv(y, X.shape[0], self.n_grades)
+        y = _y_iv(y, X.shape[0], n_grades)
         self.n_features_in_ = X.shape[1]
+        self.classes_ = np.arange(n_grades)
         self.grades_seen_ = np.unique(y)
-        self.class_prior_ = np.bincount(y, minlength=self.n_grades) / y.size
+        self.class_prior_ = np.bincount(y, minlength=n_grades) / y.size
         self._constant = None
         if self.grades_seen_.size < 2:
             # one grade only: no discriminative model can be fitted
-            self._constant = np.eye(self.n_grades)[self.grades_seen_[0]]
+            self._constant = np.eye(n_grades)[self.grades_seen_[0]]
         else:
             self._fit(X, y)
         self.fitted_ = True
         return self
 
-    def predict_proba(self, X) -> np.ndarray:
+    def predict_proba(self, X: ArrayLike) -> NDArray[np.float64]:
         """Grade distribution of every row.
 
         Parameters
@@ -258,44 +346,56 @@ class RelevanceModel:
             raise ValueError(f"{type(self).__name__} is not fitted; call fit(X, y) first.")
         X = _X_iv(X, n_features=self.n_features_in_)
         if self._constant is not None:
-            raw = np.broadcast_to(self._constant, (X.shape[0], self.n_grades))
+            raw = np.broadcast_to(self._constant, (X.shape[0], self.classes_.size))
         else:
             raw = self._predict_raw(X)
-        return apply_floor(raw, self.floor)
+        return apply_floor(raw, _floor_iv(self.floor))
 
-    def expected_grade(self, X) -> np.ndarray:
+    def predict(self, X: ArrayLike) -> NDArray[np.int64]:
+        """Most probable grade of every row, shape ``(n_docs,)``."""
+        return np.argmax(self.predict_proba(X), axis=1).astype(np.int64)
+
+    def expected_grade(self, X: ArrayLike) -> NDArray[np.float64]:
         """Expected grade ``sum_y y p(y|x)``, shape ``(n_docs,)``."""
-        return self.predict_proba(X) @ np.arange(self.n_grades, dtype=np.float64)
+        p = self.predict_proba(X)
+        return p @ np.arange(p.shape[1], dtype=np.float64)
+
+    def score(self, X: ArrayLike, y: ArrayLike) -> float:
+        """Mean log-likelihood ``mean log p(y_i | x_i)`` (higher is better; ``-grade_log_loss``).
+
+        The default criterion of ``GridSearchCV`` on these models, matching
+        :func:`fit_with_validation`.
+        """
+        return -grade_log_loss(self.predict_proba(X), y)
 
     # to implement -------------------------------------------------------
-    def _fit(self, X, y):  # pragma: no cover - abstract
+    def _fit(self, X: np.ndarray, y: np.ndarray) -> None:  # pragma: no cover - abstract
         raise NotImplementedError
 
-    def _predict_raw(self, X):  # pragma: no cover - abstract
+    def _predict_raw(self, X: np.ndarray) -> np.ndarray:  # pragma: no cover - abstract
         raise NotImplementedError
 
-    def _columns(self, raw_cls, classes):
+    def _columns(self, raw_cls: np.ndarray, classes: ArrayLike) -> np.ndarray:
         """Scatter per-class columns into the grade columns."""
-        out = np.zeros((raw_cls.shape[0], self.n_grades))
+        out = np.zeros((raw_cls.shape[0], self.classes_.size))
         out[:, np.asarray(classes, dtype=np.int64)] = raw_cls
         return out
 
-    def __repr__(self):
-        params = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
+    def __repr__(self) -> str:
+        params = ", ".join(f"{k}={v!r}" for k, v in self.get_params(deep=False).items())
         return f"{type(self).__name__}({params})"
-
-    def get_params(self) -> dict:
-        return {"n_grades": self.n_grades, "floor": self.floor}
 
 
 class UniformRelevanceModel(RelevanceModel):
     """The ``uniD`` baseline: p(y | x, z) = 1 / n_grades for every document.
 
-    ``fit`` only validates its input (and may be skipped entirely).
+    ``fit`` only validates its input and may be skipped entirely:
+    ``predict_proba`` works on an unfitted model (any number of features).
 
     Parameters
     ----------
     n_grades : int
+    floor : float, default 1e-3
 
     Examples
     --------
@@ -303,28 +403,34 @@ class UniformRelevanceModel(RelevanceModel):
     [[0.3333333333333333, 0.3333333333333333, 0.3333333333333333], [0.3333333333333333, 0.3333333333333333, 0.3333333333333333]]
     """
 
-    def __init__(self, n_grades: int, *, floor: float = DEFAULT_FLOOR):
-        super().__init__(n_grades, floor=floor)
-        self.fitted_ = True
-        self.n_features_in_ = None
-        self._constant = np.full(self.n_grades, 1.0 / self.n_grades)
-
-    def fit(self, X, y) -> "UniformRelevanceModel":
+    def fit(self, X: ArrayLike, y: ArrayLike) -> Self:
+        self._validate_params()
         X = _X_iv(X)
-        _y_iv(y, X.shape[0], self.n_grades)
+        _y_iv(y, X.shape[0], _n_grades_iv(self.n_grades))
+        self.n_features_in_ = X.shape[1]
+        self.classes_ = np.arange(self.n_grades)
+        self.fitted_ = True
         return self
 
-    def _fit(self, X, y):  # pragma: no cover - never called
+    def predict_proba(self, X: ArrayLike) -> NDArray[np.float64]:
+        self._validate_params()
+        k = _n_grades_iv(self.n_grades)
+        X = _X_iv(X)  # the features are ignored: no check against n_features_in_
+        return apply_floor(np.full((X.shape[0], k), 1.0 / k), _floor_iv(self.floor))
+
+    def _fit(self, X: np.ndarray, y: np.ndarray) -> None:  # pragma: no cover - never called
         pass
 
 
 class SklearnRelevanceModel(RelevanceModel):
     """Adapter for any scikit-learn classifier with ``predict_proba``.
 
-    The estimator is cloned on every ``fit``; its ``classes_`` (the grades
-    seen in training) are mapped to grade columns and unseen grades get only
-    the floor mass.  If the training labels contain a single grade the
-    estimator is not fitted and the model predicts that grade (floored).
+    The estimator is cloned on every ``fit`` (the fitted copy is
+    ``estimator_``); its ``classes_`` (the grades seen in training) are mapped
+    to grade columns and unseen grades get only the floor mass.  If the
+    training labels contain a single grade the estimator is not fitted and
+    the model predicts that grade (floored).  Nested parameters are reachable
+    as ``estimator__name`` (e.g. in ``GridSearchCV``).
 
     Parameters
     ----------
@@ -344,32 +450,36 @@ class SklearnRelevanceModel(RelevanceModel):
     ((4, 3), True, True)
     """
 
-    def __init__(self, estimator, n_grades: int, *, floor: float = DEFAULT_FLOOR):
-        super().__init__(n_grades, floor=floor)
-        if not hasattr(estimator, "fit") or not hasattr(estimator, "predict_proba"):
+    def __init__(self, estimator: Any, n_grades: int, *, floor: float = DEFAULT_FLOOR) -> None:
+        self.estimator = estimator
+        self.n_grades = n_grades
+        self.floor = floor
+
+    def _validate_params(self) -> None:
+        super()._validate_params()
+        est = self.estimator
+        if not hasattr(est, "fit") or not hasattr(est, "predict_proba"):
             raise TypeError(
                 "`estimator` must be a classifier with fit and predict_proba; "
-                f"got {type(estimator).__name__}."
+                f"got {type(est).__name__}."
             )
-        self.estimator = estimator
 
-    def _fit(self, X, y):
+    def _make_estimator(self) -> Any:
         from sklearn.base import clone
 
-        self.estimator_ = clone(self.estimator)
+        return clone(self.estimator)
+
+    def _fit(self, X: np.ndarray, y: np.ndarray) -> None:
+        self.estimator_ = self._make_estimator()
         self.estimator_.fit(X, y)
         classes = np.asarray(self.estimator_.classes_)
-        if not np.all(np.isin(classes, np.arange(self.n_grades))):
+        if not np.all(np.isin(classes, self.classes_)):
             raise ValueError(  # pragma: no cover - y was validated
-                f"estimator classes_ {classes.tolist()} are not grades 0..{self.n_grades - 1}."
+                f"estimator classes_ {classes.tolist()} are not grades 0..{self.classes_.size - 1}."
             )
-        self.classes_ = classes.astype(np.int64)
 
-    def _predict_raw(self, X):
-        return self._columns(self.estimator_.predict_proba(X), self.classes_)
-
-    def get_params(self):
-        return {"estimator": self.estimator, **super().get_params()}
+    def _predict_raw(self, X: np.ndarray) -> np.ndarray:
+        return self._columns(self.estimator_.predict_proba(X), self.estimator_.classes_)
 
 
 class LightGBMRelevanceModel(SklearnRelevanceModel):
@@ -377,8 +487,9 @@ class LightGBMRelevanceModel(SklearnRelevanceModel):
 
     With three or more grades in the training labels LightGBM fits a
     multiclass (softmax) model; with two it fits a binary one.  Either way
-    ``classes_`` is mapped to grade columns.  Runs silently
+    the classifier's ``classes_`` are mapped to grade columns.  Runs silently
     (``verbose=-1``), single-threaded by default and ``deterministic=True``.
+    LightGBM is imported on ``fit``.
 
     Parameters
     ----------
@@ -394,7 +505,8 @@ class LightGBMRelevanceModel(SklearnRelevanceModel):
     n_jobs : int, default 1
     floor : float, default 1e-3
     **params
-        Passed to ``LGBMClassifier``.
+        Passed to ``LGBMClassifier`` (kept as attributes and parameters of
+        this model, as LightGBM's own scikit-learn wrapper does).
 
     Examples
     --------
@@ -416,38 +528,72 @@ class LightGBMRelevanceModel(SklearnRelevanceModel):
         reg_lambda: float = 1.0,
         subsample: float = 0.8,
         colsample_bytree: float = 0.8,
-        random_state: int = 0,
+        random_state: int | None = 0,
         n_jobs: int = 1,
         floor: float = DEFAULT_FLOOR,
-        **params,
-    ):
-        from lightgbm import LGBMClassifier
+        **params: Any,
+    ) -> None:
+        self.n_grades = n_grades
+        self.n_estimators = n_estimators
+        self.learning_rate = learning_rate
+        self.num_leaves = num_leaves
+        self.min_child_samples = min_child_samples
+        self.reg_lambda = reg_lambda
+        self.subsample = subsample
+        self.colsample_bytree = colsample_bytree
+        self.random_state = random_state
+        self.n_jobs = n_jobs
+        self.floor = floor
+        self._extra_params = list(params)
+        for key, value in params.items():
+            setattr(self, key, value)
 
-        self._lgb_params = dict(
-            n_estimators=n_estimators,
-            learning_rate=learning_rate,
-            num_leaves=num_leaves,
-            min_child_samples=min_child_samples,
-            reg_lambda=reg_lambda,
-            subsample=subsample,
-            subsample_freq=1 if subsample < 1 else 0,
-            colsample_bytree=colsample_bytree,
-            random_state=random_state,
-            n_jobs=n_jobs,
+    def get_params(self, deep: bool = True) -> dict[str, Any]:
+        out = super().get_params(deep=deep)
+        out.update((k, getattr(self, k)) for k in self._extra_params)
+        return out
+
+    def set_params(self, **params: Any) -> Self:
+        # unknown names are LGBMClassifier keyword arguments, as in LightGBM's own wrapper
+        known = set(self._get_param_names())
+        for key, value in params.items():
+            if key not in known and "__" not in key:
+                if key not in self._extra_params:
+                    self._extra_params.append(key)
+                setattr(self, key, value)
+        return super().set_params(**{k: v for k, v in params.items() if k in known or "__" in k})
+
+    def _validate_params(self) -> None:
+        RelevanceModel._validate_params(self)
+
+    def _lgb_params(self) -> dict[str, Any]:
+        params = dict(
+            n_estimators=self.n_estimators,
+            learning_rate=self.learning_rate,
+            num_leaves=self.num_leaves,
+            min_child_samples=self.min_child_samples,
+            reg_lambda=self.reg_lambda,
+            subsample=self.subsample,
+            subsample_freq=1 if self.subsample < 1 else 0,
+            colsample_bytree=self.colsample_bytree,
+            random_state=self.random_state,
+            n_jobs=self.n_jobs,
             verbose=-1,
             deterministic=True,
             force_col_wise=True,
         )
-        self._lgb_params.update(params)
-        super().__init__(LGBMClassifier(**self._lgb_params), n_grades, floor=floor)
+        params.update((k, getattr(self, k)) for k in self._extra_params)
+        return params
 
-    def _predict_raw(self, X):
+    def _make_estimator(self) -> Any:
+        from lightgbm import LGBMClassifier
+
+        return LGBMClassifier(**self._lgb_params())
+
+    def _predict_raw(self, X: np.ndarray) -> np.ndarray:
         with warnings.catch_warnings():  # feature-name warnings on plain arrays
             warnings.simplefilter("ignore", UserWarning)
-            return self._columns(self.estimator_.predict_proba(X), self.classes_)
-
-    def get_params(self):
-        return {"n_grades": self.n_grades, "floor": self.floor, **self._lgb_params}
+            return self._columns(self.estimator_.predict_proba(X), self.estimator_.classes_)
 
 
 class OrderedLogitRelevanceModel(RelevanceModel):
@@ -463,6 +609,7 @@ class OrderedLogitRelevanceModel(RelevanceModel):
     ``predict_proba`` columns are scattered back to the seen grades, and
     unseen grades get only the floor mass.  mord's probabilities are
     differences of sigmoids and may be ~-1e-17; they are clipped at 0.
+    mord is imported on ``fit``.
 
     Parameters
     ----------
@@ -497,18 +644,23 @@ class OrderedLogitRelevanceModel(RelevanceModel):
         max_iter: int = 1000,
         standardize: bool = True,
         floor: float = DEFAULT_FLOOR,
-    ):
-        super().__init__(n_grades, floor=floor)
-        if variant not in ("AT", "IT"):
-            raise ValueError(f"`variant` must be 'AT' or 'IT'; got {variant!r}.")
+    ) -> None:
+        self.n_grades = n_grades
+        self.variant = variant
+        self.alpha = alpha
+        self.max_iter = max_iter
+        self.standardize = standardize
+        self.floor = floor
+
+    def _validate_params(self) -> None:
+        super()._validate_params()
+        if self.variant not in ("AT", "IT"):
+            raise ValueError(f"`variant` must be 'AT' or 'IT'; got {self.variant!r}.")
+        alpha = self.alpha
         if not isinstance(alpha, numbers.Real) or not alpha >= 0:
             raise ValueError(f"`alpha` must be a non-negative number; got {alpha!r}.")
-        self.variant = variant
-        self.alpha = float(alpha)
-        self.max_iter = int(max_iter)
-        self.standardize = bool(standardize)
 
-    def _fit(self, X, y):
+    def _fit(self, X: np.ndarray, y: np.ndarray) -> None:
         import mord
 
         if self.standardize:
@@ -517,27 +669,16 @@ class OrderedLogitRelevanceModel(RelevanceModel):
             self.scale_ = np.where(sd > 0, sd, 1.0)
             X = (X - self.mean_) / self.scale_
         cls = mord.LogisticAT if self.variant == "AT" else mord.LogisticIT
-        self.classes_ = self.grades_seen_
-        y_rank = np.searchsorted(self.classes_, y)
+        y_rank = np.searchsorted(self.grades_seen_, y)
         with warnings.catch_warnings():  # mord passes a deprecated `disp` option to scipy
             warnings.simplefilter("ignore", DeprecationWarning)
-            self.estimator_ = cls(alpha=self.alpha, max_iter=self.max_iter).fit(X, y_rank)
+            self.estimator_ = cls(alpha=float(self.alpha), max_iter=int(self.max_iter)).fit(X, y_rank)
 
-    def _predict_raw(self, X):
+    def _predict_raw(self, X: np.ndarray) -> np.ndarray:
         if self.standardize:
             X = (X - self.mean_) / self.scale_
         raw = np.clip(self.estimator_.predict_proba(X), 0.0, None)
-        return self._columns(raw, self.classes_)
-
-    def get_params(self):
-        return {
-            "n_grades": self.n_grades,
-            "variant": self.variant,
-            "alpha": self.alpha,
-            "max_iter": self.max_iter,
-            "standardize": self.standardize,
-            "floor": self.floor,
-        }
+        return self._columns(raw, self.grades_seen_)
 
 
 class RandomForestRegressionRelevanceModel(RelevanceModel):
@@ -610,89 +751,84 @@ class RandomForestRegressionRelevanceModel(RelevanceModel):
         n_estimators: int = 200,
         min_samples_leaf: int = 10,
         max_features: float | str | None = 0.5,
-        random_state: int = 0,
+        random_state: int | None = 0,
         n_jobs: int = 1,
         floor: float = DEFAULT_FLOOR,
-    ):
-        super().__init__(n_grades, floor=floor)
-        if method not in self.METHODS:
-            raise ValueError(f"`method` must be one of {self.METHODS}; got {method!r}.")
+    ) -> None:
+        self.n_grades = n_grades
         self.method = method
-        self.n_estimators = int(n_estimators)
-        self.min_samples_leaf = int(min_samples_leaf)
+        self.n_estimators = n_estimators
+        self.min_samples_leaf = min_samples_leaf
         self.max_features = max_features
         self.random_state = random_state
         self.n_jobs = n_jobs
+        self.floor = floor
 
-    def _fit(self, X, y):
+    def _validate_params(self) -> None:
+        super()._validate_params()
+        if self.method not in self.METHODS:
+            raise ValueError(f"`method` must be one of {self.METHODS}; got {self.method!r}.")
+
+    def _fit(self, X: np.ndarray, y: np.ndarray) -> None:
         from sklearn.ensemble import RandomForestRegressor
 
         self.forest_ = RandomForestRegressor(
-            n_estimators=self.n_estimators,
-            min_samples_leaf=self.min_samples_leaf,
+            n_estimators=int(self.n_estimators),
+            min_samples_leaf=int(self.min_samples_leaf),
             max_features=self.max_features,
             random_state=self.random_state,
             n_jobs=self.n_jobs,
         ).fit(X, y.astype(np.float64))
         if self.method == "leaf":
+            K = self.classes_.size
             leaves = self.forest_.apply(X)  # (n_train, n_trees)
             self._leaf_hist = []
             for t, est in enumerate(self.forest_.estimators_):
                 n_nodes = est.tree_.node_count
                 h = np.bincount(
-                    leaves[:, t] * self.n_grades + y, minlength=n_nodes * self.n_grades
-                ).reshape(n_nodes, self.n_grades).astype(np.float64)
+                    leaves[:, t] * K + y, minlength=n_nodes * K
+                ).reshape(n_nodes, K).astype(np.float64)
                 s = h.sum(axis=1, keepdims=True)
                 self._leaf_hist.append(np.divide(h, s, out=np.zeros_like(h), where=s > 0))
 
-    def tree_predictions(self, X) -> np.ndarray:
+    def tree_predictions(self, X: ArrayLike) -> NDArray[np.float64]:
         """Per-tree regression predictions, shape ``(n_docs, n_trees)``."""
         X = _X_iv(X, n_features=self.n_features_in_)
         return np.stack([est.predict(X) for est in self.forest_.estimators_], axis=1)
 
-    def _predict_raw(self, X):
-        K = self.n_grades
+    def _predict_raw(self, X: np.ndarray) -> np.ndarray:
+        K = self.classes_.size
         n = X.shape[0]
         if self.method == "leaf":
             leaves = self.forest_.apply(X)
             out = np.zeros((n, K))
-            for t, hist in enumerate(self._leaf_hist):
-                out += hist[leaves[:, t]]
+            for tree, hist in enumerate(self._leaf_hist):
+                out += hist[leaves[:, tree]]
             return out / len(self._leaf_hist)
         seen = self.grades_seen_.astype(np.float64)
         T = np.clip(self.tree_predictions(X), seen[0], seen[-1])  # (n, n_trees)
         rows = np.repeat(np.arange(n), T.shape[1])
         t = T.ravel()
         # bracket every tree prediction by two neighbouring *observed* grades
-        j = np.clip(np.searchsorted(seen, t, side="right") - 1, 0, seen.size - 2)
-        lo, hi = seen[j], seen[j + 1]
+        idx = np.clip(np.searchsorted(seen, t, side="right") - 1, 0, seen.size - 2)
+        lo, hi = seen[idx], seen[idx + 1]
         frac = (t - lo) / (hi - lo)
+        flat: np.ndarray
         if self.method == "round":
             g = np.where(frac >= 0.5, hi, lo).astype(np.int64)
-            out = np.bincount(rows * K + g, minlength=n * K).astype(np.float64)
+            flat = np.bincount(rows * K + g, minlength=n * K).astype(np.float64)
         else:  # linear
-            out = np.bincount(rows * K + lo.astype(np.int64), weights=1.0 - frac, minlength=n * K)
-            out += np.bincount(rows * K + hi.astype(np.int64), weights=frac, minlength=n * K)
-        return out.reshape(n, K) / T.shape[1]
-
-    def get_params(self):
-        return {
-            "n_grades": self.n_grades,
-            "method": self.method,
-            "n_estimators": self.n_estimators,
-            "min_samples_leaf": self.min_samples_leaf,
-            "max_features": self.max_features,
-            "random_state": self.random_state,
-            "n_jobs": self.n_jobs,
-            "floor": self.floor,
-        }
+            flat = np.bincount(rows * K + lo.astype(np.int64), weights=1.0 - frac, minlength=n * K)
+            flat += np.bincount(rows * K + hi.astype(np.int64), weights=frac, minlength=n * K)
+        return flat.reshape(n, K) / T.shape[1]
 
 
 # --------------------------------------------------------------------------- factory
 
 
-def _rf_classifier(n_grades, *, random_state=0, n_estimators=200, min_samples_leaf=5,
-                   max_features=0.5, n_jobs=1, floor=DEFAULT_FLOOR):
+def _rf_classifier(n_grades: int, *, random_state: int | None = 0, n_estimators: int = 200,
+                   min_samples_leaf: int = 5, max_features: float | str | None = 0.5, n_jobs: int = 1,
+                   floor: float = DEFAULT_FLOOR) -> RelevanceModel:
     from sklearn.ensemble import RandomForestClassifier
 
     est = RandomForestClassifier(
@@ -705,7 +841,8 @@ def _rf_classifier(n_grades, *, random_state=0, n_estimators=200, min_samples_le
     return SklearnRelevanceModel(est, n_grades, floor=floor)
 
 
-def _logistic(n_grades, *, random_state=0, C=1.0, max_iter=2000, floor=DEFAULT_FLOOR):
+def _logistic(n_grades: int, *, random_state: int | None = 0, C: float = 1.0, max_iter: int = 2000,
+              floor: float = DEFAULT_FLOOR) -> RelevanceModel:
     from sklearn.linear_model import LogisticRegression
     from sklearn.pipeline import make_pipeline
     from sklearn.preprocessing import StandardScaler
@@ -714,25 +851,25 @@ def _logistic(n_grades, *, random_state=0, C=1.0, max_iter=2000, floor=DEFAULT_F
     return SklearnRelevanceModel(est, n_grades, floor=floor)
 
 
-def _rf_regression(n_grades, *, random_state=0, **params):
+def _rf_regression(n_grades: int, *, random_state: int | None = 0, **params: Any) -> RelevanceModel:
     return RandomForestRegressionRelevanceModel(n_grades, random_state=random_state, **params)
 
 
-def _lightgbm(n_grades, *, random_state=0, **params):
+def _lightgbm(n_grades: int, *, random_state: int | None = 0, **params: Any) -> RelevanceModel:
     return LightGBMRelevanceModel(n_grades, random_state=random_state, **params)
 
 
-def _ordered_logit(n_grades, *, random_state=None, **params):
+def _ordered_logit(n_grades: int, *, random_state: int | None = None, **params: Any) -> RelevanceModel:
     # deterministic (convex problem, L-BFGS from a fixed start): random_state unused
     return OrderedLogitRelevanceModel(n_grades, **params)
 
 
-def _ordered_logit_it(n_grades, *, random_state=None, **params):
+def _ordered_logit_it(n_grades: int, *, random_state: int | None = None, **params: Any) -> RelevanceModel:
     params.setdefault("variant", "IT")
     return OrderedLogitRelevanceModel(n_grades, **params)
 
 
-def _uniform(n_grades, *, random_state=None, **params):
+def _uniform(n_grades: int, *, random_state: int | None = None, **params: Any) -> RelevanceModel:
     return UniformRelevanceModel(n_grades, **params)
 
 
@@ -759,7 +896,8 @@ DEFAULT_GRIDS: dict[str, dict[str, list]] = {
 }
 
 
-def make_relevance_model(name: str, n_grades: int, *, random_state: int | None = 0, **params) -> RelevanceModel:
+def make_relevance_model(name: str, n_grades: int, *, random_state: int | None = 0,
+                         **params: Any) -> RelevanceModel:
     """Build a relevance model by name.
 
     Parameters
@@ -790,7 +928,9 @@ def make_relevance_model(name: str, n_grades: int, *, random_state: int | None =
     if name not in _FACTORIES:
         raise ValueError(f"`name` must be one of {list(MODEL_NAMES)}; got {name!r}.")
     _n_grades_iv(n_grades)
-    return _FACTORIES[name](n_grades, random_state=random_state, **params)
+    model = _FACTORIES[name](n_grades, random_state=random_state, **params)
+    model._validate_params()  # fail here, not at fit, on a bad name/value from a CLI or config
+    return model
 
 
 # --------------------------------------------------------------------------- tuning
@@ -811,15 +951,15 @@ class TuningResult:
     """
 
     model: RelevanceModel
-    params: dict
-    scores: list
+    params: dict[str, Any]
+    scores: list[tuple[dict[str, Any], float]]
 
 
 def fit_with_validation(
     model_factory: Callable[..., RelevanceModel],
     grid: Mapping[str, Sequence[Any]],
-    train,
-    vali,
+    train: Any,
+    vali: Any,
     *,
     refit: bool = False,
 ) -> TuningResult:
@@ -863,8 +1003,8 @@ def fit_with_validation(
     Xtr, ytr = _data_xy(train, "train")
     Xva, yva = _data_xy(vali, "vali")
     names = list(grid)
-    scores = []
-    best = None
+    scores: list[tuple[dict[str, Any], float]] = []
+    best: tuple[dict[str, Any], float, RelevanceModel] | None = None
     for values in itertools.product(*(grid[k] for k in names)):
         params = dict(zip(names, values))
         model = model_factory(**params).fit(Xtr, ytr)
@@ -872,6 +1012,7 @@ def fit_with_validation(
         scores.append((params, loss))
         if best is None or loss < best[1]:
             best = (params, loss, model)
+    assert best is not None  # the product of non-empty sequences has at least one point
     params, _, model = best
     if refit:
         model = model_factory(**params).fit(np.concatenate([np.asarray(Xtr), np.asarray(Xva)]),

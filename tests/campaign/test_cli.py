@@ -106,7 +106,8 @@ def test_cli_trec_mode_compare(tmp_path, capsys):
     (tmp_path / "a.csv").write_text("\n".join(answered) + "\n")
     code, out, err = run_cli(["campaign", "import", db, str(tmp_path / "a.csv")], capsys)
     assert code == 0, err
-    code, out, _ = run_cli(["campaign", "estimate", db, "--json"], capsys)
+    code, out, err = run_cli(["campaign", "estimate", db, "--json"], capsys)
+    assert "warning: effective sample size" in err  # budget 4: ESS < 10, reported on stderr
     got = json.loads(out)
     assert code == 0 and "difference" in got and "estimate_a" in got
     with Campaign.open(db) as c:

@@ -35,3 +35,13 @@ def test_figures_are_written(tmp_path):
     assert (tmp_path / "e.png").stat().st_size > 1000 and fig.axes[0].get_title() == "RF"
     plots.cost_histogram({("d", "err@10"): np.linspace(0.5, 1.5, 50)}, "d", tmp_path / "c.png")
     assert (tmp_path / "c.png").stat().st_size > 1000
+
+
+def test_missing_matplotlib_names_the_extra(monkeypatch):
+    import sys
+
+    # a None entry in sys.modules makes `import matplotlib.pyplot` raise ImportError
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    monkeypatch.setitem(sys.modules, "matplotlib.pyplot", None)
+    with pytest.raises(ImportError, match=r"pip install 'activerank\[plots\]'"):
+        plots.cost_histogram({("mq2008", "err@10"): [1.0, 1.0]}, "mq2008")

@@ -108,8 +108,9 @@ def test_lightgbm_adapter_fit_predict(train, test):
 def test_sklearn_adapter(train, test):
     m = SklearnRelevanceModel(RandomForestClassifier(n_estimators=10, random_state=0), 3)
     check_probs(m.fit(train.X, train.labels).predict_proba(test.X), test.n_docs, 3)
+    # scikit-learn convention: the constructor stores, fit validates
     with pytest.raises(TypeError, match="`estimator` must be a classifier with fit and predict_proba"):
-        SklearnRelevanceModel(object(), 3)
+        SklearnRelevanceModel(object(), 3).fit(train.X, train.labels)
     # the unfitted estimator is not modified (cloned)
     est = LogisticRegression()
     SklearnRelevanceModel(est, 3).fit(train.X, train.labels)
@@ -167,14 +168,24 @@ def test_input_validation(train):
         make_relevance_model("svm", 3)
     with pytest.raises(ValueError, match="`n_grades` must be >= 2"):
         make_relevance_model("uniform", 1)
+    # constructors only store (scikit-learn convention); fit and the factory validate
+    X, y = train.X[:20], train.labels[:20]
     with pytest.raises(ValueError, match=r"`floor` must be in \[0, 1\)"):
-        UniformRelevanceModel(3, floor=1.0)
+        UniformRelevanceModel(3, floor=1.0).fit(X, y)
+    with pytest.raises(ValueError, match=r"`floor` must be in \[0, 1\)"):
+        make_relevance_model("uniform", 3, floor=1.0)
     with pytest.raises(ValueError, match="`variant` must be 'AT' or 'IT'"):
-        OrderedLogitRelevanceModel(3, variant="SE")
+        OrderedLogitRelevanceModel(3, variant="SE").fit(X, y)
     with pytest.raises(ValueError, match="`alpha` must be a non-negative number"):
-        OrderedLogitRelevanceModel(3, alpha=-1)
+        OrderedLogitRelevanceModel(3, alpha=-1).fit(X, y)
+    with pytest.raises(ValueError, match="`alpha` must be a non-negative number"):
+        make_relevance_model("ordered_logit", 3, alpha=-1)
     with pytest.raises(ValueError, match=r"`method` must be one of \('leaf', 'linear', 'round'\)"):
-        RandomForestRegressionRelevanceModel(3, method="median")
+        RandomForestRegressionRelevanceModel(3, method="median").fit(X, y)
+    with pytest.raises(ValueError, match="`n_grades` must be >= 2"):
+        LightGBMRelevanceModel(1).fit(X, y)
+    with pytest.raises(TypeError, match="`n_grades` must be an integer >= 2"):
+        OrderedLogitRelevanceModel("3").fit(X, y)
 
 
 def test_grade_log_loss():
@@ -199,3 +210,110 @@ def test_fit_with_validation(train, test):
         from dataclasses import replace
 
         fit_with_validation(partial(make_relevance_model, "uniform", 3), {}, train, replace(test, labels=None))
+
+
+# --------------------------------------------------------------------------- scikit-learn estimator protocol
+
+
+def _all_models(n_grades=3):
+    yield from (make(name, n_grades) for name in MODEL_NAMES)
+    yield SklearnRelevanceModel(LogisticRegression(C=0.5), n_grades, floor=0.01)
+    yield LightGBMRelevanceModel(n_grades, n_estimators=5, min_split_gain=0.0)  # extra LGBM kwarg
+
+
+@pytest.mark.parametrize("model", list(_all_models()), ids=lambda m: type(m).__name__)
+def test_sklearn_clone_and_params(model, train, test):
+    from sklearn.base import clone, is_classifier
+
+    params = model.get_params(deep=False)
+    # constructor arguments are stored unchanged under their own names
+    for key, value in params.items():
+        assert getattr(model, key) is value
+    c = clone(model)  # raises if a constructor modified or dropped a parameter
+    assert type(c) is type(model) and c is not model
+    assert c.get_params(deep=False).keys() == params.keys()
+    assert is_classifier(model)
+    fitted = model.fit(train.X, train.labels)
+    assert fitted is model and not hasattr(clone(model), "fitted_")  # clones are unfitted
+    np.testing.assert_array_equal(model.classes_, [0, 1, 2])
+    np.testing.assert_array_equal(model.predict(test.X), model.predict_proba(test.X).argmax(axis=1))
+    assert model.score(test.X, test.labels) == pytest.approx(-grade_log_loss(model.predict_proba(test.X),
+                                                                              test.labels))
+    if not isinstance(model, UniformRelevanceModel):  # uniform ignores the features and every seed
+        np.testing.assert_array_equal(clone(model).fit(train.X, train.labels).predict_proba(test.X),
+                                      model.predict_proba(test.X))
+
+
+def test_set_params_and_repr():
+    m = OrderedLogitRelevanceModel(3)
+    assert m.set_params(alpha=10.0, floor=0.01) is m and (m.alpha, m.floor) == (10.0, 0.01)
+    assert repr(m) == ("OrderedLogitRelevanceModel(n_grades=3, variant='AT', alpha=10.0, max_iter=1000, "
+                       "standardize=True, floor=0.01)")
+    with pytest.raises(ValueError, match="Invalid parameter 'alpah' for OrderedLogitRelevanceModel"):
+        m.set_params(alpah=1.0)
+    s = SklearnRelevanceModel(LogisticRegression(), 3)
+    deep = s.get_params()
+    assert deep["estimator__C"] == 1.0 and "estimator" in deep and "n_grades" in deep
+    s.set_params(estimator__C=0.25, n_grades=4)
+    assert s.estimator.C == 0.25 and s.n_grades == 4
+    lg = LightGBMRelevanceModel(3, min_split_gain=0.1)
+    assert lg.get_params()["min_split_gain"] == 0.1
+    lg.set_params(max_bin=63, num_leaves=7)  # LightGBM's own kwargs pass through, as in LGBMClassifier
+    assert lg.get_params()["max_bin"] == 63 and lg.num_leaves == 7
+    assert lg._make_estimator().get_params()["max_bin"] == 63
+
+
+def test_uniform_predicts_unfitted():
+    np.testing.assert_allclose(UniformRelevanceModel(2).predict_proba(np.zeros((3, 7))), 0.5)
+
+
+def test_grid_search_cv(train):
+    """GridSearchCV picks the parameters of the best mean held-out log-likelihood, queries kept whole."""
+    from sklearn.model_selection import GridSearchCV, GroupKFold, ParameterGrid
+
+    grid = {"num_leaves": [3, 15], "n_estimators": [5, 40]}
+    cv = GroupKFold(n_splits=3)
+    gs = GridSearchCV(LightGBMRelevanceModel(3), grid, cv=cv)
+    gs.fit(train.X, train.labels, groups=train.qids)
+    # the same criterion by hand: mean over folds of the held-out mean log-likelihood
+    by_hand = []
+    for params in ParameterGrid(grid):
+        fold_scores = []
+        for tr, te in cv.split(train.X, train.labels, groups=train.qids):
+            m = LightGBMRelevanceModel(3, **params).fit(train.X[tr], train.labels[tr])
+            fold_scores.append(-grade_log_loss(m.predict_proba(train.X[te]), train.labels[te]))
+        by_hand.append(np.mean(fold_scores))
+    np.testing.assert_allclose(gs.cv_results_["mean_test_score"], by_hand, rtol=1e-10)
+    assert gs.best_params_ == list(ParameterGrid(grid))[int(np.argmax(by_hand))]
+    assert len(set(np.round(by_hand, 6))) > 1  # the grid points really differ
+    assert isinstance(gs.best_estimator_, LightGBMRelevanceModel)
+    assert gs.best_estimator_.predict_proba(train.X).shape == (train.n_docs, 3)
+    # nested parameters of a wrapped scikit-learn classifier, scored by scikit-learn's own log-loss
+    gs2 = GridSearchCV(SklearnRelevanceModel(LogisticRegression(max_iter=2000), 3),
+                       {"estimator__C": [0.01, 1.0]}, cv=cv, scoring="neg_log_loss")
+    gs2.fit(train.X, train.labels, groups=train.qids)
+    assert gs2.best_params_["estimator__C"] in (0.01, 1.0)
+    assert np.all(np.isfinite(gs2.cv_results_["mean_test_score"]))
+
+
+def test_calibrated_classifier_cv(train, test):
+    """CalibratedClassifierCV fits clones of a relevance model; the result plugs back in as a model."""
+    from sklearn.calibration import CalibratedClassifierCV
+
+    base = LightGBMRelevanceModel(3, n_estimators=20)
+    cal = CalibratedClassifierCV(base, method="sigmoid", cv=3).fit(train.X, train.labels)
+    np.testing.assert_array_equal(cal.classes_, [0, 1, 2])
+    inner = cal.calibrated_classifiers_[0].estimator
+    assert isinstance(inner, LightGBMRelevanceModel) and inner is not base and inner.fitted_
+    assert not hasattr(base, "fitted_")  # the template was cloned, not fitted
+    p = cal.predict_proba(test.X)
+    assert p.shape == (test.n_docs, 3)
+    np.testing.assert_allclose(p.sum(axis=1), 1.0)
+    # wrapped again: a floored grade distribution usable by activerank, still clonable as a whole
+    wrapped = SklearnRelevanceModel(CalibratedClassifierCV(base, method="isotonic", cv=3), 3)
+    pw = wrapped.fit(train.X, train.labels).predict_proba(test.X)
+    check_probs(pw, test.n_docs, 3)
+    assert grade_log_loss(pw, test.labels) < np.log(3)
+    from sklearn.base import clone
+
+    assert clone(wrapped).get_params()["estimator__estimator__n_estimators"] == 20
