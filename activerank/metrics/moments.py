@@ -339,16 +339,19 @@ def _additive_pair(probs, ra: Rankings, rb: Rankings, metric: Metric):
     return mean_a, mean_b, var_a, var_b, cov, dvar
 
 
-def _pad(values, rankings: Rankings, queries: np.ndarray, width: int, fill):
-    """Per-entry ``values`` of the given queries as a padded (n, width) block."""
-    mask = np.arange(width)[None, :] < rankings.lengths[queries][:, None]
-    idx = rankings.offsets[queries][:, None] + np.arange(width)[None, :]
-    out = np.full((queries.size, width), fill, dtype=np.asarray(values).dtype)
-    out[mask] = values[idx[mask]]
-    return out
+def _block_entries(offsets: np.ndarray, lengths: np.ndarray, width: int):
+    """Flat entry index of every (query, rank) cell of a padded block, and its mask.
+
+    ``offsets``/``lengths`` are those of the block's queries only: the work is
+    linear in the block, never in the pool.  Padding cells hold entry 0.
+    """
+    cols = np.arange(width)
+    mask = cols[None, :] < lengths[:, None]
+    idx = np.where(mask, offsets[:, None] + cols[None, :], 0)
+    return idx, mask
 
 
-def _cascade_cross_block(sa: _CascadeStats, sb: _CascadeStats, ra, rb, queries, pos_ab, c_all):
+def _cascade_cross_block(sa: _CascadeStats, sb: _CascadeStats, off_a, len_a, off_b, len_b, pos_ab, c_all):
     """``E[L_a L_b]`` for one block of queries, sorted by ``len(a)`` descending.
 
     Walks down list ``a`` (one step per rank ``i``, vectorized over the block's
@@ -370,15 +373,14 @@ def _cascade_cross_block(sa: _CascadeStats, sb: _CascadeStats, ra, rb, queries, 
     ``l = nb`` (``F = 0``, ``c = 0``) absorbs the updates of items absent from
     ``b``, so no step needs a mask.
     """
-    q_n = queries.size
-    na = int(ra.lengths[queries].max(initial=0))
-    nb = int(rb.lengths[queries].max(initial=0))
+    q_n = len_a.size
+    na = int(len_a.max(initial=0))
+    nb = int(len_b.max(initial=0))
     if na == 0 or nb == 0:
         return np.zeros(q_n)
     w = nb + 1
     cb = np.append(c_all[:nb], 0.0)
-    eb = _pad(np.arange(rb.items.size), rb, queries, nb, 0)
-    in_b = np.arange(nb)[None, :] < rb.lengths[queries][:, None]
+    eb, in_b = _block_entries(off_b, len_b, nb)
     # V(l) at i = 0: exclusive prefix products of E[1 - R] down b
     V = np.ones((q_n, w))
     if nb > 1:
@@ -387,9 +389,9 @@ def _cascade_cross_block(sa: _CascadeStats, sb: _CascadeStats, ra, rb, queries, 
     F[:, :nb] = np.where(in_b, cb[:nb] * sb.r[eb], 0.0)
 
     # per-step quantities, transposed to (na, queries) so step i reads contiguous rows
-    ea = _pad(np.arange(ra.items.size), ra, queries, na, 0).T
-    in_a = (np.arange(na)[:, None] < ra.lengths[queries][None, :])
-    p = np.where(in_a, np.minimum(_pad(pos_ab, ra, queries, na, nb).T, nb), nb)
+    ea, in_a = _block_entries(off_a, len_a, na)
+    ea, in_a = ea.T, in_a.T
+    p = np.where(in_a, np.minimum(pos_ab[ea], nb), nb)
     a_u = np.where(in_a, sa.u[ea], 1.0)
     S = np.ones((na, q_n))
     if na > 1:
@@ -402,7 +404,7 @@ def _cascade_cross_block(sa: _CascadeStats, sb: _CascadeStats, ra, rb, queries, 
     h = (sa.w[ea] / (a_u * a_u))[:, :, None]
     flat = np.arange(q_n)[None, :] * w + p  # (i, query) -> flat index of (query, p)
     f_new = cb[p] * a_ratio  # F(p) after a_i = b_p enters a's prefix (0 in the spare column)
-    active = np.searchsorted(-ra.lengths[queries], -np.arange(na), side="left")
+    active = np.searchsorted(-len_a, -np.arange(na), side="left")
 
     left = np.zeros((na, q_n))
     mid = np.zeros((na, q_n))
@@ -447,15 +449,17 @@ def _cascade_pair(probs, ra: Rankings, rb: Rankings, metric: Metric):
     cross = np.zeros(m)
     # Blocks of queries with similar len(b) keep the padding small; inside a
     # block, queries sorted by len(a) make the active ones a prefix at every step.
-    size_b = np.maximum(rb.lengths, 1)
+    len_a, len_b = ra.lengths, rb.lengths
+    size_b = np.maximum(len_b, 1)
     order = np.argsort(-size_b, kind="stable")
     start = 0
     while start < m:
         width = int(size_b[order[start]])
         n_q = max(1, _PAIR_BLOCK_ELEMENTS // width)
         block = order[start : start + n_q]
-        block = block[np.argsort(-ra.lengths[block], kind="stable")]
-        cross[block] = _cascade_cross_block(sa, sb, ra, rb, block, pos_ab, c_all)
+        block = block[np.argsort(-len_a[block], kind="stable")]
+        cross[block] = _cascade_cross_block(sa, sb, ra.offsets[block], len_a[block], rb.offsets[block],
+                                            len_b[block], pos_ab, c_all)
         start += n_q
     cov = cross - mean_a * mean_b
     dvar = np.maximum(var_a + var_b - 2.0 * cov, 0.0)
