@@ -38,6 +38,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._validation import probs_iv, ranking_iv, rankings_iv
+from ._blas import single_blas_thread
 from .registry import Metric, parse_metric
 from ..ragged import PositionMajor, Rankings
 
@@ -265,6 +266,7 @@ def _cascade_moments(probs, rankings: Rankings, metric: Metric):
     return _cascade_recursion(pm, st, metric)
 
 
+@single_blas_thread
 def _moments(probs: np.ndarray, rankings: Rankings, metric: Metric) -> PoolMoments:
     """Validated-input kernel: ``rankings`` already truncated at ``metric.k``."""
     if metric.family == "additive":
@@ -466,6 +468,7 @@ def _cascade_pair(probs, ra: Rankings, rb: Rankings, metric: Metric):
     return mean_a, mean_b, var_a, var_b, cov, dvar
 
 
+@single_blas_thread
 def _pair_moments(probs, ra: Rankings, rb: Rankings, metric: Metric) -> PoolPairMoments:
     """Validated-input kernel: both rankings already truncated at ``metric.k``."""
     kernel = _additive_pair if metric.family == "additive" else _cascade_pair
