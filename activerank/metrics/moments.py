@@ -38,6 +38,7 @@ single-ranker kernels stream the pool's probabilities about once.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 import numpy as np
@@ -48,6 +49,8 @@ from .registry import Metric, parse_metric
 from ..ragged import PositionMajor, Rankings, offsets_from_lengths, segment_ids
 
 __all__ = [
+    "BACKENDS",
+    "kernel_backend",
     "QueryMoments",
     "PairMoments",
     "PoolMoments",
@@ -65,6 +68,67 @@ _PAIR_BLOCK_ELEMENTS = 1 << 16
 
 # Rows of the probability matrix gathered at a time for per-item statistics.
 _STATS_CHUNK = 1 << 15
+
+# Kernel backends: "numpy" (always available) or "numba" (the optional ``fast``
+# extra).  "auto" takes numba when it imports and the pool is large enough for
+# compiled loops to matter; below that the NumPy kernels take milliseconds and
+# the results stay bit-for-bit those of the NumPy path.
+BACKENDS = ("auto", "numpy", "numba")
+BACKEND_ENV = "ACTIVERANK_KERNELS"
+_NUMBA_MIN_ENTRIES = 1 << 15
+_NUMBA = None  # the imported activerank.metrics._numba module, or the ImportError met
+
+
+def _load_numba():
+    global _NUMBA
+    if _NUMBA is None:
+        try:
+            from . import _numba as module
+        except ImportError as exc:  # not installed, or incompatible with this NumPy
+            module = exc
+        _NUMBA = module
+    return _NUMBA
+
+
+def kernel_backend(backend: str | None = None, n_entries: int | None = None) -> str:
+    """The moment-kernel backend a call uses: ``"numpy"`` or ``"numba"``.
+
+    Parameters
+    ----------
+    backend : {"auto", "numpy", "numba"} or None
+        ``None`` reads the environment variable ``ACTIVERANK_KERNELS`` (default
+        ``"auto"``).  ``"auto"`` uses numba (``pip install activerank[fast]``)
+        when it imports and the call ranks at least ``2**15`` entries;
+        ``"numba"`` requires it.
+    n_entries : int, optional
+        Ranked entries of the call (``None``: as if large).
+
+    Returns
+    -------
+    str
+
+    Examples
+    --------
+    >>> kernel_backend("numpy")
+    'numpy'
+    """
+    name = "backend"
+    if backend is None:
+        backend, name = os.environ.get(BACKEND_ENV, "auto"), f"environment variable {BACKEND_ENV}"
+    if backend not in BACKENDS:
+        raise ValueError(f"`{name}` must be one of {list(BACKENDS)}; got {backend!r}.")
+    if backend == "numpy":
+        return "numpy"
+    if backend == "auto" and n_entries is not None and n_entries < _NUMBA_MIN_ENTRIES:
+        return "numpy"
+    module = _load_numba()
+    if isinstance(module, ImportError):
+        if backend == "numba":
+            raise ImportError(
+                f"the numba kernel backend needs numba (`pip install activerank[fast]`): {module}"
+            ) from module
+        return "numpy"
+    return "numba"
 
 
 # --------------------------------------------------------------------------- results
@@ -287,13 +351,32 @@ def _cascade_moments(probs, rankings: Rankings, metric: Metric):
 
 
 @single_blas_thread
-def _moments(probs: np.ndarray, rankings: Rankings, metric: Metric) -> PoolMoments:
+def _moments(probs: np.ndarray, rankings: Rankings, metric: Metric, *,
+             backend: str | None = None) -> PoolMoments:
     """Validated-input kernel: ``rankings`` already truncated at ``metric.k``."""
-    if metric.family == "additive":
+    if kernel_backend(backend, rankings.items.size) == "numba":
+        mean, variance = _numba_moments(probs, rankings, metric)
+    elif metric.family == "additive":
         mean, variance = _additive_moments(probs, rankings, metric)
     else:
         mean, variance = _cascade_moments(probs, rankings, metric)
     return PoolMoments(mean=mean, second_moment=variance + mean * mean, variance=variance)
+
+
+def _cascade_columns(metric: Metric, n_grades: int) -> np.ndarray:
+    """``R, 1 - R, R^2, (1 - R)^2, R (1 - R)`` of every grade, shape (5, n_grades)."""
+    rv = _grade_values(metric, n_grades)
+    return np.ascontiguousarray(np.stack([rv, 1.0 - rv, rv**2, (1.0 - rv) ** 2, rv * (1.0 - rv)]))
+
+
+def _numba_moments(probs, rankings: Rankings, metric: Metric):
+    nb = _load_numba()
+    disc = _discounts(metric, int(rankings.lengths.max(initial=0)))
+    if metric.family == "additive":
+        return nb.additive_single(probs, rankings.items, rankings.offsets,
+                                  _grade_values(metric, probs.shape[1]), disc)
+    return nb.cascade_single(probs, rankings.items, rankings.offsets,
+                             _cascade_columns(metric, probs.shape[1]), disc)
 
 
 # --------------------------------------------------------------------------- pair kernels
@@ -713,6 +796,33 @@ def _cascade_pair_general(probs, ra: Rankings, rb: Rankings, ia, ib, metric: Met
     return mean_a, mean_b, var_a, var_b, cross
 
 
+def _match_tables(ra: Rankings, rb: Rankings, ia, ib):
+    """Rank in ``b`` of every a-entry (-1 if absent) and which b-entries are in ``a``."""
+    pos_ab = np.full(ra.items.size, -1, dtype=np.int64)
+    pos_ab[ia] = rb.positions()[ib]
+    shared_b = np.zeros(rb.items.size, dtype=bool)
+    shared_b[ib] = True
+    return pos_ab, shared_b
+
+
+def _numba_additive_pair(probs, ra: Rankings, rb: Rankings, metric: Metric):
+    ia, ib = _match(ra, rb, probs.shape[0])
+    pos_ab, shared_b = _match_tables(ra, rb, ia, ib)
+    disc = _discounts(metric, int(max(ra.lengths.max(initial=0), rb.lengths.max(initial=0))))
+    return _load_numba().additive_pair(probs, ra.items, ra.offsets, rb.items, rb.offsets, pos_ab, shared_b,
+                                       _grade_values(metric, probs.shape[1]), disc)
+
+
+def _numba_cascade_pair(probs, ra: Rankings, rb: Rankings, metric: Metric, order_preserving=None):
+    ia, ib = _match(ra, rb, probs.shape[0])
+    ordered = _ordered_queries(ia, ib, rb.query_index(), ra.n_queries, order_preserving)
+    pos_ab, shared_b = _match_tables(ra, rb, ia, ib)
+    disc = _discounts(metric, int(max(ra.lengths.max(initial=0), rb.lengths.max(initial=0))) + 1)
+    res = _load_numba().cascade_pair(probs, ra.items, ra.offsets, rb.items, rb.offsets, pos_ab, shared_b,
+                                     ordered, _cascade_columns(metric, probs.shape[1]), disc)
+    return _cascade_pair_finish(*res)
+
+
 def _cascade_pair_finish(mean_a, mean_b, var_a, var_b, cross):
     cov = cross - mean_a * mean_b
     dvar = np.maximum(var_a + var_b - 2.0 * cov, 0.0)
@@ -735,12 +845,15 @@ def _ordered_queries(ia, ib, qb, m, order_preserving) -> np.ndarray:
 
 @single_blas_thread
 def _pair_moments(probs, ra: Rankings, rb: Rankings, metric: Metric, *,
-                  order_preserving: bool | None = None) -> PoolPairMoments:
+                  order_preserving: bool | None = None, backend: str | None = None) -> PoolPairMoments:
     """Validated-input kernel: both rankings already truncated at ``metric.k``."""
+    fast = kernel_backend(backend, ra.items.size + rb.items.size) == "numba"
     if metric.family == "additive":
-        mean_a, mean_b, var_a, var_b, cov, dvar = _additive_pair(probs, ra, rb, metric)
+        kernel = _numba_additive_pair if fast else _additive_pair
+        mean_a, mean_b, var_a, var_b, cov, dvar = kernel(probs, ra, rb, metric)
     else:
-        mean_a, mean_b, var_a, var_b, cov, dvar = _cascade_pair(probs, ra, rb, metric, order_preserving)
+        kernel = _numba_cascade_pair if fast else _cascade_pair
+        mean_a, mean_b, var_a, var_b, cov, dvar = kernel(probs, ra, rb, metric, order_preserving)
     second_a = var_a + mean_a**2
     second_b = var_b + mean_b**2
     cross = cov + mean_a * mean_b
@@ -754,7 +867,8 @@ def _pair_moments(probs, ra: Rankings, rb: Rankings, metric: Metric, *,
 # --------------------------------------------------------------------------- public API
 
 
-def pool_moments(probs, rankings, *, metric, k=None) -> PoolMoments:
+@single_blas_thread
+def pool_moments(probs, rankings, *, metric, k=None, backend: str | None = None) -> PoolMoments:
     """Exact ``E[L | x]``, ``E[L^2 | x]`` and ``Var[L | x]`` for every query of a pool.
 
     Parameters
@@ -768,6 +882,10 @@ def pool_moments(probs, rankings, *, metric, k=None) -> PoolMoments:
         ``"dcg"`` or ``"err"``, optionally with a cutoff ``@k``.
     k : int or None, optional
         Cutoff (``None``: whole list); behaves exactly like ``metric(r[:k])``.
+    backend : {"auto", "numpy", "numba"} or None, optional
+        Kernel implementation (see :func:`kernel_backend`; ``None`` reads
+        ``ACTIVERANK_KERNELS``, default ``"auto"``: numba when installed, for
+        pools of at least ``2**15`` entries).  The backends agree to 1e-12.
 
     Returns
     -------
@@ -784,11 +902,12 @@ def pool_moments(probs, rankings, *, metric, k=None) -> PoolMoments:
     m = parse_metric(metric, k, require_moments=True)
     P = probs_iv(probs)
     r = rankings_iv(rankings, P.shape[0]).truncate(m.k)
-    return _moments(P, r, m)
+    return _moments(P, r, m, backend=_backend_iv(backend))
 
 
+@single_blas_thread
 def pool_pair_moments(probs, rankings_a, rankings_b, *, metric, k=None,
-                      order_preserving: bool | None = None) -> PoolPairMoments:
+                      order_preserving: bool | None = None, backend: str | None = None) -> PoolPairMoments:
     """Exact joint moments of two rankers' metrics for every query of a pool.
 
     Parameters
@@ -813,6 +932,8 @@ def pool_pair_moments(probs, rankings_a, rankings_b, *, metric, k=None,
         query (an error if a query breaks it); ``False`` uses the general
         kernel everywhere.  The results agree to rounding (1e-12 relative).
         Ignored for DCG.
+    backend : {"auto", "numpy", "numba"} or None, optional
+        Kernel implementation, as in :func:`pool_moments`.
 
     Returns
     -------
@@ -840,7 +961,13 @@ def pool_pair_moments(probs, rankings_a, rankings_b, *, metric, k=None,
     if order_preserving is not None and not isinstance(order_preserving, (bool, np.bool_)):
         raise TypeError(f"`order_preserving` must be True, False or None; got {order_preserving!r}.")
     return _pair_moments(P, ra, rb, m, order_preserving=None if order_preserving is None
-                         else bool(order_preserving))
+                         else bool(order_preserving), backend=_backend_iv(backend))
+
+
+def _backend_iv(backend):
+    if backend is not None and backend not in BACKENDS:
+        raise ValueError(f"`backend` must be one of {list(BACKENDS)} or None; got {backend!r}.")
+    return backend
 
 
 def query_moments(probs, ranking, *, metric, k=None) -> QueryMoments:

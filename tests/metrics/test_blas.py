@@ -28,5 +28,5 @@ def test_kernels_run_pinned(monkeypatch):
 
     monkeypatch.setattr(mom, "_cascade_pair", spy)
     probs = np.array([[0.5, 0.5], [0.2, 0.8]])
-    mom.pool_pair_moments(probs, [[0, 1]], [[1, 0]], metric="err")
+    mom.pool_pair_moments(probs, [[0, 1]], [[1, 0]], metric="err", backend="numpy")
     assert seen and all(t == 1 for t in seen[0])

@@ -88,10 +88,10 @@ def test_ordered_equals_general_kernel(k, n_grades, monkeypatch):
     used = []
     real = mom._cascade_pair_ordered
     monkeypatch.setattr(mom, "_cascade_pair_ordered", lambda *a: used.append(a[1].n_queries) or real(*a))
-    ref = ar.pool_pair_moments(probs, ra, rb, metric="err", k=k, order_preserving=False)
+    ref = ar.pool_pair_moments(probs, ra, rb, metric="err", k=k, order_preserving=False, backend="numpy")
     assert not used
-    auto = ar.pool_pair_moments(probs, ra, rb, metric="err", k=k)
-    declared = ar.pool_pair_moments(probs, ra, rb, metric="err", k=k, order_preserving=True)
+    auto = ar.pool_pair_moments(probs, ra, rb, metric="err", k=k, backend="numpy")
+    declared = ar.pool_pair_moments(probs, ra, rb, metric="err", k=k, order_preserving=True, backend="numpy")
     assert used == [120, 120]  # every query took the one-pass path
     _assert_equal_pairs(auto, ref)
     _assert_equal_pairs(declared, auto)
@@ -109,8 +109,8 @@ def test_mixed_pools_split_per_query(monkeypatch):
     used = []
     real = mom._cascade_pair_ordered
     monkeypatch.setattr(mom, "_cascade_pair_ordered", lambda *a: used.append(a[1].n_queries) or real(*a))
-    ref = ar.pool_pair_moments(probs, ra, rb, metric="err", order_preserving=False)
-    got = ar.pool_pair_moments(probs, ra, rb, metric="err")
+    ref = ar.pool_pair_moments(probs, ra, rb, metric="err", order_preserving=False, backend="numpy")
+    got = ar.pool_pair_moments(probs, ra, rb, metric="err", backend="numpy")
     assert used == [90 - len(reordered)]
     _assert_equal_pairs(got, ref)
     with pytest.raises(ValueError, match=rf"`order_preserving`=True requires .* query {reordered[0]} lists"):
