@@ -32,6 +32,8 @@ __all__ = ["InverseCDF"]
 
 # Bucket-local comparison steps before the remaining draws fall back to a binary search.
 _MAX_STEPS = 4
+# Guide-table size cap (32 MiB of int64).
+_MAX_BUCKETS = 1 << 22
 
 
 class InverseCDF:
@@ -43,7 +45,8 @@ class InverseCDF:
         Non-decreasing (a cumulative sum of a distribution; ``cdf[-1]`` is
         usually 1).
     n_buckets : int, optional
-        Guide-table size (default ``2 * m``, at least 1).
+        Guide-table size (default ``8 * m``, at least 64, at most ``2**22``):
+        then about one draw in sixteen meets a table entry to compare with.
 
     Examples
     --------
@@ -65,18 +68,18 @@ class InverseCDF:
             i = int(np.flatnonzero(cdf[1:] < cdf[:-1])[0]) + 1
             raise ValueError(f"`cdf` must be non-decreasing; entry {i} is below entry {i - 1}.")
         m = cdf.size
-        self.cdf = cdf
-        self.n_buckets = int(n_buckets) if n_buckets is not None else max(2 * m, 1)
-        if self.n_buckets < 1:
+        if n_buckets is None:
+            n_buckets = min(max(8 * m, 64), _MAX_BUCKETS)
+        if isinstance(n_buckets, bool) or int(n_buckets) != n_buckets or n_buckets < 1:
             raise ValueError(f"`n_buckets` must be a positive integer; got {n_buckets!r}.")
-        bucket = self._bucket(cdf)
-        edges = np.arange(self.n_buckets + 1)
-        # entries [lo[g], lo[g + 1]) of cdf lie in bucket g
-        self.lo = np.searchsorted(bucket, edges, side="left").astype(np.int64)
+        self.cdf = cdf
+        self.n_buckets = int(n_buckets)
+        # first entry of every bucket's range (entries of lower buckets are all < any u in it)
+        self.lo = np.searchsorted(self._bucket(cdf), np.arange(self.n_buckets), side="left").astype(np.int64)
         # next entry with a larger value (runs of ties are crossed in one step); m past the end
         change = np.flatnonzero(cdf[1:] != cdf[:-1]) + 1
         run_end = np.append(change, m)
-        self.next_larger = np.repeat(run_end, np.diff(np.r_[0, run_end])).astype(np.int64)
+        self.next_larger = np.append(np.repeat(run_end, np.diff(np.r_[0, run_end])), m).astype(np.int64)
         # sentinel entry m: +inf compares above every u, so a walk stops there
         self._cdf_ext = np.append(cdf, np.inf)
 
@@ -104,28 +107,27 @@ class InverseCDF:
         return cls(np.minimum.accumulate(cdf[::-1])[::-1])
 
     def _bucket(self, x: np.ndarray) -> np.ndarray:
-        b = np.floor(x * self.n_buckets)
+        b = np.multiply(x, self.n_buckets)
         np.clip(b, 0, self.n_buckets - 1, out=b)
+        # truncation is floor on [0, G - 1]; both steps are monotone in x, as the proof needs
         return b.astype(np.int64)
 
     def __call__(self, u) -> np.ndarray:
         """Indices for uniforms ``u`` (any shape; values in ``[0, 1)``), int64, same shape."""
         u = np.asarray(u, dtype=np.float64)
         shape = u.shape
-        u = u.reshape(-1)
-        g = self._bucket(u)
-        idx = self.lo[g]
-        end = self.lo[g + 1]
+        u = u.ravel()  # flat (a copy only if u is not contiguous): idx below is updated in place
+        idx = self.lo[self._bucket(u)]
         cdf = self._cdf_ext
-        # entries below idx are < u, entries at or past end are > u: walk inside the bucket
-        todo = np.flatnonzero((idx < end) & (cdf[idx] <= u))
+        # Everything below idx is < u and every entry of a higher bucket is > u: the answer is
+        # the first entry from idx on that exceeds u (an empty bucket's idx already does).
+        todo = np.flatnonzero(cdf[idx] <= u)
         for _ in range(_MAX_STEPS):
             if todo.size == 0:
                 break
             nxt = self.next_larger[idx[todo]]
             idx[todo] = nxt
-            go = (nxt < end[todo]) & (cdf[nxt] <= u[todo])
-            todo = todo[go]
+            todo = todo[cdf[nxt] <= u[todo]]
         if todo.size:
             idx[todo] = np.searchsorted(self.cdf, u[todo], side="right")
         np.minimum(idx, self.cdf.size - 1, out=idx)

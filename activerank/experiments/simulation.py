@@ -126,20 +126,22 @@ def _reps_iv(n_reps) -> int:
     return int(n_reps)
 
 
-def _mark_new(draws: np.ndarray, rows: np.ndarray, seen: np.ndarray, n_queries: int) -> np.ndarray:
+def _mark_new(draws_t: np.ndarray, rows: np.ndarray, seen: np.ndarray, n_queries: int) -> np.ndarray:
     """First draw of a query in its run: not seen before, nor earlier in this block.
 
-    ``seen`` is the flat ``(n_reps * n_queries,)`` table of queried pairs and is
-    updated.  One vectorized gather and scatter per column (a loop over draws,
-    never over repetitions): cheaper than sorting every row, and exact.
+    ``draws_t`` is a block of draws, one column per run (shape ``(n_draws,
+    n_runs)``); ``seen`` is the flat ``(n_reps * n_queries,)`` table of drawn
+    (run, query) pairs and is updated.  One vectorized gather and scatter per
+    draw position (a loop over draws, never over repetitions): cheaper than
+    sorting every row, and exact.
     """
-    keys = np.add(draws.T, (rows * n_queries)[None, :], order="C")  # a new array: draws stay intact
+    keys = draws_t + rows * n_queries
     new = np.empty(keys.shape, dtype=bool)
     for j in range(keys.shape[0]):
         col = keys[j]
         np.logical_not(seen[col], out=new[j])
         seen[col] = True
-    return new.T
+    return new
 
 
 def draw_budgeted_batch(q, costs, budget, n_reps, rng=None, *, max_draws: int | None = None) -> BatchPlan:
@@ -192,7 +194,7 @@ def draw_budgeted_batch(q, costs, budget, n_reps, rng=None, *, max_draws: int | 
     max_draws = max_draws_iv(max_draws, m)
     inverse = InverseCDF.from_weights(q)
     reachable = int((q > 0).sum())
-    tol = 1e-12 * max(1.0, budget)
+    limit = budget + 1e-12 * max(1.0, budget)
     chunk = int(min(max(64, 4 * budget), max_draws))
     block = max(32, chunk // 8)
 
@@ -201,56 +203,66 @@ def draw_budgeted_batch(q, costs, budget, n_reps, rng=None, *, max_draws: int | 
     n_seen = np.zeros(n_reps, dtype=np.int64)
     n_drawn = np.zeros(n_reps, dtype=np.int64)
     active = np.arange(n_reps)
-    parts = []  # (queries, new, valid) per column block, for all rows
+    parts = []  # (rows, first column, draws, new) per chunk
     while active.size:
-        size = int(min(chunk, max_draws - n_drawn[active].min()))
-        # rows still active have all drawn the same number so far
+        col0 = int(n_drawn[active[0]])  # rows still active have all drawn the same number so far
+        size = int(min(chunk, max_draws - col0))
         uniforms = rng.random((active.size, size))
+        draws_c = np.zeros((size, active.size), dtype=np.int64)
+        new_c = np.zeros((size, active.size), dtype=bool)
         live = np.arange(active.size)  # rows of `uniforms` still drawing in this chunk
         run_cost = np.zeros(active.size)  # cumulative charge since the chunk began
         going = np.zeros(active.size, dtype=bool)
         for c0 in range(0, size, block):
             c1 = min(c0 + block, size)
-            rows = active[live]
-            draws = inverse(uniforms[live, c0:c1])
-            new = _mark_new(draws, rows, seen, m)
-            charge = np.where(new, costs[draws], 0.0)
-            # continue the chunk's running sum exactly as one cumsum over the chunk would
-            charge[:, 0] += run_cost[live]
-            run = np.cumsum(charge, axis=1)
-            cum = spent[rows, None] + run
-            over = cum > budget + tol
             w = c1 - c0
-            broke = over.any(axis=1)
-            stop = np.where(broke, over.argmax(axis=1), w)
-            complete = (n_seen[rows, None] + np.cumsum(new, axis=1)) >= reachable
-            done = complete.any(axis=1)
-            stop = np.minimum(stop, np.where(done, complete.argmax(axis=1) + 1, w + 1))
-            valid = np.arange(w)[None, :] < stop[:, None]
-            qs = np.zeros((n_reps, w), dtype=np.int64)
-            nw = np.zeros((n_reps, w), dtype=bool)
-            vd = np.zeros((n_reps, w), dtype=bool)
-            qs[rows] = np.where(valid, draws, 0)
-            nw[rows] = new & valid
-            vd[rows] = valid
-            parts.append((qs, nw, vd))
-            n_seen[rows] += (new & valid).sum(axis=1)
+            rows = active[live]
+            every = live.size == active.size
+            # one column per run (only for the block's uniforms): the running sums below then add
+            # whole rows at a time, and the uniforms past every run's stop are never touched
+            draws = inverse((uniforms[:, c0:c1] if every else uniforms[live, c0:c1]).T)
+            new = _mark_new(draws, rows, seen, m)
+            charge = costs[draws]
+            charge *= new
+            # continue the chunk's running sum exactly as one cumsum over the chunk would
+            charge[0] += run_cost[live]
+            run = np.cumsum(charge, axis=0)
+            # cost charged is non-decreasing along a run: count the draws within budget
+            stop = np.count_nonzero(spent[rows] + run <= limit, axis=0)
+            count = np.cumsum(new, axis=0, dtype=np.int64)
+            n_short = np.count_nonzero(count < (reachable - n_seen[rows]), axis=0)
+            done = n_short < w  # the draw completing the set of reachable queries ends the run
+            stop = np.minimum(stop, np.where(done, n_short + 1, w))
+            if every:
+                draws_c[c0:c1] = draws
+                new_c[c0:c1] = new
+            else:
+                draws_c[c0:c1, live] = draws
+                new_c[c0:c1, live] = new
+            taken = stop > 0
+            n_seen[rows[taken]] += count[stop[taken] - 1, np.flatnonzero(taken)]
             n_drawn[rows] += stop
-            run_cost[live] = run[:, -1]
-            cont = ~(broke | done)  # a run completing on the block's last draw stops too
+            run_cost[live] = run[-1]
+            cont = (stop == w) & ~done
             if c1 == size:
                 going[live[cont]] = True
             live = live[cont]
             if live.size == 0:
                 break
+        parts.append((active, col0, draws_c, new_c))
         spent[active] += np.where(going, run_cost, 0.0)
         keep = going & (n_drawn[active] < max_draws) & (n_seen[active] < reachable)
         active = active[keep]
-    queries = np.concatenate([p[0] for p in parts], axis=1)
-    new = np.concatenate([p[1] for p in parts], axis=1)
-    valid = np.concatenate([p[2] for p in parts], axis=1)
-    width = int(valid.sum(axis=1).max())
-    queries, new, valid = queries[:, :width], new[:, :width], valid[:, :width]
+    width = int(n_drawn.max())
+    queries = np.zeros((n_reps, width), dtype=np.int64)
+    new = np.zeros((n_reps, width), dtype=bool)
+    for rows, col0, draws_c, new_c in parts:
+        cols = min(draws_c.shape[0], width - col0)
+        queries[rows, col0 : col0 + cols] = draws_c[:cols].T
+        new[rows, col0 : col0 + cols] = new_c[:cols].T
+    valid = np.arange(width)[None, :] < n_drawn[:, None]
+    queries *= valid
+    new &= valid
     charged = np.where(new, costs[queries], 0.0)
     return BatchPlan(queries=queries, new=new, charged=charged, valid=valid, budget=budget)
 

@@ -52,8 +52,11 @@ def test_equals_searchsorted(kind, m, n_buckets):
         np.minimum.accumulate(cdf[::-1])[::-1], n_buckets=n_buckets)
     u = _uniforms(rng, cdf)
     np.testing.assert_array_equal(inv(u), _searchsorted(cdf, u))
-    # any shape in, same shape out
+    # any shape and memory layout in, same shape out
     assert inv(u[:6].reshape(2, 3)).shape == (2, 3)
+    block = u[: (u.size // 8) * 8].reshape(-1, 8)
+    for view in (block.T, block[:, [0, 3, 5]], block[::2, ::3], np.asfortranarray(block)):
+        np.testing.assert_array_equal(inv(view), _searchsorted(cdf, view))
 
 
 def test_cdf_not_ending_at_one_and_uniforms_outside():
