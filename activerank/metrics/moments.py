@@ -34,6 +34,12 @@ Formulas (``i`` is a 0-based rank, ``d_i``/``c_i`` the metric's discount):
 Item statistics are computed in cache-sized chunks of the probability matrix
 and the ERR suffix recursion reads them in position-major order, so the
 single-ranker kernels stream the pool's probabilities about once.
+
+Backends: these NumPy kernels always work; with the optional ``fast`` extra
+(numba) large pools go to compiled per-query loops of the same formulas
+(:mod:`activerank.metrics._numba`), equal to these to 1e-12 -- see
+:func:`kernel_backend`.  Every kernel runs with one BLAS thread
+(:mod:`activerank.metrics._blas`).
 """
 
 from __future__ import annotations
