@@ -262,24 +262,16 @@ def _row_stats(probs: np.ndarray, columns: np.ndarray, rows: np.ndarray | None =
     return out
 
 
-def _entry_stats(probs: np.ndarray, items: np.ndarray, columns: np.ndarray, *,
-                 scattered: bool = False) -> np.ndarray:
+def _entry_stats(probs: np.ndarray, items: np.ndarray, columns: np.ndarray) -> np.ndarray:
     """:func:`_row_stats` of every ranked entry, shape ``(n_cols + 1, items.size)``.
 
-    Long lists in ranking order touch most rows, query by query: streaming the
-    whole matrix in storage order and gathering the few result rows is then
-    cheapest.  Truncated lists (``@k``) touch few rows, and entries in
-    position-major order (``scattered``: consecutive entries belong to
-    different queries) miss the cache on every gather: there one gather of the
-    5-wide probability row beats one gather per statistic.
+    The entries' probability rows are gathered chunk by chunk (``np.take``, one
+    40-byte row per entry) and reduced while in cache: faster than reducing
+    the whole matrix and gathering every statistic (measured 0.17 s vs 0.27 s
+    for the joint ERR statistics of 3.8M entries), the same numbers bit for
+    bit, and no pool-sized temporaries.
     """
-    if scattered or 2 * items.size < probs.shape[0]:
-        return _row_stats(probs, columns, items)
-    stats = _row_stats(probs, columns)
-    out = np.empty((stats.shape[0], items.size))
-    for row, o in zip(stats, out):
-        np.take(row, items, out=o)
-    return out
+    return _row_stats(probs, columns, items)
 
 
 def _additive_entry_stats(probs, items, metric: Metric):
@@ -301,14 +293,13 @@ class _CascadeStats:
     ru: np.ndarray | None = None  # E[R (1 - R)]
 
 
-def _cascade_entry_stats(probs, items, metric: Metric, *, joint: bool = False,
-                         scattered: bool = False) -> _CascadeStats:
+def _cascade_entry_stats(probs, items, metric: Metric, *, joint: bool = False) -> _CascadeStats:
     """Stats of every entry; ``joint`` adds the second-order ones the cross moment needs."""
     rv = _grade_values(metric, probs.shape[1])
     cols = [rv, 1.0 - rv]
     if joint:
         cols += [rv**2, (1.0 - rv) ** 2, rv * (1.0 - rv)]
-    st = _entry_stats(probs, items, np.stack(cols, axis=1), scattered=scattered)
+    st = _entry_stats(probs, items, np.stack(cols, axis=1))
     if not joint:
         return _CascadeStats(r=st[0], u=st[1], var=st[2])
     return _CascadeStats(r=st[0], u=st[1], var=st[5], r2=st[2], w=st[3], ru=st[4])
@@ -352,7 +343,7 @@ def _cascade_recursion(pm: PositionMajor, st: _CascadeStats, metric: Metric):
 
 def _cascade_moments(probs, rankings: Rankings, metric: Metric):
     pm = PositionMajor(rankings.offsets)
-    st = _cascade_entry_stats(probs, rankings.items[pm.flat_order()], metric, scattered=True)
+    st = _cascade_entry_stats(probs, rankings.items[pm.flat_order()], metric)
     return _cascade_recursion(pm, st, metric)
 
 
@@ -663,7 +654,7 @@ def _cascade_pair_ordered(probs, ra: Rankings, rb: Rankings, ja, jb, metric: Met
     in_b = np.zeros(n, dtype=bool)
     in_b[at_b] = True
     del slot_a, slot_b, at_a, at_b, qa, qb
-    st = _cascade_entry_stats(probs, rows, metric, joint=True, scattered=True)
+    st = _cascade_entry_stats(probs, rows, metric, joint=True)
     del rows
     A, B, VA, VB, X = (np.zeros(pm.n_queries) for _ in range(5))
     tmp = np.empty(pm.n_queries)
