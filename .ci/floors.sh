@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The declared lower bounds are true: install every dependency (core and dev extra) at the floor pinned in
+# The declared lower bounds are true: install every dependency (core, the dev extra and the fast extra) at the floor pinned in
 # .ci/constraints-floors.txt into a separate virtual environment and run the test suite there.
 # Reduced run: the long seeded Monte-Carlo checks (-m "not statistical") are left to the main run.
 set -euo pipefail
@@ -8,7 +8,7 @@ venv=${ACTIVERANK_FLOORS_VENV:-.venv-floors}
 rm -rf "$venv"
 python3 -m venv "$venv"
 "$venv/bin/pip" install --quiet --upgrade pip
-"$venv/bin/pip" install --quiet -c .ci/constraints-floors.txt -e ".[dev]"
+"$venv/bin/pip" install --quiet -c .ci/constraints-floors.txt -e ".[dev,fast]"
 # every pin really installed (a constraint on a package nothing requires would be silently unused)
 "$venv/bin/python" - .ci/constraints-floors.txt <<'PY'
 import importlib.metadata as md

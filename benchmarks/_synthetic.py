@@ -58,11 +58,15 @@ class SyntheticPool:
         return np.diff(self.offsets)
 
 
-def list_lengths(n_queries: int, rng: np.random.Generator) -> np.ndarray:
-    """MSLR-like documents per query: a lognormal clipped to [1, MSLR30K_MAX_DOCS]."""
-    mu = np.log(MSLR30K_MEAN_DOCS) - LENGTH_LOG_SIGMA**2 / 2
+def list_lengths(n_queries: int, rng: np.random.Generator, length_scale: float = 1.0) -> np.ndarray:
+    """MSLR-like documents per query: a lognormal clipped to [1, MSLR30K_MAX_DOCS].
+
+    ``length_scale`` multiplies the mean and the maximum (for pools with more,
+    shorter lists at the same memory).
+    """
+    mu = np.log(MSLR30K_MEAN_DOCS * length_scale) - LENGTH_LOG_SIGMA**2 / 2
     n = np.rint(rng.lognormal(mu, LENGTH_LOG_SIGMA, n_queries)).astype(np.int64)
-    return np.clip(n, 1, MSLR30K_MAX_DOCS)
+    return np.clip(n, 1, max(1, int(round(MSLR30K_MAX_DOCS * length_scale))))
 
 
 def permute_within(offsets: np.ndarray, rng: np.random.Generator) -> Rankings:
@@ -74,8 +78,8 @@ def permute_within(offsets: np.ndarray, rng: np.random.Generator) -> Rankings:
     return Rankings(order, offsets)
 
 
-def make_pool(scale: float = 1.0, seed: int = 0) -> SyntheticPool:
-    """Synthetic pool with ``round(scale * 31,531)`` queries.
+def make_pool(scale: float = 1.0, seed: int = 0, *, length_scale: float = 1.0) -> SyntheticPool:
+    """Synthetic pool with ``round(scale * 31,531)`` queries (lists ``length_scale`` x MSLR's).
 
     Examples
     --------
@@ -85,6 +89,6 @@ def make_pool(scale: float = 1.0, seed: int = 0) -> SyntheticPool:
     """
     rng = np.random.default_rng(seed)
     n_queries = max(1, int(round(scale * MSLR30K_QUERIES)))
-    offsets = offsets_from_lengths(list_lengths(n_queries, rng))
+    offsets = offsets_from_lengths(list_lengths(n_queries, rng, length_scale))
     probs = rng.dirichlet(np.ones(N_GRADES), size=int(offsets[-1]))
     return SyntheticPool(probs=probs, offsets=offsets, ranking=permute_within(offsets, rng))

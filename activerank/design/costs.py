@@ -16,7 +16,7 @@ import numpy as np
 from .._validation import doc_costs_iv
 from ..ragged import Rankings
 
-__all__ = ["QueryCosts", "COST_MODELS", "document_costs", "query_costs"]
+__all__ = ["QueryCosts", "COST_MODELS", "document_costs", "judged_union", "query_costs"]
 
 COST_MODELS = ("auto", "log_length", "constant", "uniform")
 
@@ -94,6 +94,65 @@ def document_costs(pool, n_docs: int, model="auto") -> tuple[np.ndarray, str]:
     return doc_costs_iv(model, n_docs, "costs"), "array"
 
 
+def judged_union(rankings, n_docs: int) -> tuple[np.ndarray, np.ndarray]:
+    """Every (query, document row) pair some ranking lists, once, sorted by (query, row).
+
+    The documents judging a query means judging: the union of the rankings'
+    entries, a row listed by several rankings (or twice) counted once.
+
+    Parameters
+    ----------
+    rankings : sequence of Rankings
+        Rankings of the same queries (already truncated at the cutoff).
+    n_docs : int
+        Number of document rows (every entry is below it).
+
+    Returns
+    -------
+    query : ndarray of shape (n_union,), int64
+        Pool index of the query, non-decreasing.
+    rows : ndarray of shape (n_union,), int64
+        Document row, increasing within each query.
+
+    Notes
+    -----
+    Equal to decoding ``np.unique(query * n_docs + row)`` over all entries,
+    which hashes or sorts every entry.  In a pool every document row belongs
+    to one query, and rows are numbered query by query (``Pool.offsets``): then
+    the union is the set of marked rows, already in (query, row) order, found in
+    linear time.  Rows shared between queries, or numbered out of query order,
+    fall back to a sort of the keys (the order of the result is the same).
+
+    Examples
+    --------
+    >>> from activerank.ragged import Rankings
+    >>> a = Rankings.from_list([[2, 0], [3]])
+    >>> b = Rankings.from_list([[0, 1], [4, 3]])
+    >>> [x.tolist() for x in judged_union([a, b], 5)]
+    [[0, 0, 0, 1, 1], [0, 1, 2, 3, 4]]
+    """
+    rankings = list(rankings)
+    m = rankings[0].n_queries
+    if any(r.n_queries != m for r in rankings):
+        raise ValueError("`rankings` must all cover the same queries.")
+    owner = np.full(n_docs, -1, dtype=np.int64)
+    queries = [r.query_index() for r in rankings]
+    for r, q in zip(rankings, queries):
+        owner[r.items] = q
+    # a row listed by two queries keeps only one of them as owner: the other entry then disagrees
+    if all(np.array_equal(owner[r.items], q) for r, q in zip(rankings, queries)):
+        rows = np.flatnonzero(owner >= 0)
+        query = owner[rows]
+        if query.size < 2 or np.all(query[1:] >= query[:-1]):
+            return query, rows
+    keys = np.concatenate([q * n_docs + r.items for r, q in zip(rankings, queries)])
+    keys.sort()
+    keep = np.ones(keys.size, dtype=bool)
+    np.not_equal(keys[1:], keys[:-1], out=keep[1:])
+    keys = keys[keep]
+    return keys // n_docs, keys % n_docs
+
+
 def query_costs(doc_costs: np.ndarray, rankings: list[Rankings], *, k=None,
                 model: str = "array", per_query: bool = False) -> QueryCosts:
     """Cost of judging each query: sum of costs over the union of the rankings' top ``k``.
@@ -128,11 +187,9 @@ def query_costs(doc_costs: np.ndarray, rankings: list[Rankings], *, k=None,
     if per_query:
         raw = np.ones(m)
     else:
-        tops = [r.truncate(k) for r in rankings]
-        n = doc_costs.size
-        keys = np.concatenate([r.query_index() * n + r.items for r in tops])
-        keys = np.unique(keys)
-        raw = np.bincount(keys // n, doc_costs[keys % n], minlength=m)
+        query, rows = judged_union([r.truncate(k) for r in rankings], doc_costs.size)
+        # summed in (query, row) order: the same sums, bit for bit, as before this was sped up
+        raw = np.bincount(query, doc_costs[rows], minlength=m)
     empty = np.flatnonzero(raw <= 0)
     if empty.size:
         raise ValueError(

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._validation import affordable_budget_iv, distribution_iv, max_draws_iv
+from ..design._inverse_cdf import InverseCDF
 
 __all__ = [
     "BatchPlan",
@@ -96,15 +97,22 @@ def _reps_iv(n_reps) -> int:
     return int(n_reps)
 
 
-def _first_in_rows(draws: np.ndarray) -> np.ndarray:
-    """True at the first occurrence of each value within its row."""
-    order = np.argsort(draws, axis=1, kind="stable")
-    s = np.take_along_axis(draws, order, axis=1)
-    first_sorted = np.ones(s.shape, dtype=bool)
-    first_sorted[:, 1:] = s[:, 1:] != s[:, :-1]
-    first = np.empty_like(first_sorted)
-    np.put_along_axis(first, order, first_sorted, axis=1)
-    return first
+def _mark_new(draws_t: np.ndarray, rows: np.ndarray, seen: np.ndarray, n_queries: int) -> np.ndarray:
+    """First draw of a query in its run: not seen before, nor earlier in this block.
+
+    ``draws_t`` is a block of draws, one column per run (shape ``(n_draws,
+    n_runs)``); ``seen`` is the flat ``(n_reps * n_queries,)`` table of drawn
+    (run, query) pairs and is updated.  One vectorized gather and scatter per
+    draw position (a loop over draws, never over repetitions): cheaper than
+    sorting every row, and exact.
+    """
+    keys = draws_t + rows * n_queries
+    new = np.empty(keys.shape, dtype=bool)
+    for j in range(keys.shape[0]):
+        col = keys[j]
+        np.logical_not(seen[col], out=new[j])
+        seen[col] = True
+    return new
 
 
 def draw_budgeted_batch(q, costs, budget, n_reps, rng=None, *, max_draws: int | None = None) -> BatchPlan:
@@ -132,6 +140,17 @@ def draw_budgeted_batch(q, costs, budget, n_reps, rng=None, *, max_draws: int | 
     -------
     BatchPlan
 
+    Notes
+    -----
+    The random stream is consumed in the chunks of
+    :func:`~activerank.design.sampling.draw_budgeted` (a ``(runs, chunk)`` block of
+    uniforms per round), so the draws do not depend on how the work is
+    organized inside a chunk.  Uniforms become queries by an exact guide-table
+    inverse CDF (:class:`activerank.design._inverse_cdf.InverseCDF`, equal to
+    ``searchsorted``), and each chunk is examined in column blocks: a run that
+    stops in one block is dropped from the next, so the uniforms past its stop
+    -- most of the last chunk -- are never mapped or checked.
+
     Examples
     --------
     >>> plan = draw_budgeted_batch([0.5, 0.5], [1.0, 1.0], 1.5, n_reps=4, rng=0)
@@ -144,51 +163,77 @@ def draw_budgeted_batch(q, costs, budget, n_reps, rng=None, *, max_draws: int | 
     rng = np.random.default_rng(rng)
     m = q.size
     max_draws = max_draws_iv(max_draws, m)
-    cdf = np.cumsum(q / q.sum())
-    cdf[-1] = 1.0
+    inverse = InverseCDF.from_weights(q)
     reachable = int((q > 0).sum())
-    tol = 1e-12 * max(1.0, budget)
+    limit = budget + 1e-12 * max(1.0, budget)
     chunk = int(min(max(64, 4 * budget), max_draws))
+    block = max(32, chunk // 8)
 
-    seen = np.zeros((n_reps, m), dtype=bool)
+    seen = np.zeros(n_reps * m, dtype=bool)
     spent = np.zeros(n_reps)
     n_seen = np.zeros(n_reps, dtype=np.int64)
     n_drawn = np.zeros(n_reps, dtype=np.int64)
     active = np.arange(n_reps)
-    parts = []  # (columns, queries, new, valid) per chunk, for all rows
+    parts = []  # (rows, first column, draws, new) per chunk
     while active.size:
-        size = int(min(chunk, max_draws - n_drawn[active].min()))
-        # rows still active have all drawn the same number so far
-        draws = np.searchsorted(cdf, rng.random((active.size, size)), side="right")
-        draws = np.minimum(draws, m - 1)
-        new = _first_in_rows(draws) & ~seen[active[:, None], draws]
-        charge = np.where(new, costs[draws], 0.0)
-        cum = spent[active, None] + np.cumsum(charge, axis=1)
-        over = cum > budget + tol
-        stop = np.where(over.any(axis=1), over.argmax(axis=1), size)
-        complete = (n_seen[active, None] + np.cumsum(new, axis=1)) >= reachable
-        done_at = np.where(complete.any(axis=1), complete.argmax(axis=1) + 1, size + 1)
-        stop = np.minimum(stop, done_at)
-        valid = np.arange(size)[None, :] < stop[:, None]
-        qs = np.zeros((n_reps, size), dtype=np.int64)
-        nw = np.zeros((n_reps, size), dtype=bool)
-        vd = np.zeros((n_reps, size), dtype=bool)
-        qs[active] = np.where(valid, draws, 0)
-        nw[active] = new & valid
-        vd[active] = valid
-        parts.append((qs, nw, vd))
-        rr = np.broadcast_to(active[:, None], draws.shape)
-        seen[rr[valid], draws[valid]] = True
-        n_seen[active] += (new & valid).sum(axis=1)
-        n_drawn[active] += stop
-        spent[active] = cum[:, -1]
-        keep = (stop == size) & (n_drawn[active] < max_draws) & (n_seen[active] < reachable)
+        col0 = int(n_drawn[active[0]])  # rows still active have all drawn the same number so far
+        size = int(min(chunk, max_draws - col0))
+        uniforms = rng.random((active.size, size))
+        draws_c = np.zeros((size, active.size), dtype=np.int64)
+        new_c = np.zeros((size, active.size), dtype=bool)
+        live = np.arange(active.size)  # rows of `uniforms` still drawing in this chunk
+        run_cost = np.zeros(active.size)  # cumulative charge since the chunk began
+        going = np.zeros(active.size, dtype=bool)
+        for c0 in range(0, size, block):
+            c1 = min(c0 + block, size)
+            w = c1 - c0
+            rows = active[live]
+            every = live.size == active.size
+            # one column per run (only for the block's uniforms): the running sums below then add
+            # whole rows at a time, and the uniforms past every run's stop are never touched
+            draws = inverse((uniforms[:, c0:c1] if every else uniforms[live, c0:c1]).T)
+            new = _mark_new(draws, rows, seen, m)
+            charge = costs[draws]
+            charge *= new
+            # continue the chunk's running sum exactly as one cumsum over the chunk would
+            charge[0] += run_cost[live]
+            run = np.cumsum(charge, axis=0)
+            # cost charged is non-decreasing along a run: count the draws within budget
+            stop = np.count_nonzero(spent[rows] + run <= limit, axis=0)
+            count = np.cumsum(new, axis=0, dtype=np.int64)
+            n_short = np.count_nonzero(count < (reachable - n_seen[rows]), axis=0)
+            done = n_short < w  # the draw completing the set of reachable queries ends the run
+            stop = np.minimum(stop, np.where(done, n_short + 1, w))
+            if every:
+                draws_c[c0:c1] = draws
+                new_c[c0:c1] = new
+            else:
+                draws_c[c0:c1, live] = draws
+                new_c[c0:c1, live] = new
+            taken = stop > 0
+            n_seen[rows[taken]] += count[stop[taken] - 1, np.flatnonzero(taken)]
+            n_drawn[rows] += stop
+            run_cost[live] = run[-1]
+            cont = (stop == w) & ~done
+            if c1 == size:
+                going[live[cont]] = True
+            live = live[cont]
+            if live.size == 0:
+                break
+        parts.append((active, col0, draws_c, new_c))
+        spent[active] += np.where(going, run_cost, 0.0)
+        keep = going & (n_drawn[active] < max_draws) & (n_seen[active] < reachable)
         active = active[keep]
-    queries = np.concatenate([p[0] for p in parts], axis=1)
-    new = np.concatenate([p[1] for p in parts], axis=1)
-    valid = np.concatenate([p[2] for p in parts], axis=1)
-    width = int(valid.sum(axis=1).max())
-    queries, new, valid = queries[:, :width], new[:, :width], valid[:, :width]
+    width = int(n_drawn.max())
+    queries = np.zeros((n_reps, width), dtype=np.int64)
+    new = np.zeros((n_reps, width), dtype=bool)
+    for rows, col0, draws_c, new_c in parts:
+        cols = min(draws_c.shape[0], width - col0)
+        queries[rows, col0 : col0 + cols] = draws_c[:cols].T
+        new[rows, col0 : col0 + cols] = new_c[:cols].T
+    valid = np.arange(width)[None, :] < n_drawn[:, None]
+    queries *= valid
+    new &= valid
     charged = np.where(new, costs[queries], 0.0)
     return BatchPlan(queries=queries, new=new, charged=charged, valid=valid, budget=budget)
 

@@ -28,8 +28,8 @@ from .moments import (
     _cascade_entry_stats,
     _cascade_recursion,
     _discounts,
+    _block_entries,
     _match,
-    _pad,
 )
 from .registry import Metric
 
@@ -45,17 +45,17 @@ def _cross_block(sa: _CascadeStats, sb: _CascadeStats, ra: Rankings, rb: Ranking
         return np.zeros(q_n)
     w = nb + 1  # spare column l = nb stands for "absent from b" (discount 0)
     cb = np.append(c_all[:nb], 0.0)
-    eb = _pad(np.arange(rb.items.size), rb, queries, nb, 0)
-    in_b = np.arange(nb)[None, :] < rb.lengths[queries][:, None]
+    # per-block entry indices: the work stays linear in the block, never in the pool
+    eb, in_b = _block_entries(rb.offsets[queries], rb.lengths[queries], nb)
     U = np.ones((q_n, w))
     if nb > 1:
         np.cumprod(np.where(in_b[:, :-1], sb.u[eb[:, :-1]], 1.0), axis=1, out=U[:, 1:nb])
     F = np.zeros((q_n, w))  # c_l r(b_l) while b_l is not above the current a_i in a
     F[:, :nb] = np.where(in_b, cb[:nb] * sb.r[eb], 0.0)
 
-    ea = _pad(np.arange(ra.items.size), ra, queries, na, 0).T
-    in_a = np.arange(na)[:, None] < ra.lengths[queries][None, :]
-    p = np.where(in_a, np.minimum(_pad(pos_ab, ra, queries, na, nb).T, nb), nb)
+    ea, in_a = _block_entries(ra.offsets[queries], ra.lengths[queries], na)
+    ea, in_a = ea.T, in_a.T
+    p = np.where(in_a, np.minimum(pos_ab[ea], nb), nb)
     coef = c_all[:na][:, None] * np.where(in_a, sa.r[ea], 0.0)  # c_i r(a_i)
     u_a = np.where(in_a, sa.u[ea], 1.0)
     c_p = cb[p]

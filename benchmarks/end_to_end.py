@@ -1,0 +1,366 @@
+"""End-to-end timings from probabilities at MSLR-WEB30K scale: estimate, compare, k systems.
+
+Every task goes through the public API only (``ar.pool_moments``,
+``ar.pool_pair_moments``, ``ar.estimate``, ``ar.compare``, ``ar.compare_many``),
+so the script times whatever engine sits behind it:
+
+``moments_single``   DCG and ERR moments of one ranker, full lists
+``pair_update``      ERR pair moments, ranker vs its index update (10% of each list removed)
+``pair_indep``       ERR pair moments, two independent rankings of the same candidates
+``estimate``         ``ar.estimate``, full-list ERR, budget 1000 (costs, q*, draws, labels, SNIS)
+``compare_update``   ``ar.compare`` of the ranker and its index update, full-list ERR, budget 1000
+``compare_indep``    ``ar.compare`` of two independent rankings, full-list ERR, budget 1000
+``compare_many``     ``ar.compare_many``: 3 candidates (5% and 20% index updates, an independent
+                     ranking) vs the ranker, full-list ERR, budget 1000
+
+on the synthetic MSLR-shaped pool of ``benchmarks/_synthetic.py`` at several
+scales (``4`` = 4 x 31,531 queries; ``16:0.25`` = 16 x the queries with lists a
+quarter as long, for machines where 16 x the full pool does not fit).  For
+every task it prints
+
+* the median wall time of ``--repeats`` (>= 5) runs, its max/min spread and CPU time;
+* the time per query;
+* the ratio to a per-query Python loop (the public per-query functions
+  ``query_moments``/``pair_moments`` called once per query -- for estimate and
+  compare the moments they need, a lower bound of a per-query implementation --
+  timed on a random subsample and extrapolated);
+* the ratio to the memory floor: one read of the probability matrix (``np.sum``);
+* the peak RSS of a process that runs the task once (pool included).
+
+Implementations run in separate worker processes, one per implementation,
+each holding the pool; the timed runs alternate between them task by task so
+that all see the same machine load.  ``--impls`` chooses the kernel backends of
+this checkout (``numpy``, ``numba`` via ``ACTIVERANK_KERNELS``); ``--before DIR``
+adds another checkout (e.g. ``git archive <commit> | tar -x -C DIR``).  BLAS is
+limited to one thread around every timed call.
+
+Run:  python benchmarks/end_to_end.py [--scales 1,4,16:0.25] [--before DIR] [--repeats 5]
+Writes benchmarks/results/end_to_end.csv and benchmarks/results/end_to_end.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import time
+import warnings
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+RESULTS = os.path.join(HERE, "results")
+
+TASKS = ("moments_single", "pair_update", "pair_indep", "estimate", "compare_update", "compare_indep",
+         "compare_many")
+BUDGET = 1000.0
+
+
+# --------------------------------------------------------------------------- worker side
+
+
+class Workload:
+    """The pool, rankings, labeler and task bodies of one scale, inside a worker."""
+
+    def __init__(self, scale: float, length_scale: float, seed: int):
+        import activerank as ar
+        from activerank.relevance.rankers import remove_fraction
+
+        synthetic = _load_synthetic()
+        make_pool, permute_within = synthetic.make_pool, synthetic.permute_within
+
+        self.ar = ar
+        pool = make_pool(scale, seed, length_scale=length_scale)
+        rng = np.random.default_rng(seed + 1)
+        self.probs = pool.probs
+        self.offsets = pool.offsets
+        self.ra = pool.ranking
+        self.rb = remove_fraction(self.ra, 0.1, rng=rng)
+        self.rc = permute_within(pool.offsets, rng)
+        self.candidates = [remove_fraction(self.ra, 0.05, rng=rng), remove_fraction(self.ra, 0.2, rng=rng),
+                           self.rc]
+        self.pool = ar.Pool(np.arange(pool.n_queries), pool.offsets)
+        # deterministic grades from the row index: no label array to hold at 16x
+        self.labeler = ar.CallableLabeler(
+            lambda qid, doc_ids: ((np.asarray(doc_ids, dtype=np.uint64) * np.uint64(2654435761) >> np.uint64(7))
+                                  % np.uint64(self.probs.shape[1])).astype(np.int64))
+        self.n_queries, self.n_docs = pool.n_queries, pool.n_docs
+
+    def run(self, task: str):
+        ar, P, pool, lab = self.ar, self.probs, self.pool, self.labeler
+        common = dict(budget=BUDGET, metric="err", rng=0)
+        if task == "moments_single":
+            return ar.pool_moments(P, self.ra, metric="dcg"), ar.pool_moments(P, self.ra, metric="err")
+        if task == "pair_update":
+            return ar.pool_pair_moments(P, self.ra, self.rb, metric="err")
+        if task == "pair_indep":
+            return ar.pool_pair_moments(P, self.ra, self.rc, metric="err")
+        if task == "estimate":
+            return ar.estimate(pool, self.ra, P, lab, **common)
+        if task == "compare_update":
+            return ar.compare(pool, self.ra, self.rb, P, lab, **common)
+        if task == "compare_indep":
+            return ar.compare(pool, self.ra, self.rc, P, lab, **common)
+        if task == "compare_many":
+            return ar.compare_many(pool, self.candidates, self.ra, P, lab, **common)
+        raise ValueError(f"unknown task {task!r}")
+
+    def loop(self, task: str, n_sample: int, seed: int) -> float:
+        """Per-query Python loop over the moments ``task`` needs, extrapolated to the pool."""
+        ar = self.ar
+        pairs = {"moments_single": [], "estimate": [], "pair_update": [self.rb], "compare_update": [self.rb],
+                 "pair_indep": [self.rc], "compare_indep": [self.rc], "compare_many": self.candidates}[task]
+        sample = np.sort(np.random.default_rng(seed).choice(self.n_queries, min(n_sample, self.n_queries),
+                                                             replace=False))
+        t = time.perf_counter()
+        for q in sample:
+            lo, hi = self.offsets[q], self.offsets[q + 1]
+            Pq, a = self.probs[lo:hi], self.ra[q] - lo
+            if not pairs:
+                if task == "moments_single":
+                    ar.query_moments(Pq, a, metric="dcg")
+                ar.query_moments(Pq, a, metric="err")
+            for rb in pairs:
+                ar.pair_moments(Pq, a, rb[q] - lo, metric="err")
+        return (time.perf_counter() - t) * self.n_queries / sample.size
+
+
+def _load_synthetic():
+    """This checkout's ``benchmarks/_synthetic.py`` by path (another checkout may be on sys.path)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("_ar_bench_synthetic", os.path.join(HERE, "_synthetic.py"))
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+def _timed(fn):
+    w, c = time.perf_counter(), time.process_time()
+    fn()
+    return time.perf_counter() - w, time.process_time() - c
+
+
+def worker(args) -> int:
+    """Serve JSON requests on stdin; answers go to the real stdout, everything else to stderr."""
+    from threadpoolctl import threadpool_limits
+
+    out = sys.stdout
+    sys.stdout = sys.stderr
+    warnings.simplefilter("ignore")  # low-ESS warnings of tiny budgets are not what is timed here
+    wl = Workload(args.scale, args.length_scale, args.seed)
+    import activerank
+
+    def reply(obj):
+        out.write(json.dumps(obj) + "\n")
+        out.flush()
+
+    reply(dict(ready=True, n_queries=wl.n_queries, n_docs=wl.n_docs,
+               rss_gib=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20,
+               activerank=os.path.relpath(activerank.__file__, args.tree)))
+    for line in sys.stdin:
+        req = json.loads(line)
+        cmd = req["cmd"]
+        try:
+            with threadpool_limits(1):
+                if cmd == "time":
+                    wall, cpu = _timed(lambda: wl.run(req["task"]))
+                    reply(dict(wall=wall, cpu=cpu))
+                elif cmd == "mem":
+                    reply(dict(maxrss_gib=_peak_rss_of(lambda: wl.run(req["task"]))))
+                elif cmd == "loop":
+                    reply(dict(seconds=wl.loop(req["task"], req["n"], req["seed"])))
+                elif cmd == "floor":
+                    reply(dict(seconds=min(_timed(lambda: np.sum(wl.probs))[0] for _ in range(7))))
+                elif cmd == "quit":
+                    reply(dict(bye=True))
+                    return 0
+                else:
+                    reply(dict(error=f"unknown command {cmd!r}"))
+        except Exception as exc:  # report, keep serving the other tasks
+            reply(dict(error=f"{type(exc).__name__}: {exc}"))
+    return 0
+
+
+def _peak_rss_of(fn) -> float:
+    """Peak resident memory (GiB) of a forked child that runs ``fn`` once (pool pages included)."""
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # child
+        os.close(r)
+        try:
+            fn()
+            peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
+        except BaseException:
+            peak = float("nan")
+        os.write(w, json.dumps(peak).encode())
+        os._exit(0)
+    os.close(w)
+    data = b""
+    while chunk := os.read(r, 4096):
+        data += chunk
+    os.close(r)
+    os.waitpid(pid, 0)
+    return float(json.loads(data or b"NaN"))
+
+
+# --------------------------------------------------------------------------- driver side
+
+
+class Worker:
+    def __init__(self, name, tree, env, scale, length_scale, seed):
+        self.name = name
+        full_env = dict(os.environ, PYTHONPATH=tree, **env)
+        cmd = [sys.executable, os.path.abspath(__file__), "--worker", "--tree", tree, "--scale", str(scale),
+               "--length-scale", str(length_scale), "--seed", str(seed)]
+        self.proc = subprocess.Popen(cmd, env=full_env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        self.info = self._read()
+
+    def _read(self):
+        line = self.proc.stdout.readline()
+        if not line:
+            raise RuntimeError(f"worker {self.name} died (exit code {self.proc.wait()})")
+        return json.loads(line)
+
+    def ask(self, **req):
+        self.proc.stdin.write(json.dumps(req) + "\n")
+        self.proc.stdin.flush()
+        return self._read()
+
+    def close(self):
+        try:
+            self.ask(cmd="quit")
+        finally:
+            self.proc.wait()
+
+
+def parse_scales(text):
+    out = []
+    for part in text.split(","):
+        s, _, ls = part.partition(":")
+        out.append((float(s), float(ls) if ls else 1.0))
+    return out
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--scales", default="1,4,16:0.25")
+    ap.add_argument("--impls", default="numpy,numba", help="kernel backends of this checkout to time")
+    ap.add_argument("--before", help="root of another checkout to time alongside")
+    ap.add_argument("--before-label", default="before")
+    ap.add_argument("--before-scales", default="1", help="scales at which --before runs too")
+    ap.add_argument("--tasks", default=",".join(TASKS))
+    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--loop-queries", type=int, default=200)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--out", default=RESULTS)
+    ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--tree", default=ROOT, help=argparse.SUPPRESS)
+    ap.add_argument("--scale", type=float, default=1.0, help=argparse.SUPPRESS)
+    ap.add_argument("--length-scale", type=float, default=1.0, help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.worker:
+        return worker(args)
+
+    repeats = max(5, args.repeats)
+    tasks = args.tasks.split(",")
+    before_scales = {s for s, _ in parse_scales(args.before_scales)} if args.before else set()
+    rows = []
+    loads = [os.getloadavg()[0]]
+    for scale, length_scale in parse_scales(args.scales):
+        impls = [(f"after ({b})", ROOT, {"ACTIVERANK_KERNELS": b}) for b in args.impls.split(",")]
+        if scale in before_scales:
+            impls.append((args.before_label, os.path.abspath(args.before), {}))
+        workers = []
+        try:
+            for name, tree, env in impls:  # one at a time: pool construction is memory-heavy
+                workers.append(Worker(name, tree, env, scale, length_scale, args.seed))
+            info = workers[0].info
+            print(f"\nscale {scale:g} (lists x{length_scale:g}): {info['n_queries']:,} queries, "
+                  f"{info['n_docs']:,} documents; load {os.getloadavg()[0]:.1f}", flush=True)
+            floor = workers[0].ask(cmd="floor")["seconds"]
+            for task in tasks:
+                times = {w.name: [] for w in workers}
+                errors = {}
+                for w in workers:  # untimed warm-up: numba's compiled-code cache, first-touch pages
+                    res = w.ask(cmd="time", task=task)
+                    if "error" in res:
+                        errors[w.name] = res["error"]
+                        print(f"  {task} {w.name}: {res['error']}", flush=True)
+                for r in range(repeats):
+                    for w in (workers if r % 2 == 0 else workers[::-1]):
+                        if w.name in errors:
+                            continue
+                        res = w.ask(cmd="time", task=task)
+                        if "error" in res:
+                            errors[w.name] = res["error"]
+                            print(f"  {task} {w.name}: {res['error']}", flush=True)
+                        else:
+                            times[w.name].append(res)
+                loop = workers[0].ask(cmd="loop", task=task, n=args.loop_queries, seed=args.seed)["seconds"]
+                for w in workers:
+                    if w.name in errors:
+                        continue
+                    mem = w.ask(cmd="mem", task=task)["maxrss_gib"]
+                    wall = [t["wall"] for t in times[w.name]]
+                    cpu = [t["cpu"] for t in times[w.name]]
+                    med = statistics.median(wall)
+                    row = dict(scale=scale, length_scale=length_scale, n_queries=info["n_queries"],
+                               n_docs=info["n_docs"], implementation=w.name, task=task, runs=len(wall),
+                               wall_median_s=med, wall_min_s=min(wall), wall_max_s=max(wall),
+                               spread=max(wall) / min(wall), cpu_median_s=statistics.median(cpu),
+                               us_per_query=1e6 * med / info["n_queries"], loop_s=loop, x_loop=loop / med,
+                               floor_s=floor, x_floor=med / floor, peak_rss_gib=mem,
+                               load_avg=os.getloadavg()[0])
+                    rows.append(row)
+                    print(f"  {task:15s} {w.name:22s} {med:8.3f} s (cpu {row['cpu_median_s']:.3f}, spread "
+                          f"{row['spread']:.2f})  {row['us_per_query']:7.2f} us/query  loop x{row['x_loop']:6.1f}"
+                          f"  floor x{row['x_floor']:6.0f}  peak {mem:.2f} GiB", flush=True)
+                write(rows, args, loads + [os.getloadavg()[0]])
+        finally:
+            for w in workers:
+                w.close()
+        loads.append(os.getloadavg()[0])
+    write(rows, args, loads)
+    return 0
+
+
+def write(rows, args, loads) -> None:
+    if not rows:
+        return
+    os.makedirs(args.out, exist_ok=True)
+    with open(os.path.join(args.out, "end_to_end.csv"), "w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        w.writeheader()
+        for r in rows:
+            w.writerow({k: (f"{v:.5g}" if isinstance(v, float) else v) for k, v in r.items()})
+    lines = [
+        f"End to end from probabilities on the synthetic MSLR-WEB30K-shaped pool (5 grades), full-list "
+        f"ERR (DCG + ERR for moments_single), budget {BUDGET:g}. Median of {max(5, args.repeats)} runs, "
+        f"implementations alternating run by run, BLAS pinned to one thread; loop = per-query Python loop "
+        f"(extrapolated from {args.loop_queries} queries); floor = one np.sum over the probabilities; peak = "
+        f"max RSS of a process running the task once, pool included. 1-min load average "
+        f"{min(loads):.1f}-{max(loads):.1f} on {os.cpu_count()} CPUs (a shared machine: wall times are "
+        f"inflated, compare rows side by side). Regenerate with `python benchmarks/end_to_end.py`.",
+        "",
+        "| scale | task | implementation | wall (s) | max/min | CPU (s) | us/query | x loop | x floor | peak RSS (GiB) |",
+        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in rows:
+        sc = f"{r['scale']:g}x" + (f" (lists x{r['length_scale']:g})" if r["length_scale"] != 1 else "")
+        lines.append(f"| {sc} | {r['task']} | {r['implementation']} | {r['wall_median_s']:.3f} | "
+                     f"{r['spread']:.2f} | {r['cpu_median_s']:.3f} | {r['us_per_query']:.2f} | "
+                     f"{r['x_loop']:.1f} | {r['x_floor']:.0f} | {r['peak_rss_gib']:.2f} |")
+    with open(os.path.join(args.out, "end_to_end.md"), "w") as fh:
+        fh.write("\n".join(lines) + "\n")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
