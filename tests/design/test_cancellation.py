@@ -1,4 +1,5 @@
 import itertools
+import zlib
 
 import numpy as np
 import pytest
@@ -79,9 +80,9 @@ CASES = [("dcg@3", None), ("dcg", None), ("err@3", None), ("err", None),
 def test_cancelled_documents_cannot_change_any_difference(metric, disc, n_sys):
     """Enumerate every label vector of tiny queries: a cancelled document's label never moves a
     difference, and every kept document moves one for some label vector (the rule is minimal)."""
-    rng = np.random.default_rng(hash((str(metric), n_sys, 0 if disc is None else disc.size)) % 2**32)
+    rng = np.random.default_rng(zlib.crc32(f"{metric}-{n_sys}-{0 if disc is None else disc.size}".encode()))
     n_checked_cancel = 0
-    for _ in range(60):
+    for _ in range(100):
         n, ranks = _random_case(rng, n_sys)
         cs = changeable_documents([[r] for r in ranks], n_docs=n, metric=metric, discounts=disc)
         needed = set(cs.rows[0].tolist())

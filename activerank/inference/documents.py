@@ -1,0 +1,445 @@
+"""Estimators for document-level and two-stage samples of linear targets.
+
+Every target is ``T = sum_z W_z u_z`` over the units of a
+:class:`~activerank.design.documents.DocumentTarget` (``u = g(y)``).  With
+model means ``m_z = E_theta[u_z]`` (optional), write ``e_z = u_z - m_z`` and
+``M = sum_z W_z m_z`` (exactly computable before any judgment).
+
+* **Horvitz-Thompson, Poisson sample** (``stat`` when ``m = 0``, the
+  difference estimator ``dyn`` of Cormack & Grossman 2019 otherwise)::
+
+      T_hat = M + sum_{z in S} W_z e_z / pi_z
+      Var   = sum_z (1 - pi_z) / pi_z * W_z W_z^T e_z^2
+      V_hat = sum_{z in S} (1 - pi_z) / pi_z^2 * W_z W_z^T e_z^2     (unbiased)
+
+  Unbiased for any fixed ``m`` (the model is fitted on other data) as long as
+  every unit with ``W_z != 0`` has ``pi_z > 0``.
+* **Simple random sample without replacement** of ``n`` of ``N`` units::
+
+      T_hat = M + (N / n) sum_{z in S} W_z e_z,   V_hat = N^2 (1 - n/N) s^2 / n
+
+  with ``s^2`` the sample covariance of ``W_z e_z``.
+* **Hansen-Hurwitz, draws with replacement** from ``Q`` (Schnabel et al.
+  2016, Eq. 3 and 6)::
+
+      T_hat = M + (1/n) sum_i W_i e_i / Q_i,    V_hat = s^2 / n
+
+  with ``s^2`` the sample covariance of the ``W_i e_i / Q_i``.
+* **Two stage**: draws ``x_d ~ q`` with replacement, then an independent
+  Poisson subsample of the units of ``x_d`` (inclusion ``pi``) per draw::
+
+      z_d = M + (1 / q(x_d)) sum_{z in S_d} W_z e_z / pi_z,   T_hat = mean z_d,   V_hat = s_z^2 / n
+
+  ``E[z_d] = T`` and ``Var z_d = between + within`` with
+  ``between = sum_x (Y_x - M_x)^2 / q_x - (T - M)^2`` and
+  ``within = sum_x (1/q_x) sum_{z in x} (1/pi_z - 1) W_z^2 e_z^2``
+  (:func:`two_stage_variance`; derivation in ``docs/two_stage.md``).
+
+Judged units reused as a census enter exactly (``pi = 1`` in a Poisson
+design; ``census_*`` arguments for draws with replacement).  Intervals are
+normal (``estimate +- z SE``).  A ratio of two targets (normalized metrics:
+statAP-style precision over recall base, a gain normalized by the pool's
+total gain) uses the delta method on the joint covariance
+(:func:`ratio_estimate`; biased at O(1/n)).
+
+References
+----------
+.. [1] D. G. Horvitz, D. J. Thompson. "A Generalization of Sampling Without
+   Replacement from a Finite Universe." JASA 47, 1952.
+.. [2] T. Schnabel, A. Swaminathan, P. Frazier, T. Joachims. "Unbiased
+   Comparative Evaluation of Ranking Functions." ICTIR 2016.
+.. [3] G. V. Cormack, M. R. Grossman. "Unbiased Low-Variance Estimators for
+   Precision and Related Information Retrieval Effectiveness Measures."
+   SIGIR 2019.
+.. [4] C.-E. Särndal, B. Swensson, J. Wretman. *Model Assisted Survey
+   Sampling.* Springer, 1992 (Sec. 4.3 two-stage sampling, Sec. 6 the
+   difference estimator, Sec. 5.6 ratio estimators).
+.. [5] J. A. Aslam, V. Pavlu, E. Yilmaz. "A Statistical Method for System
+   Evaluation Using Incomplete Judgments." SIGIR 2006 (statAP).
+"""
+
+from __future__ import annotations
+
+import numbers
+from dataclasses import dataclass
+from statistics import NormalDist
+
+import numpy as np
+
+from ..design.documents import DocumentTarget, PoissonDesign
+
+__all__ = [
+    "DocumentEstimate",
+    "horvitz_thompson",
+    "hansen_hurwitz",
+    "two_stage_estimate",
+    "two_stage_variance",
+    "ratio_estimate",
+    "census_snis",
+    "poisson_variance",
+]
+
+
+@dataclass(frozen=True, eq=False)
+class DocumentEstimate:
+    """Estimate of ``n_targets`` linear targets with their joint covariance.
+
+    Attributes
+    ----------
+    estimate : ndarray of shape (n_targets,)
+    covariance : ndarray of shape (n_targets, n_targets)
+        Estimated covariance of ``estimate``.
+    n_judged : int
+        Distinct units whose labels were used (census units included).
+    method : str
+    """
+
+    estimate: np.ndarray
+    covariance: np.ndarray
+    n_judged: int
+    method: str
+
+    @property
+    def standard_error(self) -> np.ndarray:
+        return np.sqrt(np.clip(np.diagonal(self.covariance, axis1=-2, axis2=-1), 0.0, None))
+
+    def confidence_interval(self, level: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
+        """Normal interval ``estimate +- z SE`` for every target."""
+        if isinstance(level, bool) or not isinstance(level, numbers.Real) or not 0 < level < 1:
+            raise ValueError(f"`level` must lie in (0, 1); got {level!r}.")
+        z = NormalDist().inv_cdf(0.5 + level / 2)
+        se = self.standard_error
+        return self.estimate - z * se, self.estimate + z * se
+
+
+# --------------------------------------------------------------------------- kernels (batch capable)
+
+
+def _outer_sum(mask, values, weights):
+    """``sum_z mask_z * values_z * W_zj W_zk`` for every ``(j, k)``; mask (..., n_units)."""
+    t = weights.shape[1]
+    out = np.empty(mask.shape[:-1] + (t, t))
+    for j in range(t):
+        for k in range(j, t):
+            out[..., j, k] = out[..., k, j] = mask @ (values * weights[:, j] * weights[:, k])
+    return out
+
+
+def _ht_kernel(W, e, pi, mask, offset):
+    """HT estimate and unbiased covariance from inclusion masks (any leading shape)."""
+    safe = np.where(pi > 0, pi, 1.0)
+    est = mask @ (W * (e / safe)[:, None]) + offset
+    cov = _outer_sum(mask, (1.0 - pi) / safe**2 * e * e, W)
+    return est, cov
+
+
+def _srs_kernel(W, e, free, n, mask, offset):
+    """SRSWOR of ``n`` of the ``free`` units (census for the others); mask (..., n_units)."""
+    N = int(free.sum())
+    y = W * e[:, None]
+    census = mask @ (y * (~free)[:, None])
+    f = mask * free
+    s1 = f @ y
+    est = census + (N / n) * s1 + offset
+    s2 = _outer_sum(f, np.ones_like(e), y)
+    mean = s1 / n
+    S = (s2 - n * mean[..., :, None] * mean[..., None, :]) / max(n - 1, 1)
+    cov = (N**2 * (1.0 - n / N) / n) * S
+    return est, cov
+
+
+def poisson_variance(target: DocumentTarget, design: PoissonDesign, u, *, model_means=None) -> np.ndarray:
+    """Exact design covariance of the HT/difference estimator given all utilities ``u``.
+
+    ``sum_z (1 - pi_z) / pi_z W_z W_z^T e_z^2`` (Poisson); for a uniform
+    design (SRSWOR) ``N^2 (1 - n/N) S^2 / n`` over the unjudged units.
+    """
+    u = np.asarray(u, dtype=np.float64)
+    e = u - (0.0 if model_means is None else np.asarray(model_means, dtype=np.float64))
+    W = target.weights
+    if design.kind == "srswor":
+        free = design.pi < 1.0
+        N = int(free.sum())
+        n = int(round(float(design.pi[free][0]) * N))
+        y = (W * e[:, None])[free]
+        S = np.cov(y.T, ddof=1).reshape(W.shape[1], W.shape[1])
+        return N**2 * (1 - n / N) / n * S
+    safe = np.where(design.pi > 0, design.pi, 1.0)
+    return _outer_sum(np.ones(W.shape[0]), (1.0 - design.pi) / safe * e * e, W)
+
+
+# --------------------------------------------------------------------------- validation
+
+
+def _model_iv(target: DocumentTarget, probs):
+    if probs is None:
+        return np.zeros(target.n_units), 0.0
+    m = target.moments(probs).mean
+    return m, target.weights.T @ m
+
+
+def _sample_iv(target: DocumentTarget, rows, grades, *, allow_repeats=False):
+    idx = target.unit_index(rows)
+    u = target.utilities(grades)
+    if u.size != idx.size:
+        raise ValueError(f"`grades` must have one entry per judged row ({idx.size}); got {u.size}.")
+    if not allow_repeats and idx.size != np.unique(idx).size:
+        dup = idx[np.flatnonzero(np.bincount(idx, minlength=target.n_units)[idx] > 1)[0]]
+        raise ValueError(f"`rows` lists document row {target.rows[dup]} more than once.")
+    return idx, u
+
+
+def _support_iv(target: DocumentTarget, prob, name: str):
+    zero = np.flatnonzero(target.matters & ~(prob > 0))
+    if zero.size:
+        z = zero[0]
+        raise ValueError(
+            f"`{name}` is 0 for document row {target.rows[z]} of query {target.query[z]}, whose label "
+            "changes a target: the estimate would be biased (use a defensive mixture)."
+        )
+
+
+# --------------------------------------------------------------------------- public estimators
+
+
+def horvitz_thompson(target: DocumentTarget, design: PoissonDesign, rows, grades, *,
+                     probs=None) -> DocumentEstimate:
+    """Horvitz-Thompson (``stat``) or difference (``dyn``) estimate from a without-replacement sample.
+
+    Parameters
+    ----------
+    target : DocumentTarget
+    design : PoissonDesign
+        From :func:`~activerank.design.documents.inclusion_probabilities`
+        (Poisson) or :func:`~activerank.design.documents.uniform_inclusion`
+        (SRSWOR).  Judged (census) units have ``pi = 1``.
+    rows : array-like of int
+        Document rows judged (the sample, census units included).
+    grades : array-like of int
+        Their grades.
+    probs : array-like of shape (n_docs, n_grades), optional
+        Relevance model: with it, the difference estimator ``M + HT(u - m)``
+        (Cormack & Grossman's ``dyn``); without it, plain HT (``stat``).
+        Must not depend on the sampled labels.
+
+    Returns
+    -------
+    DocumentEstimate
+
+    Raises
+    ------
+    ValueError
+        A row outside the pooled units, a repeated row, a grade off the
+        scale, or a unit whose label changes a target but has ``pi = 0``.
+
+    Examples
+    --------
+    >>> from activerank.design.documents import document_target, PoissonDesign
+    >>> t = document_target([[[0, 1]]], n_docs=2, discounts=[1.0, 0.5], gains=[0.0, 1.0])
+    >>> d = PoissonDesign(pi=np.array([1.0, 0.5]), costs=np.ones(2), budget=1.5, kind="poisson")
+    >>> r = horvitz_thompson(t, d, [0, 1], [1, 1])
+    >>> r.estimate.tolist(), r.standard_error.round(4).tolist()
+    ([2.0], [0.7071])
+    """
+    if not isinstance(design, PoissonDesign):
+        raise TypeError(f"`design` must be a PoissonDesign; got {type(design).__name__}.")
+    if design.pi.size != target.n_units:
+        raise ValueError(f"`design` has {design.pi.size} units but the target has {target.n_units}.")
+    _support_iv(target, design.pi, "design.pi")
+    idx, u = _sample_iv(target, rows, grades)
+    m, M = _model_iv(target, probs)
+    mask = np.zeros(target.n_units)
+    mask[idx] = 1.0
+    e = np.zeros(target.n_units)
+    e[idx] = u - m[idx]
+    if design.kind == "srswor":
+        free = design.pi < 1.0
+        n = int((mask * free).sum())
+        expected = int(round(float(design.pi[free][0]) * free.sum())) if free.any() else 0
+        if n != expected:
+            raise ValueError(f"a uniform design samples {expected} unjudged units; `rows` has {n}.")
+        missing = np.flatnonzero(~free & (mask == 0))
+        if missing.size:
+            raise ValueError(f"census (judged) document row {target.rows[missing[0]]} is missing from `rows`.")
+        est, cov = _srs_kernel(target.weights, e, free, max(n, 1), mask, M)
+    else:
+        est, cov = _ht_kernel(target.weights, e, design.pi, mask, M)
+    name = ("dyn" if probs is not None else "stat") + ("_uniform" if design.kind == "srswor" else "")
+    return DocumentEstimate(est, cov, int(idx.size), name)
+
+
+def hansen_hurwitz(target: DocumentTarget, Q, rows, grades, *, probs=None, census_rows=None,
+                   census_grades=None) -> DocumentEstimate:
+    """Importance-sampling estimate from i.i.d. draws with replacement (Schnabel et al. 2016, Eq. 3).
+
+    Parameters
+    ----------
+    target : DocumentTarget
+    Q : array-like of shape (n_units,)
+        The sampling distribution the draws came from (0 on census units).
+    rows : array-like of int, shape (n_draws,)
+        Document row of every draw, repeats included.
+    grades : array-like of int, shape (n_draws,)
+        Grade of every draw (a repeated row carries its one judgment).
+    probs : array-like, optional
+        Relevance model for the control variate ``M + (1/n) sum W (u - m)/Q``.
+    census_rows, census_grades : array-like, optional
+        Earlier judgments reused exactly (their units must have ``Q = 0``).
+
+    Returns
+    -------
+    DocumentEstimate
+        Covariance ``s^2 / n`` of the per-draw terms (Eq. 6).
+    """
+    Q = np.asarray(Q, dtype=np.float64).reshape(-1)
+    if Q.size != target.n_units:
+        raise ValueError(f"`Q` must have one entry per unit ({target.n_units}); got {Q.size}.")
+    census = np.zeros(target.n_units, dtype=bool)
+    cu = np.zeros(target.n_units)
+    if census_rows is not None:
+        ci, cval = _sample_iv(target, census_rows, census_grades)
+        census[ci] = True
+        cu[ci] = cval
+        if np.any(Q[ci] > 0):
+            raise ValueError("census units must have Q = 0 (they are not sampled again).")
+    _support_iv(target, np.where(census, 1.0, Q), "Q")
+    idx, u = _sample_iv(target, rows, grades, allow_repeats=True)
+    if idx.size < 2:
+        raise ValueError(f"need at least 2 draws for an estimate with a variance; got {idx.size}.")
+    if np.any(Q[idx] <= 0):
+        bad = idx[np.flatnonzero(Q[idx] <= 0)[0]]
+        raise ValueError(f"document row {target.rows[bad]} was drawn but has Q = 0.")
+    m, _ = _model_iv(target, probs)
+    live = ~census
+    M = target.weights[live].T @ m[live] + target.weights[census].T @ cu[census]
+    z = target.weights[idx] * ((u - m[idx]) / Q[idx])[:, None]
+    n = idx.size
+    est = z.mean(axis=0) + M
+    cov = np.atleast_2d(np.cov(z.T, ddof=1)) / n
+    return DocumentEstimate(est, cov, int(np.unique(idx).size + census.sum()),
+                            "hh_cv" if probs is not None else "hh")
+
+
+def two_stage_variance(target: DocumentTarget, design, u) -> tuple[float, float]:
+    """Exact per-draw variance components ``(between, within)`` given all utilities ``u``.
+
+    ``Var(T_hat) = (between + within) / n`` for ``n`` draws, summed over the
+    targets (the trace of the covariance).  See the module docstring and
+    ``docs/two_stage.md``.
+    """
+    u = np.asarray(u, dtype=np.float64)
+    e = u - design.model_means
+    W = target.weights
+    Yx = target.query_totals(e)  # Y_x - M_x
+    live = design.q > 0
+    nrm2 = np.einsum("ij,ij->i", W, W)
+    if np.any(~live & np.any(Yx != 0, axis=1)):
+        raise ValueError("a query with a nonzero contribution has q = 0; the design is biased.")
+    T_M = Yx.sum(axis=0)
+    between = float(np.sum(np.einsum("ij,ij->i", Yx[live], Yx[live]) / design.q[live]) - T_M @ T_M)
+    safe = np.where(design.pi > 0, design.pi, 1.0)
+    Vz = (1.0 / safe - 1.0) * nrm2 * e * e
+    Vx = np.bincount(target.query, Vz, minlength=target.n_queries)
+    within = float(np.sum(Vx[live] / design.q[live]))
+    return between, within
+
+
+def _two_stage_terms(target, design, draw_query, unit_draw, unit_idx, e):
+    """Per-draw terms ``z_d - M`` (shape (n_draws, n_targets))."""
+    n_d = draw_query.size
+    contrib = target.weights[unit_idx] * (e / design.pi[unit_idx])[:, None]
+    z = np.zeros((n_d, target.n_targets))
+    for j in range(target.n_targets):
+        z[:, j] = np.bincount(unit_draw, contrib[:, j], minlength=n_d)
+    return z / design.q[draw_query][:, None]
+
+
+def two_stage_estimate(target: DocumentTarget, design, draw_query, unit_draw, rows, grades) -> DocumentEstimate:
+    """Two-stage estimate: draws of queries from ``q``, Poisson subsamples of documents per draw.
+
+    Parameters
+    ----------
+    target : DocumentTarget
+    design : TwoStageDesign
+        From :func:`activerank.design.two_stage.two_stage_design`.
+    draw_query : array-like of int, shape (n_draws,)
+        Pool query index of every first-stage draw.
+    unit_draw : array-like of int, shape (n_judged,)
+        For every sampled (draw, document) pair, the draw it belongs to.
+    rows, grades : array-like of int, shape (n_judged,)
+        Document row and grade of every sampled pair (a document sampled in
+        two draws appears twice, with its one judgment).
+
+    Returns
+    -------
+    DocumentEstimate
+        ``mean z_d`` with covariance ``s_z^2 / n`` (unbiased under
+        with-replacement first-stage draws).
+    """
+    dq = np.asarray(draw_query, dtype=np.int64).reshape(-1)
+    ud = np.asarray(unit_draw, dtype=np.int64).reshape(-1)
+    if dq.size < 2:
+        raise ValueError(f"need at least 2 first-stage draws; got {dq.size}.")
+    if dq.min() < 0 or dq.max() >= target.n_queries:
+        raise ValueError(f"`draw_query` must hold query indices in [0, {target.n_queries}).")
+    if np.any(design.q[dq] <= 0):
+        raise ValueError(f"query {dq[np.flatnonzero(design.q[dq] <= 0)[0]]} was drawn but has q = 0.")
+    idx, u = _sample_iv(target, rows, grades, allow_repeats=True)
+    if ud.size != idx.size or (ud.size and (ud.min() < 0 or ud.max() >= dq.size)):
+        raise ValueError("`unit_draw` must give, for every judged row, the index of its draw.")
+    wrong = np.flatnonzero(target.query[idx] != dq[ud])
+    if wrong.size:
+        i = wrong[0]
+        raise ValueError(f"judged row {target.rows[idx[i]]} belongs to query {target.query[idx[i]]}, "
+                         f"not to the query {dq[ud[i]]} of its draw {ud[i]}.")
+    _support_iv(target, np.where(design.q[target.query] > 0, design.pi, 0.0), "q * pi")
+    z = _two_stage_terms(target, design, dq, ud, idx, u - design.model_means[idx])
+    n = dq.size
+    est = z.mean(axis=0) + design.model_total
+    cov = np.atleast_2d(np.cov(z.T, ddof=1)) / n
+    return DocumentEstimate(est, cov, int(np.unique(idx).size), "two_stage")
+
+
+def ratio_estimate(est: DocumentEstimate, numerator: int = 0, denominator: int = 1) -> DocumentEstimate:
+    """Ratio of two jointly estimated targets with a delta-method variance.
+
+    ``R = T_num / T_den``, ``Var ≈ (V_nn - 2 R V_nd + R^2 V_dd) / T_den^2``
+    (Särndal et al. 1992, Sec. 5.6): normalized metrics such as statAP-style
+    precision sums over an estimated recall base.  Biased at order ``1/n``.
+    """
+    t = est.estimate.size
+    for name, j in (("numerator", numerator), ("denominator", denominator)):
+        if isinstance(j, bool) or not isinstance(j, numbers.Integral) or not 0 <= j < t:
+            raise ValueError(f"`{name}` must be a target index in [0, {t}); got {j!r}.")
+    a, b = est.estimate[numerator], est.estimate[denominator]
+    if b == 0:
+        raise ValueError("the denominator target is estimated as 0; the ratio is undefined.")
+    V = est.covariance
+    r = a / b
+    var = (V[numerator, numerator] - 2 * r * V[numerator, denominator] + r * r * V[denominator, denominator]) / b**2
+    return DocumentEstimate(np.array([r]), np.array([[var]]), est.n_judged, est.method + "_ratio")
+
+
+def census_snis(values, weights, mass: float, *, n_distinct=None) -> tuple[float, float]:
+    """``mass * SNIS`` with its delta-method SE: query-level draws over the undetermined queries.
+
+    With :func:`activerank.design.cancellation.census_distribution`, draws
+    come only from queries whose difference is not known to be 0; their
+    ``p``-weighted mean times the ``p``-mass of those queries estimates the
+    pool target (the determined queries contribute exactly 0).
+
+    Returns
+    -------
+    estimate, standard_error : float
+    """
+    v = np.asarray(values, dtype=np.float64).reshape(-1)
+    w = np.asarray(weights, dtype=np.float64).reshape(-1)
+    if v.size != w.size or v.size == 0:
+        raise ValueError("`values` and `weights` must be non-empty and of equal length.")
+    total = w.sum()
+    est = float(w @ v / total)
+    n = v.size
+    if n < 2 or (n_distinct is not None and n_distinct < 2):
+        return mass * est, float("nan")
+    se2 = n / (n - 1) * float((w * w) @ (v - est) ** 2) / total**2
+    return mass * est, mass * float(np.sqrt(se2))
