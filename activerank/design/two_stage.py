@@ -60,7 +60,7 @@ import numpy as np
 from .documents import DocumentTarget, _unit_costs_iv, waterfill
 from .sampling import DEFAULT_DEFENSIVE, defensive_iv
 
-__all__ = ["TwoStageDesign", "TwoStagePlan", "two_stage_design", "draw_two_stage"]
+__all__ = ["TwoStageDesign", "TwoStagePlan", "two_stage_design", "draw_two_stage", "query_effect_variance"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -147,7 +147,8 @@ def _capped_allocation(a, A, c, B, c0, query, offsets):
 
 
 def two_stage_design(target: DocumentTarget, probs, *, costs=None, query_cost=0.0, docs_per_query=None,
-                     control_variate: bool = True, defensive: float = DEFAULT_DEFENSIVE) -> TwoStageDesign:
+                     control_variate: bool = True, defensive: float = DEFAULT_DEFENSIVE,
+                     residual_second_moment=None, query_excess=None) -> TwoStageDesign:
     """Cost-optimal two-stage design (queries by ``q``, documents by ``pi`` within a drawn query).
 
     Parameters
@@ -169,6 +170,15 @@ def two_stage_design(target: DocumentTarget, probs, *, costs=None, query_cost=0.
     defensive : float in [0, 1]
         Share of a utility-free component in every unit's utility and of a
         uniform component (over queries with a unit that matters) in ``q``.
+    residual_second_moment : array-like of shape (n_units,), optional
+        ``E[e_z^2]`` to design with instead of the model's (``Var`` with the
+        control variate, ``E[u^2]`` without).
+    query_excess : array-like of shape (n_queries,), optional
+        ``B_x = E[(sum_z W_z e_z)^2] - sum_z W_z^2 E[e_z^2]``, the within-query
+        cross terms, instead of the model's (0 with the control variate:
+        independent labels).  Residuals that share a query effect of variance
+        ``tau^2`` give ``B_x ≈ tau^2 ((sum_z W_z)^2 - sum_z W_z^2)``
+        (:func:`query_effect_variance` estimates ``tau^2`` from labeled data).
 
     Returns
     -------
@@ -192,6 +202,8 @@ def two_stage_design(target: DocumentTarget, probs, *, costs=None, query_cost=0.
     matters = target.matters
     m = mom.mean if control_variate else np.zeros(target.n_units)
     e2 = mom.variance if control_variate else mom.second
+    if residual_second_moment is not None:
+        e2 = _per_iv(residual_second_moment, target.n_units, "residual_second_moment", nonneg=True)
     A = nrm2 * e2
     # defensive utility: (1 - eps) sqrt(E e^2) + eps * (its ||W||-weighted mean)
     u = np.sqrt(e2)
@@ -200,7 +212,9 @@ def two_stage_design(target: DocumentTarget, probs, *, costs=None, query_cost=0.
     ubar = ubar if ubar > 0 else 1.0
     A_def = nrm2 * ((1 - defensive) * u + defensive * ubar) ** 2
     Mx = target.query_totals(m)
-    if control_variate:
+    if query_excess is not None:
+        B = _per_iv(query_excess, target.n_queries, "query_excess", nonneg=False)
+    elif control_variate:
         B = np.zeros(target.n_queries)
     else:
         B = np.einsum("ij,ij->i", Mx, Mx) - np.bincount(target.query, nrm2 * m * m, minlength=target.n_queries)
@@ -231,17 +245,50 @@ def two_stage_design(target: DocumentTarget, probs, *, costs=None, query_cost=0.
     with np.errstate(divide="ignore", invalid="ignore"):
         Vz = np.where(pi > 0, (1.0 / np.where(pi > 0, pi, 1.0) - 1.0) * A, 0.0)
     Vx = np.bincount(target.query, Vz, minlength=target.n_queries)
-    Ex = np.bincount(target.query, nrm2 * (mom.variance if control_variate else mom.second),
-                     minlength=target.n_queries)
-    if not control_variate:
-        Ex = Ex + np.einsum("ij,ij->i", Mx, Mx) - np.bincount(target.query, nrm2 * m * m,
-                                                              minlength=target.n_queries)
+    Ex = B + np.bincount(target.query, A, minlength=target.n_queries)  # E ||Y_x - M_x||^2
     T_model = Mx.sum(axis=0)
     between = float(np.sum(Ex[live] / q[live])) - (0.0 if control_variate else float(T_model @ T_model))
     within = float(np.sum(Vx[live] / q[live]))
     return TwoStageDesign(q=q, pi=pi, costs=c, query_cost=c0, model_means=m,
                           model_total=W.T @ m, expected_draw_cost=float(q @ C),
                           predicted_between=between, predicted_within=within)
+
+
+def _per_iv(values, n: int, name: str, *, nonneg: bool) -> np.ndarray:
+    arr = np.asarray(values, dtype=np.float64).reshape(-1)
+    if arr.size != n:
+        raise ValueError(f"`{name}` must have {n} entries; got {arr.size}.")
+    bad = np.flatnonzero(~np.isfinite(arr) | ((arr < 0) if nonneg else False))
+    if bad.size:
+        rule = "finite and >= 0" if nonneg else "finite"
+        raise ValueError(f"`{name}` must be {rule}; entry {bad[0]} is {arr[bad[0]]!r}.")
+    return arr
+
+
+def query_effect_variance(residuals, query) -> float:
+    """Method-of-moments variance ``tau^2`` of a shared query effect in residuals ``e = u - m``.
+
+    ``tau^2 = sum_x [(sum_{z in x} e_z)^2 - sum_{z in x} e_z^2] / sum_x n_x (n_x - 1)``:
+    the mean product of two residuals of the same query (0 for independent
+    labels).  Estimate it on labeled data the design does not sample from
+    (e.g. the relevance model's validation queries).
+
+    Examples
+    --------
+    >>> query_effect_variance([1.0, 1.0, -1.0, -1.0], [0, 0, 1, 1])
+    1.0
+    """
+    e = np.asarray(residuals, dtype=np.float64).reshape(-1)
+    q = np.asarray(query, dtype=np.int64).reshape(-1)
+    if e.size != q.size or e.size == 0:
+        raise ValueError("`residuals` and `query` must be non-empty and of equal length.")
+    s = np.bincount(q, e)
+    s2 = np.bincount(q, e * e)
+    n = np.bincount(q)
+    pairs = float(np.sum(n * (n - 1)))
+    if pairs == 0:
+        raise ValueError("every query has a single residual; a query effect cannot be estimated.")
+    return float(np.sum(s * s - s2) / pairs)
 
 
 @dataclass(frozen=True, eq=False)
