@@ -92,7 +92,9 @@ __all__ = [
     "draw_poisson",
     "draw_with_replacement",
     "draw_uniform",
+    "draw_within_queries",
     "waterfill",
+    "within_query_distribution",
 ]
 
 UTILITIES = ("rms", "mean", "residual", "none")
@@ -751,3 +753,57 @@ def draw_with_replacement(Q, costs, budget, rng=None):
     from .sampling import draw_budgeted
 
     return draw_budgeted(Q, costs, budget, rng)
+
+
+def within_query_distribution(target: DocumentTarget, probs, *, utility="rms", eps: float = 0.05,
+                              costs=None) -> np.ndarray:
+    """Per-query importance distribution ``Q_x`` of Schnabel et al. (2015), UBIS-k.
+
+    ``Q_x(z) ∝ ||W_z|| u~_z / sqrt(c_z) + eps * (its mean over the query's units)`` over the
+    units of each query that can change a target (0 for the others); every
+    query's ``Q_x`` sums to 1 (queries without such units get all zeros).
+    ``eps`` keeps the tails heavy (their ``Q_x ∝ f~ P + eps``).
+
+    Returns
+    -------
+    ndarray of shape (n_units,)
+
+    References
+    ----------
+    .. [1] T. Schnabel, A. Swaminathan, T. Joachims. "Unbiased Ranking
+       Evaluation on a Budget." WWW 2015.
+    """
+    if isinstance(eps, bool) or not isinstance(eps, numbers.Real) or not np.isfinite(eps) or eps < 0:
+        raise ValueError(f"`eps` must be a finite number >= 0; got {eps!r}.")
+    live = target.matters
+    a = np.where(live, unit_scores(target, probs, utility=utility, costs=costs), 0.0)
+    n = np.bincount(target.query, live, minlength=target.n_queries)
+    qmean = np.bincount(target.query, a, minlength=target.n_queries) / np.maximum(n, 1)
+    a = np.where(live, a + eps * qmean[target.query], 0.0)
+    zero = live & (a <= 0)
+    a = np.where(zero, 1.0, a)  # a query whose units all score 0: uniform over them
+    tot = np.bincount(target.query, a, minlength=target.n_queries)
+    return np.where(live, a / np.where(tot > 0, tot, 1.0)[target.query], 0.0)
+
+
+def draw_within_queries(target: DocumentTarget, Qx, k: int, rng=None, *, n_reps=None) -> np.ndarray:
+    """``k`` i.i.d. draws of units from every query's ``Q_x`` (UBIS-k).
+
+    Returns
+    -------
+    ndarray of int, shape (n_live_queries, k) or (n_reps, n_live_queries, k)
+        Unit indices; rows follow the queries with a positive ``Q_x`` in pool order.
+    """
+    if isinstance(k, bool) or not isinstance(k, numbers.Integral) or k < 1:
+        raise ValueError(f"`k` must be a positive integer (draws per query); got {k!r}.")
+    rng = np.random.default_rng(rng)
+    Qx = np.asarray(Qx, dtype=np.float64)
+    tot = np.bincount(target.query, Qx, minlength=target.n_queries)
+    qs = np.flatnonzero(tot > 0)
+    # query x's units cover [x, x + 1) of one global inverse cdf
+    starts = np.concatenate([[0.0], np.cumsum(Qx)])[target.offsets[:-1]]
+    cdf = target.query + np.cumsum(Qx) - np.repeat(starts, np.diff(target.offsets))
+    shape = (qs.size, int(k)) if n_reps is None else (int(n_reps), qs.size, int(k))
+    u = rng.random(shape)
+    draws = np.searchsorted(cdf, qs[(None,) * (len(shape) - 2) + (slice(None), None)] + u, side="right")
+    return np.minimum(draws, target.n_units - 1)

@@ -77,6 +77,10 @@ __all__ = [
     "ratio_estimate",
     "census_snis",
     "poisson_variance",
+    "expected_poisson_variance",
+    "within_query_estimate",
+    "StatAPEstimate",
+    "stat_ap",
 ]
 
 
@@ -166,6 +170,25 @@ def poisson_variance(target: DocumentTarget, design: PoissonDesign, u, *, model_
         return N**2 * (1 - n / N) / n * S
     safe = np.where(design.pi > 0, design.pi, 1.0)
     return _outer_sum(np.ones(W.shape[0]), (1.0 - design.pi) / safe * e * e, W)
+
+
+def expected_poisson_variance(target: DocumentTarget, design: PoissonDesign, probs, *,
+                              control_variate: bool = True) -> float:
+    """Model-expected summed variance of a Poisson design: ``sum_z (1 - pi_z)/pi_z ||W_z||^2 E[e_z^2]``.
+
+    ``E[e^2] = Var_theta[u]`` for the difference estimator (``control_variate=True``),
+    ``E_theta[u^2]`` for plain HT.  With a query-level design's predicted
+    variance per unit cost this is what an automatic method choice compares
+    (variance at the design's budget; multiply by the budget for variance per
+    unit cost).
+    """
+    mom = target.moments(probs)
+    e2 = mom.variance if control_variate else mom.second
+    pi = design.pi
+    safe = np.where(pi > 0, pi, 1.0)
+    nrm2 = np.einsum("ij,ij->i", target.weights, target.weights)
+    _support_iv(target, pi, "design.pi")
+    return float(np.sum((1.0 - pi) / safe * nrm2 * e2))
 
 
 # --------------------------------------------------------------------------- validation
@@ -398,6 +421,151 @@ def two_stage_estimate(target: DocumentTarget, design, draw_query, unit_draw, ro
     est = z.mean(axis=0) + design.model_total
     cov = np.atleast_2d(np.cov(z.T, ddof=1)) / n
     return DocumentEstimate(est, cov, int(np.unique(idx).size), "two_stage")
+
+
+def _within_query_kernel(W, u, Qx, draws):
+    """UBIS terms; draws (..., n_queries, k) unit indices -> estimate (..., T), covariance diag (..., T)."""
+    k = draws.shape[-1]
+    z = W[draws] * (u[draws] / Qx[draws])[..., None]  # (..., nq, k, T)
+    est = z.mean(axis=-2).sum(axis=-2)
+    if k < 2:
+        return est, np.full(est.shape, np.nan)
+    return est, (z.var(axis=-2, ddof=1) / k).sum(axis=-2)
+
+
+def within_query_estimate(target: DocumentTarget, Qx, rows, grades) -> DocumentEstimate:
+    """UBIS-k (Schnabel et al. 2015): every query gets ``k`` draws from its own ``Q_x``.
+
+    ``T_hat = sum_x (1/k) sum_i W_i u_i / Q_x(z_i)`` (unbiased for every ``k >= 1``),
+    variance ``sum_x s_x^2 / k`` with ``s_x^2`` the sample variance of the
+    query's ``k`` terms (needs ``k >= 2``).
+
+    Parameters
+    ----------
+    target : DocumentTarget
+    Qx : array-like of shape (n_units,)
+        From :func:`activerank.design.documents.within_query_distribution`.
+    rows, grades : array-like of int, shape (n_live_queries, k)
+        Drawn document rows (one row per query with a positive ``Q_x``, in pool
+        order, as :func:`~activerank.design.documents.draw_within_queries`) and
+        their grades.
+
+    Returns
+    -------
+    DocumentEstimate
+        Covariance diagonal only (targets' covariances are not estimated).
+    """
+    Qx = np.asarray(Qx, dtype=np.float64).reshape(-1)
+    r = np.asarray(rows)
+    if r.ndim != 2:
+        raise ValueError(f"`rows` must have shape (n_live_queries, k); got {r.shape}.")
+    idx = target.unit_index(r.reshape(-1)).reshape(r.shape)
+    u = np.zeros(target.n_units)
+    uu = target.utilities(np.asarray(grades).reshape(-1))
+    if uu.size != idx.size:
+        raise ValueError(f"`grades` must match `rows` ({idx.size} entries); got {uu.size}.")
+    tot = np.bincount(target.query, Qx, minlength=target.n_queries)
+    live_q = np.flatnonzero(tot > 0)
+    if idx.shape[0] != live_q.size or np.any(target.query[idx] != live_q[:, None]):
+        raise ValueError("`rows` must hold, in pool order, the draws of every query with a positive Q_x.")
+    _support_iv(target, Qx, "Qx")
+    u[idx.reshape(-1)] = uu
+    est, var = _within_query_kernel(target.weights, u, Qx, idx)
+    return DocumentEstimate(est, np.diag(var), int(np.unique(idx).size), "ubis")
+
+
+@dataclass(frozen=True, eq=False)
+class StatAPEstimate:
+    """statAP of one system: per-query ratio estimates and their mean.
+
+    Attributes
+    ----------
+    estimate : float
+        Mean over queries of ``numerator / denominator`` (0 where the
+        denominator is 0).
+    per_query : ndarray of shape (n_queries,)
+    numerator : ndarray of shape (n_queries,)
+        Unbiased estimate of ``sum_{relevant k} precision@k`` (HT over single
+        and pairs of independent inclusions).
+    denominator : ndarray of shape (n_queries,)
+        Unbiased estimate of ``R``, the number of relevant documents of the query's pool.
+    """
+
+    estimate: float
+    per_query: np.ndarray
+    numerator: np.ndarray
+    denominator: np.ndarray
+
+
+def stat_ap(ranking, pool, inclusion, rows, grades, *, relevant=1) -> StatAPEstimate:
+    """statAP (Aslam, Pavlu & Yilmaz 2006) from a Poisson sample of pooled documents.
+
+    Average precision is not linear in single judgments (it has pairwise terms
+    ``rel_i rel_j``), so it is estimated per query as a ratio:
+    ``N_hat = sum_{k in S} (rel_k / pi_k) (1/k) (1 + sum_{j in S, j < k} rel_j / pi_j)``
+    (``k, j`` ranks of the system's list; with independent inclusions
+    ``E N_hat = sum_{k relevant} precision@k`` exactly) over
+    ``R_hat = sum_{z in S} rel_z / pi_z`` (the query's pool; ``E R_hat = R``).
+    ``statAP = mean_x N_hat_x / R_hat_x`` is consistent but biased at order
+    ``1/n`` (a ratio), like Cormack & Grossman's ``dyn`` AP.
+
+    Parameters
+    ----------
+    ranking : Rankings
+        The evaluated system's ranked lists (document rows), every ranked row in the pool.
+    pool : Rankings
+        Per query, the pooled document rows the sample is drawn from (defines ``R``).
+    inclusion : array-like of shape (n_docs,)
+        Poisson inclusion probability of every document row (> 0 on the pool).
+    rows, grades : array-like of int
+        Judged rows (no repeats) and their grades.
+    relevant : int, default 1
+        Grades ``>= relevant`` count as relevant.
+
+    Returns
+    -------
+    StatAPEstimate
+
+    References
+    ----------
+    .. [1] J. A. Aslam, V. Pavlu, E. Yilmaz. "A Statistical Method for System
+       Evaluation Using Incomplete Judgments." SIGIR 2006.
+    .. [2] B. Carterette, E. Kanoulas, E. Yilmaz. "Advances on the Development
+       of Evaluation Measures" (tutorial), statAP slides.
+    """
+    pi = np.asarray(inclusion, dtype=np.float64).reshape(-1)
+    n_docs = pi.size
+    r = np.asarray(rows, dtype=np.int64).reshape(-1)
+    g = np.asarray(grades).reshape(-1)
+    if g.size != r.size:
+        raise ValueError(f"`grades` must have one entry per judged row ({r.size}); got {g.size}.")
+    if r.size and (r.min() < 0 or r.max() >= n_docs):
+        raise ValueError(f"`rows` must index document rows in [0, {n_docs}).")
+    if np.unique(r).size != r.size:
+        raise ValueError("`rows` must not repeat a document.")
+    in_pool = np.zeros(n_docs, dtype=bool)
+    in_pool[pool.items] = True
+    outside = np.flatnonzero(~in_pool[ranking.items])
+    if outside.size:
+        raise ValueError(f"ranked document row {ranking.items[outside[0]]} is not in the pool.")
+    if np.any(~in_pool[r]):
+        raise ValueError(f"judged row {r[np.flatnonzero(~in_pool[r])[0]]} is not in the pool.")
+    zero = np.flatnonzero(~(pi[pool.items] > 0))
+    if zero.size:
+        raise ValueError(f"inclusion probability is 0 for pooled document row {pool.items[zero[0]]}; "
+                         "statAP would be biased.")
+    y = np.zeros(n_docs)  # rel / pi on judged rows, 0 elsewhere
+    y[r] = (g >= relevant) / pi[r]
+    m = ranking.n_queries
+    R_hat = np.bincount(pool.query_index(), y[pool.items], minlength=m)
+    yk = y[ranking.items]
+    qk = ranking.query_index()
+    cum = np.cumsum(yk)
+    before = cum - yk - np.repeat(np.concatenate([[0.0], cum])[ranking.offsets[:-1]], ranking.lengths)
+    k = ranking.positions() + 1.0
+    N_hat = np.bincount(qk, yk * (1.0 + before) / k, minlength=m)
+    per = np.divide(N_hat, R_hat, out=np.zeros(m), where=R_hat > 0)
+    return StatAPEstimate(float(per.mean()), per, N_hat, R_hat)
 
 
 def ratio_estimate(est: DocumentEstimate, numerator: int = 0, denominator: int = 1) -> DocumentEstimate:

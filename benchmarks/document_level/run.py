@@ -54,17 +54,18 @@ from common import RESULTS, TASKS, build_task, config
 from activerank.design.cancellation import census_distribution, changeable_costs, changeable_documents
 from activerank.design.costs import document_costs, query_costs
 from activerank.design.documents import (
-    PoissonDesign,
     document_target,
+    draw_within_queries,
     sampling_distribution,
     unit_scores,
     waterfill,
+    within_query_distribution,
 )
 from activerank.design.sampling import optimal_distribution
 from activerank.design.two_stage import draw_two_stage, two_stage_design
 from activerank.experiments.harness import DATASETS, budget_to_reach, fit_fold
 from activerank.experiments.simulation import budget_stops, draw_budgeted_batch, snis_prefix
-from activerank.inference.documents import _ht_kernel, _srs_kernel, _two_stage_terms
+from activerank.inference.documents import _ht_kernel, _srs_kernel, _two_stage_terms, _within_query_kernel
 from activerank.metrics.moments import _moments, _pair_moments
 
 METRIC = "dcg@10"
@@ -300,40 +301,22 @@ def two_stage(ctx, rng, reps, name, docs_per_query=2.0):
 
 
 def ubis(ctx, rng, reps, name, eps=0.05):
-    """Schnabel et al. 2015: every query gets k draws from Q_x ∝ ||W|| u~ + eps * mean (within query)."""
+    """Schnabel et al. 2015 UBIS-k: every query gets k draws from Q_x ∝ ||W|| u~ + eps * mean (within query)."""
     t = ctx.t
-    a = t.norms * np.sqrt(ctx.mom.second)
-    live = t.matters
-    qsum = np.bincount(t.query, np.where(live, a, 0.0), minlength=t.n_queries)
-    qcnt = np.bincount(t.query, live, minlength=t.n_queries)
-    fill = eps * np.where(qcnt > 0, qsum / np.maximum(qcnt, 1), 0.0)
-    a = np.where(live, a + fill[t.query], 0.0)
-    tot = np.bincount(t.query, a, minlength=t.n_queries)
-    has = tot > 0
-    Qx = np.where(live, a / np.where(tot[t.query] > 0, tot[t.query], 1.0), 0.0)
-    # global inverse-cdf: query x's units cover [x, x + 1)
-    cdf = t.query + np.cumsum(Qx) - np.repeat(np.concatenate([[0.0], np.cumsum(Qx)])[t.offsets[:-1]],
-                                               np.diff(t.offsets))
-    qs = np.flatnonzero(has)
+    Qx = within_query_distribution(t, ctx.task.probs, utility="rms", eps=eps, costs=ctx.c)
     ks = np.array(UBIS_K)
     est = np.empty((ks.size, reps, ctx.n_targets))
     se = np.empty_like(est)
     cost = np.empty((ks.size, reps))
-    kmax = ks.max()
     for start in range(0, reps, CHUNK):
         nr = min(CHUNK, reps - start)
-        draws = np.searchsorted(cdf, qs[None, :, None] + rng.random((nr, qs.size, kmax)), side="right")
-        draws = np.minimum(draws, t.n_units - 1)
+        draws = draw_within_queries(t, Qx, int(ks.max()), rng, n_reps=nr)
         sl = slice(start, start + nr)
         for ki, k in enumerate(ks):
             d = draws[:, :, :k]
-            z = (t.weights[d] * (ctx.u[d] / Qx[d])[..., None])  # (nr, nq, k, T)
-            zq = z.mean(axis=2)
-            est[ki, sl] = zq.sum(axis=1)
-            if k > 1:
-                se[ki, sl] = np.sqrt((z.var(axis=2, ddof=1) / k).sum(axis=1))
-            else:
-                se[ki, sl] = np.nan
+            e_, v_ = _within_query_kernel(t.weights, ctx.u, Qx, d)
+            est[ki, sl] = e_
+            se[ki, sl] = np.sqrt(v_)
             flat = np.sort(d.reshape(nr, -1), axis=1)
             first = np.ones(flat.shape, dtype=bool)
             first[:, 1:] = flat[:, 1:] != flat[:, :-1]

@@ -19,6 +19,8 @@ from activerank.inference.documents import (
     hansen_hurwitz,
     horvitz_thompson,
     poisson_variance,
+    _ht_kernel,
+    _srs_kernel,
     ratio_estimate,
     two_stage_estimate,
     two_stage_variance,
@@ -199,14 +201,19 @@ def test_without_replacement_designs_simulation(sim, design):
         d = inclusion_probabilities(t, pool.probs, 120.0, utility="residual" if probs is not None else "rms")
         masks = draw_poisson(d, 1, n_reps=stat_reps(2000))
     assert masks.sum(1).min() >= 50
-    m = t.moments(pool.probs).mean if probs is not None else None
+    m = t.moments(pool.probs).mean if probs is not None else np.zeros(t.n_units)
     exact = poisson_variance(t, d, u, model_means=m)[0, 0]
-    ests, ses = [], []
-    for mask in masks:
-        r = horvitz_thompson(t, d, t.rows[mask], labels[t.rows[mask]], probs=probs)
-        ests.append(r.estimate[0])
-        ses.append(r.standard_error[0])
-    _check(ests, ses, T, exact, label=design)
+    # all repetitions through the batch kernel; the public estimator must agree on a subset
+    M = t.weights.T @ m
+    if design.startswith("uniform"):
+        est, cov = _srs_kernel(t.weights, u - m, d.pi < 1, int(masks[0].sum()), masks.astype(float), M)
+    else:
+        est, cov = _ht_kernel(t.weights, u - m, d.pi, masks.astype(float), M)
+    for i in range(10):
+        r = horvitz_thompson(t, d, t.rows[masks[i]], labels[t.rows[masks[i]]], probs=probs)
+        np.testing.assert_allclose(r.estimate, est[i], rtol=1e-10)
+        np.testing.assert_allclose(r.covariance, cov[i], rtol=1e-8, atol=1e-15)
+    _check(est[:, 0], np.sqrt(cov[:, 0, 0]), T, exact, label=design)
 
 
 @pytest.mark.statistical
@@ -225,19 +232,31 @@ def test_with_replacement_simulation(sim, model):
     n = 100
     exact = (np.einsum("i,ij->j", (u - mm)[live] ** 2 / Q[live], t.weights[live] ** 2) - (T - M) ** 2) / n
     rng = np.random.default_rng(5)
-    ests, ses = [], []
-    for _ in range(stat_reps(2000)):
-        draws = rng.choice(t.n_units, size=n, p=Q)
-        r = hansen_hurwitz(t, Q, t.rows[draws], labels[t.rows[draws]], probs=pool.probs if model else None)
-        ests.append(r.estimate)
-        ses.append(r.standard_error)
-    _check(ests, ses, T, exact, label=f"hh model={model}")
+    draws = rng.choice(t.n_units, size=(stat_reps(2000), n), p=Q)
+    z = t.weights[draws] * ((u - mm)[draws] / Q[draws])[..., None]  # (reps, n, T)
+    est = z.mean(axis=1) + M
+    se = z.std(axis=1, ddof=1) / np.sqrt(n)
+    for i in range(10):
+        r = hansen_hurwitz(t, Q, t.rows[draws[i]], labels[t.rows[draws[i]]], probs=pool.probs if model else None)
+        np.testing.assert_allclose(r.estimate, est[i], rtol=1e-10)
+        np.testing.assert_allclose(r.standard_error, se[i], rtol=1e-8)
+    _check(est, se, T, exact, label=f"hh model={model}")
+
+
+@pytest.fixture(scope="module")
+def sim_small():
+    rng = np.random.default_rng(77)
+    pool = SyntheticPool(rng, n_queries=60, max_docs=10)
+    base = pool.probs @ np.array([0.0, 1.0, 3.0])
+    a = rank_by_scores(base + rng.normal(0, 0.5, base.size), pool.offsets)
+    b = rank_by_scores(base + rng.normal(0, 0.5, base.size), pool.offsets)
+    return pool, a, b, pool.sample_labels(rng)
 
 
 @pytest.mark.statistical
 @pytest.mark.parametrize("variant", ["docs_per_query", "optimal"])
-def test_two_stage_simulation(sim, variant):
-    pool, a, b, labels = sim
+def test_two_stage_simulation(sim_small, variant):
+    pool, a, b, labels = sim_small
     n_docs = pool.probs.shape[0]
     t = document_target([a, b], n_docs=n_docs, metric="dcg@5", n_grades=3)
     T = t.value(labels)[0]
@@ -249,7 +268,7 @@ def test_two_stage_simulation(sim, variant):
     bw = two_stage_variance(t, d, u)
     rng = np.random.default_rng(9)
     ests, ses, nd, nj = [], [], [], []
-    budget = 300.0 if variant == "optimal" else 150.0
+    budget = 240.0 if variant == "optimal" else 100.0
     for _ in range(stat_reps(2000)):
         plan = draw_two_stage(d, t, budget, rng)
         r = two_stage_estimate(t, d, plan.draw_query, plan.unit_draw, t.rows[plan.unit], labels[t.rows[plan.unit]])
@@ -332,3 +351,96 @@ def test_bad_input_messages():
 def test_census_snis():
     est, se = census_snis([1.0, 3.0], [1.0, 1.0], 0.5)
     assert est == 1.0 and se == pytest.approx(0.5 * 1.0)
+
+
+def test_within_query_ubis_exact_by_enumeration():
+    from activerank.design.documents import draw_within_queries, within_query_distribution
+    from activerank.inference.documents import within_query_estimate
+
+    t = _tiny("pair")
+    T = t.value(TINY_LABELS)
+    Qx = within_query_distribution(t, TINY_PROBS, eps=0.1)
+    groups = [np.flatnonzero((t.query == x) & (Qx > 0)) for x in range(t.n_queries)]
+    k = 2
+    outcomes = []
+    per_query = [list(itertools.product(g, repeat=k)) for g in groups]
+    for combo in itertools.product(*per_query):
+        draws = np.array(combo)
+        pr = float(np.prod(Qx[draws]))
+        r = within_query_estimate(t, Qx, t.rows[draws], TINY_LABELS[t.rows[draws]])
+        outcomes.append((pr, r.estimate, r.covariance))
+    mean, var, mean_cov = _exact_moments(outcomes)
+    np.testing.assert_allclose(mean, T, rtol=1e-12)
+    np.testing.assert_allclose(mean_cov, var, rtol=1e-10)
+    # every unit's chance to be drawn at least once: 1 - (1 - Q_x)^k, by simulation of the sampler
+    d = draw_within_queries(t, Qx, k, 0, n_reps=40000)
+    hit = np.array([(d == z).any(axis=-1).any(axis=-1).mean() for z in range(t.n_units)])
+    np.testing.assert_allclose(hit, 1 - (1 - Qx) ** k, atol=0.01)
+
+
+def test_hansen_hurwitz_with_census_exact_by_enumeration():
+    t = _tiny("pair")
+    T = t.value(TINY_LABELS)
+    census = t.rows[:2]
+    Q = sampling_distribution(t, TINY_PROBS, judged=census, defensive=0.2)
+    assert np.all(Q[:2] == 0)
+    live = np.flatnonzero(Q > 0)
+    outcomes = []
+    for pair in itertools.product(live, repeat=2):
+        pair = np.array(pair)
+        r = hansen_hurwitz(t, Q, t.rows[pair], TINY_LABELS[t.rows[pair]], census_rows=census,
+                           census_grades=TINY_LABELS[census])
+        outcomes.append((float(np.prod(Q[pair])), r.estimate, r.covariance))
+    mean, var, mean_cov = _exact_moments(outcomes)
+    np.testing.assert_allclose(mean, T, rtol=1e-12)
+    np.testing.assert_allclose(mean_cov, var, rtol=1e-10)
+
+
+def _ap(rel_ranked, R):
+    hits = np.cumsum(rel_ranked)
+    k = np.arange(1, rel_ranked.size + 1)
+    return float(np.sum(rel_ranked * hits / k) / R) if R else 0.0
+
+
+def test_stat_ap_numerator_and_denominator_exact_by_enumeration():
+    from activerank.inference.documents import stat_ap
+    from activerank.ragged import Rankings
+
+    ranking = Rankings.from_list([[2, 0, 3], [5, 4]])
+    pool = Rankings.from_list([[0, 1, 2, 3], [4, 5, 6]])
+    grades = np.array([1, 2, 0, 1, 1, 0, 2])
+    pi = np.linspace(0.35, 0.95, 7)
+    rel = (grades >= 1).astype(float)
+    N_true = [sum(rel[r[i]] * rel[r[: i + 1]].sum() / (i + 1) for i in range(r.size)) for r in ranking.to_list()]
+    R_true = [rel[p].sum() for p in pool.to_list()]
+    EN, ER = np.zeros(2), np.zeros(2)
+    for S in itertools.product([0, 1], repeat=7):
+        S = np.array(S, dtype=bool)
+        pr = float(np.prod(np.where(S, pi, 1 - pi)))
+        rows = np.flatnonzero(S)
+        res = stat_ap(ranking, pool, pi, rows, grades[rows])
+        EN += pr * res.numerator
+        ER += pr * res.denominator
+    np.testing.assert_allclose(EN, N_true, rtol=1e-12)
+    np.testing.assert_allclose(ER, R_true, rtol=1e-12)
+    full = stat_ap(ranking, pool, np.ones(7), np.arange(7), grades)
+    np.testing.assert_allclose(full.per_query, [_ap(rel[r], R) for r, R in zip(ranking.to_list(), R_true)])
+    with pytest.raises(ValueError, match="not in the pool"):
+        stat_ap(ranking, Rankings.from_list([[0, 1, 2], [4, 5]]), pi, [], [])
+    with pytest.raises(ValueError, match="is 0 for pooled document row 1"):
+        stat_ap(ranking, pool, np.r_[1.0, 0.0, np.ones(5)], [], [])
+
+
+def test_expected_poisson_variance_is_the_model_average_of_the_exact_variance():
+    from activerank.inference.documents import expected_poisson_variance
+
+    t = _tiny("pair")
+    d = PoissonDesign(pi=np.linspace(0.3, 0.9, t.n_units), costs=np.ones(t.n_units), budget=3.0, kind="poisson")
+    m = t.moments(TINY_PROBS).mean
+    # average the exact variance over every label vector, weighted by the model
+    total = 0.0
+    for lab in itertools.product(range(3), repeat=5):
+        lab = np.array(lab)
+        pr = float(np.prod(TINY_PROBS[np.arange(5), lab]))
+        total += pr * poisson_variance(t, d, t.utilities(lab[t.rows]), model_means=m)[0, 0]
+    assert expected_poisson_variance(t, d, TINY_PROBS) == pytest.approx(total, rel=1e-12)
