@@ -371,6 +371,12 @@ def changeable_costs(doc_costs, changes: ChangeSet, *, scale=None, model: str = 
     -------
     ChangeCosts
 
+    References
+    ----------
+    .. [1] C. Sawade, S. Bickel, T. von Oertzen, T. Scheffer, N. Landwehr.
+       "Active Evaluation of Ranking Functions based on Graded Relevance."
+       ECML PKDD 2012.
+
     Examples
     --------
     >>> cs = changeable_documents([[[0, 1, 2], [3, 4]], [[0, 2, 1], [3, 4]]], n_docs=5, metric="dcg@3")
@@ -426,6 +432,14 @@ def census_distribution(sq_error, costs: ChangeCosts, p, *, defensive: float = 0
     Returns
     -------
     CensusDesign
+
+    References
+    ----------
+    .. [1] C. Sawade, S. Bickel, T. von Oertzen, T. Scheffer, N. Landwehr.
+       "Active Evaluation of Ranking Functions based on Graded Relevance."
+       ECML PKDD 2012.
+    .. [2] T. Schnabel, A. Swaminathan, P. Frazier, T. Joachims. "Unbiased
+       Comparative Evaluation of Ranking Functions." ICTIR 2016.
 
     Examples
     --------

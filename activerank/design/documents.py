@@ -326,6 +326,13 @@ def document_target(rankings, *, n_docs, metric=None, discounts=None, gains=None
     *differences* to the first system, so a document with equal discounts in
     every system gets a weight of exactly 0.0 (no rounding residue).
 
+    References
+    ----------
+    .. [1] T. Schnabel, A. Swaminathan, P. Frazier, T. Joachims. "Unbiased
+       Comparative Evaluation of Ranking Functions." ICTIR 2016.
+    .. [2] G. V. Cormack, M. R. Grossman. "Unbiased Low-Variance Estimators for
+       Precision and Related IR Effectiveness Measures." SIGIR 2019.
+
     Examples
     --------
     >>> t = document_target([[[0, 1]], [[1, 0]]], n_docs=2, metric="dcg@2", n_grades=3)
@@ -450,6 +457,11 @@ def unit_scores(target: DocumentTarget, probs, *, utility="rms", costs=None) -> 
     Returns
     -------
     ndarray of shape (n_units,)
+
+    References
+    ----------
+    .. [1] T. Schnabel, A. Swaminathan, P. Frazier, T. Joachims. "Unbiased
+       Comparative Evaluation of Ranking Functions." ICTIR 2016.
     """
     c = _unit_costs_iv(costs, target)
     if isinstance(utility, str):
@@ -542,6 +554,11 @@ def waterfill(score, costs, budget, offsets=None) -> np.ndarray:
     Returns
     -------
     pi : ndarray of shape (n,)
+
+    References
+    ----------
+    .. [1] C.-E. Särndal, B. Swensson, J. Wretman. *Model Assisted Survey
+       Sampling.* Springer, 1992.
 
     Examples
     --------
@@ -695,10 +712,27 @@ def uniform_inclusion(target: DocumentTarget, budget, *, costs=None, judged=None
     ``n / N`` with ``n = round(budget / mean cost)``; draw the sample with
     :func:`draw_uniform` (simple random sampling without replacement).
 
+    Parameters
+    ----------
+    target : DocumentTarget
+    budget : float
+        Cost to spend (with unit costs: documents to judge).
+    costs : array-like, optional
+        Per-document or per-unit cost (default 1).
+    judged : array-like of bool or of document rows, optional
+        Units already judged (a census: ``pi = 1``, cost 0).
+
     Returns
     -------
     PoissonDesign
         ``kind = "srswor"``; ``pi`` is exact for SRSWOR.
+
+    References
+    ----------
+    .. [1] B. Carterette, E. Kanoulas, E. Yilmaz. "Advances on the Development of
+       Evaluation Measures" (tutorial): depth-k pooling, uniform sampling, infAP.
+    .. [2] D. G. Horvitz, D. J. Thompson. "A Generalization of Sampling Without
+       Replacement from a Finite Universe." JASA 47, 1952.
     """
     budget = _budget_iv(budget)
     c = _unit_costs_iv(costs, target)
@@ -717,9 +751,24 @@ def uniform_inclusion(target: DocumentTarget, budget, *, costs=None, judged=None
 
 
 def draw_poisson(design: PoissonDesign, rng=None, *, n_reps=None) -> np.ndarray:
-    """Sampled units of a Poisson design (boolean mask, ``(n_units,)`` or ``(n_reps, n_units)``).
+    """Sampled units of a Poisson design: every unit independently with probability ``pi``.
 
-    Judged units (``pi = 1``) are always in the sample.
+    Parameters
+    ----------
+    design : PoissonDesign
+    rng : None, int or numpy.random.Generator
+    n_reps : int, optional
+        Draw this many independent samples at once.
+
+    Returns
+    -------
+    ndarray of bool, shape (n_units,) or (n_reps, n_units)
+        Judged units (``pi = 1``) are always in the sample.
+
+    References
+    ----------
+    .. [1] C.-E. Särndal, B. Swensson, J. Wretman. *Model Assisted Survey
+       Sampling.* Springer, 1992.
     """
     rng = np.random.default_rng(rng)
     shape = design.pi.shape if n_reps is None else (int(n_reps),) + design.pi.shape
@@ -727,7 +776,24 @@ def draw_poisson(design: PoissonDesign, rng=None, *, n_reps=None) -> np.ndarray:
 
 
 def draw_uniform(design: PoissonDesign, rng=None, *, n_reps=None) -> np.ndarray:
-    """Simple random sample without replacement of the unjudged units of a uniform design (mask)."""
+    """Simple random sample without replacement of the unjudged units of a uniform design.
+
+    Parameters
+    ----------
+    design : PoissonDesign
+        From :func:`uniform_inclusion` (kind ``"srswor"``).
+    rng : None, int or numpy.random.Generator
+    n_reps : int, optional
+
+    Returns
+    -------
+    ndarray of bool, shape (n_units,) or (n_reps, n_units)
+        Exactly ``n`` unjudged units plus every judged (census) unit.
+
+    References
+    ----------
+    .. [1] W. G. Cochran. *Sampling Techniques*, 3rd ed. Wiley, 1977, Ch. 2.
+    """
     if design.kind != "srswor":
         raise ValueError("`design` must come from uniform_inclusion (kind 'srswor').")
     rng = np.random.default_rng(rng)
@@ -747,8 +813,27 @@ def draw_uniform(design: PoissonDesign, rng=None, *, n_reps=None) -> np.ndarray:
 def draw_with_replacement(Q, costs, budget, rng=None):
     """Budgeted i.i.d. draws of units from ``Q``; a unit's first draw is charged, repeats are free.
 
+    Parameters
+    ----------
+    Q : array-like of shape (n_units,)
+        From :func:`sampling_distribution`.
+    costs : array-like of shape (n_units,)
+        Cost of every unit, in the budget's unit.
+    budget : float
+    rng : None, int or numpy.random.Generator
+
+    Returns
+    -------
+    DrawPlan
+        ``queries`` holds the drawn unit indices, in order.
+
     Thin wrapper of :func:`activerank.design.sampling.draw_budgeted` with units in
     place of queries (``DrawPlan.queries`` holds unit indices).
+
+    References
+    ----------
+    .. [1] T. Schnabel, A. Swaminathan, P. Frazier, T. Joachims. "Unbiased
+       Comparative Evaluation of Ranking Functions." ICTIR 2016.
     """
     from .sampling import draw_budgeted
 
@@ -763,6 +848,15 @@ def within_query_distribution(target: DocumentTarget, probs, *, utility="rms", e
     units of each query that can change a target (0 for the others); every
     query's ``Q_x`` sums to 1 (queries without such units get all zeros).
     ``eps`` keeps the tails heavy (their ``Q_x ∝ f~ P + eps``).
+
+    Parameters
+    ----------
+    target : DocumentTarget
+    probs : array-like of shape (n_docs, n_grades)
+    utility : str or array-like
+        See :func:`unit_scores` (default ``sqrt(E[u^2])``).
+    eps : float, default 0.05
+    costs : array-like, optional
 
     Returns
     -------
@@ -789,10 +883,25 @@ def within_query_distribution(target: DocumentTarget, probs, *, utility="rms", e
 def draw_within_queries(target: DocumentTarget, Qx, k: int, rng=None, *, n_reps=None) -> np.ndarray:
     """``k`` i.i.d. draws of units from every query's ``Q_x`` (UBIS-k).
 
+    Parameters
+    ----------
+    target : DocumentTarget
+    Qx : array-like of shape (n_units,)
+        From :func:`within_query_distribution`.
+    k : int
+        Draws per query.
+    rng : None, int or numpy.random.Generator
+    n_reps : int, optional
+
     Returns
     -------
     ndarray of int, shape (n_live_queries, k) or (n_reps, n_live_queries, k)
         Unit indices; rows follow the queries with a positive ``Q_x`` in pool order.
+
+    References
+    ----------
+    .. [1] T. Schnabel, A. Swaminathan, T. Joachims. "Unbiased Ranking
+       Evaluation on a Budget." WWW 2015.
     """
     if isinstance(k, bool) or not isinstance(k, numbers.Integral) or k < 1:
         raise ValueError(f"`k` must be a positive integer (draws per query); got {k!r}.")

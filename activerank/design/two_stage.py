@@ -184,6 +184,14 @@ def two_stage_design(target: DocumentTarget, probs, *, costs=None, query_cost=0.
     -------
     TwoStageDesign
 
+    References
+    ----------
+    .. [1] W. G. Cochran. *Sampling Techniques*, 3rd ed. Wiley, 1977.
+    .. [2] C.-E. Särndal, B. Swensson, J. Wretman. *Model Assisted Survey
+       Sampling.* Springer, 1992.
+    .. [3] T. Schnabel, A. Swaminathan, P. Frazier, T. Joachims. "Unbiased
+       Comparative Evaluation of Ranking Functions." ICTIR 2016.
+
     Examples
     --------
     >>> from activerank.design.documents import document_target
@@ -273,6 +281,10 @@ def query_effect_variance(residuals, query) -> float:
     labels).  Estimate it on labeled data the design does not sample from
     (e.g. the relevance model's validation queries).
 
+    References
+    ----------
+    .. [1] W. G. Cochran. *Sampling Techniques*, 3rd ed. Wiley, 1977.
+
     Examples
     --------
     >>> query_effect_variance([1.0, 1.0, -1.0, -1.0], [0, 0, 1, 1])
@@ -345,6 +357,11 @@ def draw_two_stage(design: TwoStageDesign, target: DocumentTarget, budget, rng=N
     Returns
     -------
     TwoStagePlan
+
+    References
+    ----------
+    .. [1] C.-E. Särndal, B. Swensson, J. Wretman. *Model Assisted Survey
+       Sampling.* Springer, 1992.
     """
     if isinstance(budget, bool) or not isinstance(budget, numbers.Real) or not np.isfinite(budget) or budget <= 0:
         raise ValueError(f"`budget` must be a positive finite number; got {budget!r}.")

@@ -157,6 +157,26 @@ def poisson_variance(target: DocumentTarget, design: PoissonDesign, u, *, model_
 
     ``sum_z (1 - pi_z) / pi_z W_z W_z^T e_z^2`` (Poisson); for a uniform
     design (SRSWOR) ``N^2 (1 - n/N) S^2 / n`` over the unjudged units.
+
+    Parameters
+    ----------
+    target : DocumentTarget
+    design : PoissonDesign
+    u : array-like of shape (n_units,)
+        Every unit's utility (simulation: from the true labels).
+    model_means : array-like of shape (n_units,), optional
+        ``m`` of the difference estimator (default 0: plain HT).
+
+    Returns
+    -------
+    ndarray of shape (n_targets, n_targets)
+
+    References
+    ----------
+    .. [1] D. G. Horvitz, D. J. Thompson. "A Generalization of Sampling Without
+       Replacement from a Finite Universe." JASA 47, 1952.
+    .. [2] C.-E. Särndal, B. Swensson, J. Wretman. *Model Assisted Survey
+       Sampling.* Springer, 1992.
     """
     u = np.asarray(u, dtype=np.float64)
     e = u - (0.0 if model_means is None else np.asarray(model_means, dtype=np.float64))
@@ -181,6 +201,11 @@ def expected_poisson_variance(target: DocumentTarget, design: PoissonDesign, pro
     variance per unit cost this is what an automatic method choice compares
     (variance at the design's budget; multiply by the budget for variance per
     unit cost).
+
+    References
+    ----------
+    .. [1] C.-E. Särndal, B. Swensson, J. Wretman. *Model Assisted Survey
+       Sampling.* Springer, 1992.
     """
     mom = target.moments(probs)
     e2 = mom.variance if control_variate else mom.second
@@ -255,6 +280,13 @@ def horvitz_thompson(target: DocumentTarget, design: PoissonDesign, rows, grades
         A row outside the pooled units, a repeated row, a grade off the
         scale, or a unit whose label changes a target but has ``pi = 0``.
 
+    References
+    ----------
+    .. [1] D. G. Horvitz, D. J. Thompson. "A Generalization of Sampling Without
+       Replacement from a Finite Universe." JASA 47, 1952.
+    .. [2] G. V. Cormack, M. R. Grossman. "Unbiased Low-Variance Estimators for
+       Precision and Related IR Effectiveness Measures." SIGIR 2019.
+
     Examples
     --------
     >>> from activerank.design.documents import document_target, PoissonDesign
@@ -313,6 +345,11 @@ def hansen_hurwitz(target: DocumentTarget, Q, rows, grades, *, probs=None, censu
     -------
     DocumentEstimate
         Covariance ``s^2 / n`` of the per-draw terms (Eq. 6).
+
+    References
+    ----------
+    .. [1] T. Schnabel, A. Swaminathan, P. Frazier, T. Joachims. "Unbiased
+       Comparative Evaluation of Ranking Functions." ICTIR 2016.
     """
     Q = np.asarray(Q, dtype=np.float64).reshape(-1)
     if Q.size != target.n_units:
@@ -349,6 +386,22 @@ def two_stage_variance(target: DocumentTarget, design, u) -> tuple[float, float]
     ``Var(T_hat) = (between + within) / n`` for ``n`` draws, summed over the
     targets (the trace of the covariance).  See the module docstring and
     ``docs/two_stage.md``.
+
+    Parameters
+    ----------
+    target : DocumentTarget
+    design : TwoStageDesign
+    u : array-like of shape (n_units,)
+
+    Returns
+    -------
+    between, within : float
+
+    References
+    ----------
+    .. [1] W. G. Cochran. *Sampling Techniques*, 3rd ed. Wiley, 1977.
+    .. [2] C.-E. Särndal, B. Swensson, J. Wretman. *Model Assisted Survey
+       Sampling.* Springer, 1992.
     """
     u = np.asarray(u, dtype=np.float64)
     e = u - design.model_means
@@ -398,6 +451,11 @@ def two_stage_estimate(target: DocumentTarget, design, draw_query, unit_draw, ro
     DocumentEstimate
         ``mean z_d`` with covariance ``s_z^2 / n`` (unbiased under
         with-replacement first-stage draws).
+
+    References
+    ----------
+    .. [1] C.-E. Särndal, B. Swensson, J. Wretman. *Model Assisted Survey
+       Sampling.* Springer, 1992.
     """
     dq = np.asarray(draw_query, dtype=np.int64).reshape(-1)
     ud = np.asarray(unit_draw, dtype=np.int64).reshape(-1)
@@ -454,6 +512,11 @@ def within_query_estimate(target: DocumentTarget, Qx, rows, grades) -> DocumentE
     -------
     DocumentEstimate
         Covariance diagonal only (targets' covariances are not estimated).
+
+    References
+    ----------
+    .. [1] T. Schnabel, A. Swaminathan, T. Joachims. "Unbiased Ranking
+       Evaluation on a Budget." WWW 2015.
     """
     Qx = np.asarray(Qx, dtype=np.float64).reshape(-1)
     r = np.asarray(rows)
@@ -574,6 +637,23 @@ def ratio_estimate(est: DocumentEstimate, numerator: int = 0, denominator: int =
     ``R = T_num / T_den``, ``Var ≈ (V_nn - 2 R V_nd + R^2 V_dd) / T_den^2``
     (Särndal et al. 1992, Sec. 5.6): normalized metrics such as statAP-style
     precision sums over an estimated recall base.  Biased at order ``1/n``.
+
+    Parameters
+    ----------
+    est : DocumentEstimate
+        Joint estimate of (at least) the two targets.
+    numerator, denominator : int
+        Target indices.
+
+    Returns
+    -------
+    DocumentEstimate
+        One target, the ratio.
+
+    References
+    ----------
+    .. [1] C.-E. Särndal, B. Swensson, J. Wretman. *Model Assisted Survey
+       Sampling.* Springer, 1992.
     """
     t = est.estimate.size
     for name, j in (("numerator", numerator), ("denominator", denominator)):
@@ -596,9 +676,26 @@ def census_snis(values, weights, mass: float, *, n_distinct=None) -> tuple[float
     ``p``-weighted mean times the ``p``-mass of those queries estimates the
     pool target (the determined queries contribute exactly 0).
 
+    Parameters
+    ----------
+    values : array-like of shape (n,)
+        Per-draw differences ``delta(x)``.
+    weights : array-like of shape (n,)
+        ``p(x) / q(x)`` of the draws.
+    mass : float
+        :attr:`~activerank.design.cancellation.CensusDesign.mass`.
+    n_distinct : int, optional
+        Distinct queries drawn (SE is NaN below 2).
+
     Returns
     -------
     estimate, standard_error : float
+
+    References
+    ----------
+    .. [1] C. Sawade, S. Bickel, T. von Oertzen, T. Scheffer, N. Landwehr.
+       "Active Evaluation of Ranking Functions based on Graded Relevance."
+       ECML PKDD 2012.
     """
     v = np.asarray(values, dtype=np.float64).reshape(-1)
     w = np.asarray(weights, dtype=np.float64).reshape(-1)
