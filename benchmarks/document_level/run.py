@@ -163,7 +163,7 @@ def _pack(name, est, se, cost, T):
 
 def query_level(ctx, q, costs_rel, rng, reps, mass=1.0, name="passive"):
     plan = draw_budgeted_batch(q, costs_rel, ctx.rel[-1], reps, rng)
-    b = ctx.rel[ctx.rel >= costs_rel[q > 0].min()]
+    b = ctx.rel  # budgets below a query's cost buy nothing: those points are marked invalid
     stops = budget_stops(plan, b)
     x = plan.queries
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -435,6 +435,31 @@ def savings(results, names, ref, n_boot=300, seed=0):
     return rows
 
 
+RAW_KEYS = ("loss", "cost", "coverage", "bias", "bias_se", "valid")
+
+
+def save_raw(path, res):
+    arrays = {}
+    for name, r in res.items():
+        for k in RAW_KEYS:
+            arrays[f"{name}|{k}"] = r[k]
+        arrays[f"{name}|budgets"] = np.asarray([] if r.get("budgets") is None else r["budgets"], dtype=float)
+    tmp = path.with_name(path.name + ".tmp.npz")
+    np.savez_compressed(tmp, **arrays)
+    tmp.replace(path)
+
+
+def load_raw(path):
+    z = np.load(path)
+    res = {}
+    for key in z.files:
+        name, k = key.split("|")
+        res.setdefault(name, {})[k] = z[key]
+    for r in res.values():
+        r["budgets"] = r["budgets"] if r["budgets"].size else None
+    return res
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--datasets", default="mq2008")
@@ -444,11 +469,14 @@ def main():
     ap.add_argument("--cache", default=None)
     ap.add_argument("--data", default=None)
     ap.add_argument("--out", default=str(RESULTS))
+    ap.add_argument("--raw", default=None, help="where per-(fold, task) raw results are kept (default <out>/raw)")
     args = ap.parse_args()
     from pathlib import Path
 
     out_dir = Path(args.out)
     out_dir.mkdir(parents=True, exist_ok=True)
+    raw_dir = Path(args.raw) if args.raw else out_dir / "raw"
+    raw_dir.mkdir(parents=True, exist_ok=True)
     cfg = config(args.cache, args.data)
     t0 = time.perf_counter()
     curve_rows, save_rows, depth_rows = [], [], []
@@ -463,7 +491,12 @@ def main():
             for ti, key in enumerate(args.tasks.split(",")):
                 tt = time.perf_counter()
                 ctx = Context(build_task(fm, key, fold), doc_costs, rel)
-                res = run_task(ctx, args.reps, [di, fold, ti])
+                raw_path = raw_dir / f"{ds}_fold{fold}_{key}_r{args.reps}.npz"
+                if raw_path.exists():  # resume: a finished (fold, task) is not simulated again
+                    res = load_raw(raw_path)
+                else:
+                    res = run_task(ctx, args.reps, [di, fold, ti])
+                    save_raw(raw_path, res)
                 for name, r in res.items():
                     all_res.setdefault(key, {}).setdefault(name, []).append(r)
                     b = r["budgets"] if r.get("budgets") is not None else (
