@@ -1,0 +1,918 @@
+"""Document-level designs: sample (query, document) pairs, not whole queries.
+
+For metrics that add over positions (DCG@k, P@k, RBP, cumulative gain), the
+mean value of a system over a pool of queries with weights ``p(x)`` is linear
+in the per-document utilities ``u_z = g(y_z)``:
+
+``R_s = sum_x p(x) sum_i d(i) g(y_{s_i(x)}) = sum_z p(x_z) d_s(z) u_z``
+
+with ``d_s(z)`` the discount of ``z``'s rank in system ``s`` (0 if ``z`` is
+not in its top ``k``).  Any contrast ``T = C R`` -- one system (``C = [1]``),
+a difference of two (``[1, -1]``), ``k`` candidates minus a baseline,
+differences to the mean system for ranking -- is therefore a weighted total
+
+``T_j = sum_z W[z, j] u_z``,   ``W[z, j] = p(x_z) sum_s C[j, s] d_s(z)``,
+
+over the *units* ``z`` (documents in the union of the compared top-``k``
+lists).  Documents with ``W[z] = 0`` cancel in every target (see
+:mod:`activerank.design.cancellation`) and never need a label.  A
+:class:`DocumentTarget` holds ``W``; the designs here pick which units to
+judge, the estimators in :mod:`activerank.inference.documents` turn the
+judgments into unbiased estimates of ``T`` with variances.
+
+Designs (unit costs ``c_z``; ``E``/``Var`` under the relevance model
+``p(y | x, z)``):
+
+* **With replacement** (Schnabel et al. 2016): ``n`` i.i.d. draws from
+  ``Q``; Hansen-Hurwitz estimator ``(1/n) sum W u / Q``.  Minimizing the sum
+  of the targets' variances ``(1/n) (sum_z ||W_z||^2 E[u_z^2] / Q_z - ||T||^2)``
+  under a cost per draw gives ``Q*(z) ∝ ||W_z|| sqrt(E[u_z^2] / c_z)``.  With
+  ``E[u^2]`` replaced by a plug-in ``u~^2`` this is Schnabel et al.'s
+  ``Q*`` for their four scenarios (one system: Eq. 4; two: Eq. 9; ``k`` vs a
+  baseline: Eq. 11; ranking: Eq. 13, whose optimal baseline is the mean
+  system, i.e. ``C = I - 1/k``); ``||W_z||`` is the Euclidean norm over the
+  targets.  ``sqrt(E[u^2])`` is what minimizes the *expected* variance when
+  ``u`` is random under the model; ``utility="mean"`` uses Schnabel's
+  literal plug-in ``E[u]``.
+* **Without replacement** (Poisson sampling, Horvitz-Thompson): unit ``z``
+  is judged independently with probability ``pi_z``.  Minimizing
+  ``sum_z (1/pi_z - 1) ||W_z||^2 E[e_z^2]`` subject to ``sum_z pi_z c_z =
+  budget`` gives ``pi_z = min(1, kappa ||W_z|| sqrt(E[e_z^2] / c_z))``
+  (water-filling), with ``e = u`` for the plain HT ("stat") estimator and
+  ``e = u - E_theta[u]`` for the difference ("dyn") estimator
+  (``utility="residual"``).
+* **Uniform** sampling of pooled documents (the field's baseline): simple
+  random sampling without replacement of ``n`` pooled units.
+
+A defensive share ``defensive`` of every design follows ``||W_z|| /
+sqrt(c_z)`` (Schnabel's ``Q^P``, utility 1), so every unit that can change a
+target keeps a positive probability whatever the model says.  Judgments
+already acquired are reused as a census: those units get ``pi = 1`` and cost
+0 (``judged=``); with-replacement draws skip them and the estimator adds
+their exact contribution.
+
+References
+----------
+.. [1] T. Schnabel, A. Swaminathan, P. Frazier, T. Joachims. "Unbiased
+   Comparative Evaluation of Ranking Functions." ICTIR 2016.
+.. [2] T. Schnabel, A. Swaminathan, T. Joachims. "Unbiased Ranking
+   Evaluation on a Budget." WWW 2015.
+.. [3] G. V. Cormack, M. R. Grossman. "Unbiased Low-Variance Estimators for
+   Precision and Related Information Retrieval Effectiveness Measures."
+   SIGIR 2019.
+.. [4] D. G. Horvitz, D. J. Thompson. "A Generalization of Sampling Without
+   Replacement from a Finite Universe." JASA 47, 1952.
+.. [5] C.-E. Särndal, B. Swensson, J. Wretman. *Model Assisted Survey
+   Sampling.* Springer, 1992 (Poisson and pi-ps sampling, Sec. 3.6).
+"""
+
+from __future__ import annotations
+
+import numbers
+from dataclasses import dataclass
+
+import numpy as np
+
+from .._validation import probs_iv, rankings_iv
+from ..metrics.registry import parse_metric
+from ..ragged import Rankings, offsets_from_lengths
+from .cancellation import discount_table
+from .sampling import DEFAULT_DEFENSIVE, defensive_iv, query_weights_iv
+
+__all__ = [
+    "DocumentTarget",
+    "PoissonDesign",
+    "UnitMoments",
+    "document_target",
+    "scenario_contrasts",
+    "unit_scores",
+    "sampling_distribution",
+    "inclusion_probabilities",
+    "uniform_inclusion",
+    "draw_poisson",
+    "draw_with_replacement",
+    "draw_uniform",
+    "draw_within_queries",
+    "waterfill",
+    "within_query_distribution",
+]
+
+UTILITIES = ("rms", "mean", "residual", "none")
+
+
+# --------------------------------------------------------------------------- targets
+
+
+@dataclass(frozen=True, eq=False)
+class UnitMoments:
+    """Model moments of every unit's utility ``u = g(y)``; arrays of shape (n_units,)."""
+
+    mean: np.ndarray
+    second: np.ndarray
+    variance: np.ndarray
+
+
+@dataclass(frozen=True, eq=False)
+class DocumentTarget:
+    """Targets that are linear in per-document utilities: ``T = W^T u``.
+
+    Attributes
+    ----------
+    rows : ndarray of shape (n_units,), int64
+        Document row of every unit (the union of the compared top-``k`` lists),
+        sorted by query, then row.
+    query : ndarray of shape (n_units,), int64
+        Pool query index of every unit.
+    weights : ndarray of shape (n_units, n_targets)
+        ``W[z, j]``: coefficient of ``u_z`` in target ``j`` (``p(x)`` included).
+    gains : ndarray of shape (n_grades,)
+        Utility ``g(y)`` of every grade.
+    n_queries, n_docs : int
+    offsets : ndarray of shape (n_queries + 1,)
+        Units of query ``x`` are ``offsets[x]:offsets[x + 1]``.
+    """
+
+    rows: np.ndarray
+    query: np.ndarray
+    weights: np.ndarray
+    gains: np.ndarray
+    n_queries: int
+    n_docs: int
+    offsets: np.ndarray
+
+    @property
+    def n_units(self) -> int:
+        return self.rows.size
+
+    @property
+    def n_targets(self) -> int:
+        return self.weights.shape[1]
+
+    @property
+    def matters(self) -> np.ndarray:
+        """Units with a nonzero weight in some target (the others cancel)."""
+        return np.any(self.weights != 0.0, axis=1)
+
+    @property
+    def norms(self) -> np.ndarray:
+        """``||W_z||`` over the targets, shape (n_units,)."""
+        return np.sqrt(np.einsum("ij,ij->i", self.weights, self.weights))
+
+    def unit_index(self, rows, *, name: str = "rows") -> np.ndarray:
+        """Unit index of document rows; a row outside the pooled units is an error."""
+        r = np.asarray(rows)
+        if r.size and (not np.issubdtype(r.dtype, np.integer)):
+            raise TypeError(f"`{name}` must hold integer document rows; got dtype {r.dtype}.")
+        r = r.astype(np.int64, copy=False).reshape(-1)
+        lookup = np.full(self.n_docs, -1, dtype=np.int64)
+        lookup[self.rows] = np.arange(self.n_units)
+        out = np.full(r.size, -1, dtype=np.int64)
+        ok = (r >= 0) & (r < self.n_docs)
+        out[ok] = lookup[r[ok]]
+        bad = np.flatnonzero(out < 0)
+        if bad.size:
+            raise ValueError(
+                f"`{name}` entry {bad[0]} is document row {r[bad[0]]}, which is not in the pool of compared "
+                "top-k documents (it cannot enter any target)."
+            )
+        return out
+
+    def moments(self, probs) -> UnitMoments:
+        """Mean, second moment and variance of every unit's utility under ``probs``."""
+        P = probs_iv(probs)
+        if P.shape[0] != self.n_docs:
+            raise ValueError(f"`probs` must have one row per document ({self.n_docs}); got {P.shape[0]}.")
+        if P.shape[1] != self.gains.size:
+            raise ValueError(
+                f"`probs` must have one column per grade ({self.gains.size}); got {P.shape[1]}."
+            )
+        p = P[self.rows]
+        g = self.gains
+        mean = p @ g
+        second = p @ (g * g)
+        # sum_j p_j (g_j - mean)^2 never cancels below 0
+        variance = np.einsum("ij,ij->i", p, (g[None, :] - mean[:, None]) ** 2)
+        return UnitMoments(mean, second, variance)
+
+    def utilities(self, grades) -> np.ndarray:
+        """``g(y)`` of integer grades."""
+        y = np.asarray(grades)
+        if y.size and not np.issubdtype(y.dtype, np.integer):
+            if not (np.issubdtype(y.dtype, np.floating) and np.all(y == np.round(y))):
+                raise TypeError(f"`grades` must hold integer grades; got dtype {y.dtype}.")
+        y = y.astype(np.int64, copy=False).reshape(-1)
+        bad = np.flatnonzero((y < 0) | (y >= self.gains.size))
+        if bad.size:
+            raise ValueError(
+                f"`grades` must lie on the scale 0..{self.gains.size - 1}; entry {bad[0]} is {y[bad[0]]}."
+            )
+        return self.gains[y]
+
+    def value(self, labels) -> np.ndarray:
+        """Exact targets from the grades of all document rows, shape (n_targets,)."""
+        lab = np.asarray(labels).reshape(-1)
+        return self.weights.T @ self.utilities(lab[self.rows])
+
+    def query_totals(self, u) -> np.ndarray:
+        """Per-query totals ``Y_x = sum_{z in x} W_z u_z``, shape (n_queries, n_targets)."""
+        u = np.asarray(u, dtype=np.float64)
+        out = np.zeros((self.n_queries, self.n_targets))
+        for j in range(self.n_targets):
+            out[:, j] = np.bincount(self.query, self.weights[:, j] * u, minlength=self.n_queries)
+        return out
+
+
+def scenario_contrasts(kind: str, n_systems: int, *, baseline: int = -1) -> np.ndarray:
+    """Contrast matrix ``C`` (targets = ``C @ R``) of the four scenarios.
+
+    Parameters
+    ----------
+    kind : {"single", "difference", "baseline", "rank"}
+        One system; ``R_0 - R_1``; every other system minus the baseline;
+        every system minus the mean system (Schnabel et al. 2016, Sec. 6).
+    n_systems : int
+    baseline : int, default -1
+        Index of the baseline system for ``"baseline"``.
+
+    Returns
+    -------
+    ndarray of shape (n_targets, n_systems)
+
+    Examples
+    --------
+    >>> scenario_contrasts("baseline", 3).tolist()
+    [[1.0, 0.0, -1.0], [0.0, 1.0, -1.0]]
+    """
+    s = int(n_systems)
+    if kind == "single":
+        if s != 1:
+            raise ValueError(f"`kind`='single' needs exactly one system; got {s}.")
+        return np.ones((1, 1))
+    if kind == "difference":
+        if s != 2:
+            raise ValueError(f"`kind`='difference' needs exactly two systems; got {s}.")
+        return np.array([[1.0, -1.0]])
+    if kind == "baseline":
+        if s < 2:
+            raise ValueError(f"`kind`='baseline' needs at least two systems; got {s}.")
+        b = range(s)[baseline]
+        C = np.zeros((s - 1, s))
+        others = [i for i in range(s) if i != b]
+        C[np.arange(s - 1), others] = 1.0
+        C[:, b] = -1.0
+        return C
+    if kind == "rank":
+        if s < 2:
+            raise ValueError(f"`kind`='rank' needs at least two systems; got {s}.")
+        return np.eye(s) - 1.0 / s
+    raise ValueError(f"`kind` must be one of 'single', 'difference', 'baseline', 'rank'; got {kind!r}.")
+
+
+def _contrasts_iv(contrasts, s: int) -> np.ndarray:
+    if contrasts is None:
+        if s == 1:
+            return scenario_contrasts("single", 1)
+        if s == 2:
+            return scenario_contrasts("difference", 2)
+        raise ValueError(
+            f"`contrasts` is required for {s} systems: 'baseline', 'rank' or an (n_targets, {s}) matrix."
+        )
+    if isinstance(contrasts, str):
+        return scenario_contrasts(contrasts, s)
+    C = np.asarray(contrasts, dtype=np.float64)
+    if C.ndim == 1:
+        C = C[None, :]
+    if C.ndim != 2 or C.shape[1] != s or C.shape[0] < 1:
+        raise ValueError(f"`contrasts` must have shape (n_targets, {s}); got {C.shape}.")
+    if not np.all(np.isfinite(C)):
+        raise ValueError("`contrasts` must be finite.")
+    return C
+
+
+def document_target(rankings, *, n_docs, metric=None, discounts=None, gains=None, n_grades=None,
+                    contrasts=None, query_weights=None) -> DocumentTarget:
+    """Units and weights of a linearly decomposable target.
+
+    Parameters
+    ----------
+    rankings : Rankings, sequence of sequences, or a list of those
+        One system's rankings, or a list of ``s`` systems' rankings of the
+        same queries.
+    n_docs : int
+        Number of document rows.
+    metric : str, optional
+        An additive metric such as ``"dcg@10"`` (discounts and gains from the
+        registry; needs ``n_grades``).
+    discounts : array-like of shape (k,), optional
+        Per-position discounts of any additive metric (P@k: ``1/k``; RBP:
+        ``(1 - phi) phi^i``); rankings are cut at ``k``.  Needs ``gains``.
+    gains : array-like of shape (n_grades,), optional
+        Utility of every grade (overrides the metric's gain).
+    n_grades : int, optional
+        Size of the grade scale (with ``metric`` and no ``gains``).
+    contrasts : {"single", "difference", "baseline", "rank"} or array-like, optional
+        Targets ``C @ R``; default ``[1]`` for one system and ``[1, -1]``
+        for two.  ``"baseline"`` takes the *last* system as the baseline.
+    query_weights : array-like of shape (n_queries,), optional
+        Target distribution ``p(x)`` (default uniform).
+
+    Returns
+    -------
+    DocumentTarget
+
+    Notes
+    -----
+    Rows of ``C`` that sum to 0 (contrasts) are applied to discount
+    *differences* to the first system, so a document with equal discounts in
+    every system gets a weight of exactly 0.0 (no rounding residue).
+
+    References
+    ----------
+    .. [1] T. Schnabel, A. Swaminathan, P. Frazier, T. Joachims. "Unbiased
+       Comparative Evaluation of Ranking Functions." ICTIR 2016.
+    .. [2] G. V. Cormack, M. R. Grossman. "Unbiased Low-Variance Estimators for
+       Precision and Related IR Effectiveness Measures." SIGIR 2019.
+
+    Examples
+    --------
+    >>> t = document_target([[[0, 1]], [[1, 0]]], n_docs=2, metric="dcg@2", n_grades=3)
+    >>> t.weights.ravel().round(4).tolist(), t.gains.tolist()
+    ([0.3691, -0.3691], [0.0, 1.0, 3.0])
+    """
+    if isinstance(n_docs, bool) or not isinstance(n_docs, numbers.Integral) or n_docs < 1:
+        raise ValueError(f"`n_docs` must be a positive integer; got {n_docs!r}.")
+    n_docs = int(n_docs)
+    systems = _systems_iv(rankings, n_docs)
+    s = len(systems)
+    C = _contrasts_iv(contrasts, s)
+    if (metric is None) == (discounts is None):
+        raise ValueError("pass exactly one of `metric` (an additive metric such as 'dcg@10') and `discounts`.")
+    if discounts is not None:
+        disc = np.asarray(discounts, dtype=np.float64).reshape(-1)
+        if disc.size == 0 or not np.all(np.isfinite(disc)):
+            raise ValueError("`discounts` must be a non-empty finite 1-d array.")
+        if gains is None:
+            raise ValueError("`gains` (utility of every grade) is required with `discounts`.")
+        tops = [r.truncate(disc.size) for r in systems]
+    else:
+        m = parse_metric(metric)
+        if m.family != "additive":
+            raise ValueError(
+                f"`metric` {str(m)!r} is not linear in per-document utilities; document-level designs need "
+                "an additive metric (DCG, P@k, RBP); ERR stays query-level."
+            )
+        tops = [r.truncate(m.k) for r in systems]
+        disc = discount_table(m, int(max(r.lengths.max(initial=0) for r in tops)))
+        if gains is None:
+            if isinstance(n_grades, bool) or not isinstance(n_grades, numbers.Integral) or n_grades < 2:
+                raise ValueError(f"`n_grades` must be an integer >= 2 with `metric`; got {n_grades!r}.")
+            gains = m.definition.gain(np.arange(n_grades, dtype=np.float64), int(n_grades) - 1)
+    g = np.asarray(gains, dtype=np.float64).reshape(-1)
+    if g.size < 2 or not np.all(np.isfinite(g)):
+        raise ValueError(f"`gains` must be finite with one entry per grade (>= 2); got {g.tolist()}.")
+    n_q = tops[0].n_queries
+    p = query_weights_iv(query_weights, n_q)
+    keys = [r.query_index() * n_docs + r.items for r in tops]
+    uniq, inv = np.unique(np.concatenate(keys), return_inverse=True)
+    n_u = uniq.size
+    D = np.zeros((n_u, s))  # discount of every unit in every system (0 where absent)
+    start = 0
+    for i, r in enumerate(tops):
+        D[inv[start: start + r.items.size], i] = disc[r.positions()]
+        start += r.items.size
+    contrast_rows = np.abs(C.sum(axis=1)) <= 1e-12 * np.abs(C).sum(axis=1).clip(min=1.0)
+    W = np.where(contrast_rows[None, :], (D - D[:, :1]) @ C.T, D @ C.T)
+    query = uniq // n_docs
+    W *= p[query][:, None]
+    return DocumentTarget(rows=uniq % n_docs, query=query, weights=W, gains=g, n_queries=n_q,
+                          n_docs=n_docs, offsets=offsets_from_lengths(np.bincount(query, minlength=n_q)))
+
+
+def _systems_iv(rankings, n_docs: int) -> list[Rankings]:
+    if isinstance(rankings, Rankings):
+        return [rankings_iv(rankings, n_docs)]
+    if isinstance(rankings, (str, bytes)) or not hasattr(rankings, "__len__") or len(rankings) == 0:
+        raise TypeError("`rankings` must be a Rankings, a sequence of per-query lists, or a list of those.")
+    first = rankings[0]
+    nested = isinstance(first, Rankings) or (
+        hasattr(first, "__len__") and len(first) > 0 and hasattr(first[0], "__len__"))
+    systems = list(rankings) if nested else [rankings]
+    out = [rankings_iv(r, n_docs, name=f"rankings[{i}]") for i, r in enumerate(systems)]
+    for i, r in enumerate(out[1:], start=1):
+        if r.n_queries != out[0].n_queries:
+            raise ValueError(f"`rankings` must rank the same queries; system 0 has {out[0].n_queries}, "
+                             f"system {i} has {r.n_queries}.")
+    return out
+
+
+# --------------------------------------------------------------------------- scores and designs
+
+
+def _unit_costs_iv(costs, target: DocumentTarget) -> np.ndarray:
+    if costs is None:
+        return np.ones(target.n_units)
+    c = np.asarray(costs, dtype=np.float64).reshape(-1)
+    if c.size == target.n_docs and c.size != target.n_units:
+        c = c[target.rows]
+    elif c.size != target.n_units:
+        raise ValueError(
+            f"`costs` must have one entry per document row ({target.n_docs}) or per unit ({target.n_units}); "
+            f"got {c.size}."
+        )
+    bad = np.flatnonzero(~np.isfinite(c) | (c <= 0))
+    if bad.size:
+        raise ValueError(f"`costs` must be finite and > 0; unit {bad[0]} (document row "
+                         f"{target.rows[bad[0]]}) has {c[bad[0]]!r}.")
+    return c
+
+
+def _judged_iv(judged, target: DocumentTarget) -> np.ndarray:
+    if judged is None:
+        return np.zeros(target.n_units, dtype=bool)
+    j = np.asarray(judged)
+    if j.dtype == bool:
+        if j.size != target.n_units:
+            raise ValueError(f"boolean `judged` must have one entry per unit ({target.n_units}); got {j.size}.")
+        return j.reshape(-1).copy()
+    mask = np.zeros(target.n_units, dtype=bool)
+    mask[target.unit_index(j, name="judged")] = True
+    return mask
+
+
+def unit_scores(target: DocumentTarget, probs, *, utility="rms", costs=None) -> np.ndarray:
+    """``||W_z|| u~_z / sqrt(c_z)``: the shape of every variance-optimal design.
+
+    Parameters
+    ----------
+    target : DocumentTarget
+    probs : array-like of shape (n_docs, n_grades)
+        Relevance model ``p(y | x, z)``.
+    utility : {"rms", "mean", "residual", "none"} or array-like of shape (n_units,)
+        ``u~``: ``sqrt(E[u^2])`` (optimal for the plain estimators under the
+        model), ``E[u]`` (Schnabel et al.'s plug-in), ``sqrt(Var[u])``
+        (optimal for the difference/dyn estimators), 1 (``Q^P``), or given.
+    costs : array-like, optional
+        Per-document (``n_docs``) or per-unit cost; default 1.
+
+    Returns
+    -------
+    ndarray of shape (n_units,)
+
+    References
+    ----------
+    .. [1] T. Schnabel, A. Swaminathan, P. Frazier, T. Joachims. "Unbiased
+       Comparative Evaluation of Ranking Functions." ICTIR 2016.
+    """
+    c = _unit_costs_iv(costs, target)
+    if isinstance(utility, str):
+        if utility not in UTILITIES:
+            raise ValueError(f"`utility` must be one of {list(UTILITIES)} or an array; got {utility!r}.")
+        if utility == "none":
+            u = np.ones(target.n_units)
+        else:
+            mom = target.moments(probs)
+            u = {"rms": np.sqrt(mom.second), "mean": mom.mean, "residual": np.sqrt(mom.variance)}[utility]
+    else:
+        u = np.asarray(utility, dtype=np.float64).reshape(-1)
+        if u.size != target.n_units or not np.all(np.isfinite(u)) or np.any(u < 0):
+            raise ValueError(f"`utility` must hold {target.n_units} finite non-negative values.")
+    return target.norms * u / np.sqrt(c)
+
+
+def _mix(score: np.ndarray, fallback: np.ndarray, weight: np.ndarray, defensive: float) -> np.ndarray:
+    """``(1 - defensive) score + defensive fallback``, each normalized by ``sum(weight * .)``."""
+    tf = float(np.dot(fallback, weight))
+    ts = float(np.dot(score, weight))
+    if not ts > 0:
+        return fallback / tf
+    return (1.0 - defensive) * score / ts + defensive * fallback / tf
+
+
+def _matters_iv(target: DocumentTarget, live: np.ndarray) -> None:
+    if not np.any(target.matters & live):
+        raise ValueError("no unit can change any target (every weight is 0, or every such unit is judged): "
+                         "there is nothing to sample.")
+
+
+def sampling_distribution(target: DocumentTarget, probs, *, utility="rms", costs=None,
+                          defensive: float = DEFAULT_DEFENSIVE, judged=None) -> np.ndarray:
+    """Schnabel et al.'s ``Q*`` over units for draws with replacement.
+
+    ``Q(z) = (1 - defensive) Q*(z) + defensive Q^P(z)`` with ``Q* ∝ ||W_z||
+    u~_z / sqrt(c_z)`` and ``Q^P ∝ ||W_z|| / sqrt(c_z)``; units that cancel
+    (``W_z = 0``) and judged units (reused as a census) get 0.
+
+    Parameters
+    ----------
+    target : DocumentTarget
+    probs : array-like of shape (n_docs, n_grades)
+    utility : str or array-like
+        See :func:`unit_scores`.
+    costs : array-like, optional
+        Per-document or per-unit cost.
+    defensive : float in [0, 1]
+    judged : array-like of bool (n_units,) or of document rows, optional
+        Units already judged (excluded; the estimator adds them exactly).
+
+    Returns
+    -------
+    Q : ndarray of shape (n_units,)
+
+    References
+    ----------
+    .. [1] T. Schnabel, A. Swaminathan, P. Frazier, T. Joachims. "Unbiased
+       Comparative Evaluation of Ranking Functions." ICTIR 2016, Eqs. 4, 9,
+       11, 13.
+    """
+    defensive = defensive_iv(defensive)
+    c = _unit_costs_iv(costs, target)
+    live = ~_judged_iv(judged, target)
+    _matters_iv(target, live)
+    score = np.where(live, unit_scores(target, probs, utility=utility, costs=c), 0.0)
+    fallback = np.where(live, target.norms / np.sqrt(c), 0.0)
+    one = np.ones(target.n_units)
+    return _mix(score, fallback, one, defensive)
+
+
+def waterfill(score, costs, budget, offsets=None) -> np.ndarray:
+    """Inclusion probabilities ``pi = min(1, kappa * score)`` with ``sum pi c = budget``.
+
+    With ``offsets`` (CSR segments) every segment gets its own ``kappa`` and
+    budget (``budget`` then has one entry per segment).  Entries with score 0
+    get ``pi = 0``; a budget at or above the segment's total cost of
+    positive-score entries gives them all ``pi = 1``.
+
+    Parameters
+    ----------
+    score : ndarray of shape (n,)
+        Non-negative target shape of ``pi``.
+    costs : ndarray of shape (n,)
+        Positive costs.
+    budget : float or ndarray of shape (n_segments,)
+    offsets : ndarray of shape (n_segments + 1,), optional
+
+    Returns
+    -------
+    pi : ndarray of shape (n,)
+
+    References
+    ----------
+    .. [1] C.-E. Särndal, B. Swensson, J. Wretman. *Model Assisted Survey
+       Sampling.* Springer, 1992.
+
+    Examples
+    --------
+    >>> waterfill(np.array([4.0, 1.0, 1.0]), np.ones(3), 2.0).tolist()
+    [1.0, 0.5, 0.5]
+    """
+    score = np.asarray(score, dtype=np.float64)
+    costs = np.asarray(costs, dtype=np.float64)
+    n = score.size
+    if offsets is None:
+        offsets = np.array([0, n], dtype=np.int64)
+    offsets = np.asarray(offsets, dtype=np.int64)
+    n_seg = offsets.size - 1
+    budget = np.broadcast_to(np.asarray(budget, dtype=np.float64), (n_seg,))
+    seg = np.repeat(np.arange(n_seg), np.diff(offsets))
+    # sort every segment by score, largest first: capped entries are a prefix
+    order = np.lexsort((-score, seg))
+    s, c = score[order], costs[order]
+    starts = offsets[:-1]
+    lengths = np.diff(offsets)
+    sc = s * c
+    cum_c = np.cumsum(c)
+    cum_sc = np.cumsum(sc)
+    base_c = np.repeat(np.concatenate([[0.0], cum_c])[starts], lengths)
+    base_sc = np.repeat(np.concatenate([[0.0], cum_sc])[starts], lengths)
+    tot_sc = np.repeat(np.concatenate([[0.0], cum_sc])[offsets[1:]], lengths) - base_sc
+    # capping the entries before position j: kappa_j = (B - sum c_capped) / sum_rest s c
+    capped_c = cum_c - c - base_c
+    rest_sc = tot_sc - (cum_sc - sc - base_sc)
+    B = np.repeat(budget, lengths)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        kappa = (B - capped_c) / rest_sc
+        ok = (s > 0) & (kappa * s <= 1.0) & (kappa > 0)
+    # first valid position per segment; if none, every positive entry is capped
+    pos = np.arange(n)
+    first = np.full(n_seg, np.iinfo(np.int64).max)
+    np.minimum.at(first, seg[ok], pos[ok])
+    has = first < np.iinfo(np.int64).max
+    k_seg = np.zeros(n_seg)
+    k_seg[has] = kappa[first[has]]
+    first_e = np.repeat(np.where(has, first, offsets[1:]), lengths)
+    pi_sorted = np.where(pos < first_e, 1.0, np.minimum(1.0, np.repeat(k_seg, lengths) * s))
+    pi_sorted = np.where(s > 0, pi_sorted, 0.0)
+    pi = np.empty(n)
+    pi[order] = pi_sorted
+    return pi
+
+
+@dataclass(frozen=True, eq=False)
+class PoissonDesign:
+    """Independent inclusion of every unit with probability ``pi``.
+
+    Attributes
+    ----------
+    pi : ndarray of shape (n_units,)
+        Inclusion probabilities (1 for judged units, 0 for units that cancel).
+    costs : ndarray of shape (n_units,)
+        Cost charged when a unit is judged (0 for units already judged).
+    budget : float
+        Expected cost ``sum pi * costs``.
+    kind : str
+    """
+
+    pi: np.ndarray
+    costs: np.ndarray
+    budget: float
+    kind: str
+
+    @property
+    def expected_size(self) -> float:
+        return float(np.sum(self.pi * (self.costs > 0)))
+
+
+def _budget_iv(budget) -> float:
+    if isinstance(budget, bool) or not isinstance(budget, numbers.Real) or not np.isfinite(budget) or budget <= 0:
+        raise ValueError(f"`budget` must be a positive finite number (expected cost to spend); got {budget!r}.")
+    return float(budget)
+
+
+def _too_small(expected: float, budget: float) -> None:
+    if expected < 2.0:
+        raise ValueError(
+            f"`budget`={budget:g} is too small: it buys {expected:.3g} judged documents in expectation; "
+            "a design-based variance needs at least 2."
+        )
+
+
+def inclusion_probabilities(target: DocumentTarget, probs, budget, *, utility="residual", costs=None,
+                            defensive: float = DEFAULT_DEFENSIVE, judged=None) -> PoissonDesign:
+    """Variance-optimal Poisson (without replacement) design for an expected budget.
+
+    ``pi_z = min(1, kappa s_z)`` with ``s = (1 - defensive) s* + defensive s^P``
+    (``s* ∝ ||W_z|| u~_z / sqrt(c_z)``, ``s^P ∝ ||W_z|| / sqrt(c_z)``, each
+    scaled to unit expected cost) and ``kappa`` such that ``sum_z pi_z c_z =
+    budget``.  This minimizes ``sum_z (1/pi_z - 1) ||W_z||^2 E[e_z^2]``, the
+    summed variance of the HT (``utility="rms"``, ``e = u``) or difference
+    (``utility="residual"``, ``e = u - E u``) estimator, at that cost.
+
+    Parameters
+    ----------
+    target : DocumentTarget
+    probs : array-like of shape (n_docs, n_grades)
+    budget : float
+        Expected cost of the new judgments (unit of ``costs``; with the
+        default unit costs, the expected number of judged documents).
+    utility : str or array-like
+        See :func:`unit_scores`.
+    costs : array-like, optional
+    defensive : float in [0, 1]
+    judged : array-like of bool or of document rows, optional
+        Units already judged: ``pi = 1`` at cost 0 (a census).
+
+    Returns
+    -------
+    PoissonDesign
+
+    Raises
+    ------
+    ValueError
+        If the budget buys fewer than 2 documents in expectation, or no unit
+        can change a target.
+
+    References
+    ----------
+    .. [1] C.-E. Särndal, B. Swensson, J. Wretman. *Model Assisted Survey
+       Sampling.* Springer, 1992, Sec. 3.6 and 12.2.
+    .. [2] G. V. Cormack, M. R. Grossman. "Unbiased Low-Variance Estimators
+       for Precision and Related IR Effectiveness Measures." SIGIR 2019.
+    """
+    budget = _budget_iv(budget)
+    defensive = defensive_iv(defensive)
+    c = _unit_costs_iv(costs, target)
+    judged_m = _judged_iv(judged, target)
+    live = ~judged_m & target.matters
+    _matters_iv(target, ~judged_m)
+    score = np.where(live, unit_scores(target, probs, utility=utility, costs=c), 0.0)
+    fallback = np.where(live, target.norms / np.sqrt(c), 0.0)
+    s = _mix(score, fallback, c, defensive)
+    pi = waterfill(s, c, budget)
+    _too_small(float(pi.sum()), budget)
+    pi = np.where(judged_m, 1.0, pi)
+    charged = np.where(judged_m, 0.0, c)
+    return PoissonDesign(pi=pi, costs=charged, budget=float(np.dot(pi, charged)), kind="poisson")
+
+
+def uniform_inclusion(target: DocumentTarget, budget, *, costs=None, judged=None) -> PoissonDesign:
+    """Uniform sampling of pooled documents (the field's baseline).
+
+    Every unjudged pooled unit -- including those that cancel, which a
+    uniform design does not know about -- has the same inclusion probability
+    ``n / N`` with ``n = round(budget / mean cost)``; draw the sample with
+    :func:`draw_uniform` (simple random sampling without replacement).
+
+    Parameters
+    ----------
+    target : DocumentTarget
+    budget : float
+        Cost to spend (with unit costs: documents to judge).
+    costs : array-like, optional
+        Per-document or per-unit cost (default 1).
+    judged : array-like of bool or of document rows, optional
+        Units already judged (a census: ``pi = 1``, cost 0).
+
+    Returns
+    -------
+    PoissonDesign
+        ``kind = "srswor"``; ``pi`` is exact for SRSWOR.
+
+    References
+    ----------
+    .. [1] B. Carterette, E. Kanoulas, E. Yilmaz. "Advances on the Development of
+       Evaluation Measures" (tutorial): depth-k pooling, uniform sampling, infAP.
+    .. [2] D. G. Horvitz, D. J. Thompson. "A Generalization of Sampling Without
+       Replacement from a Finite Universe." JASA 47, 1952.
+    """
+    budget = _budget_iv(budget)
+    c = _unit_costs_iv(costs, target)
+    judged_m = _judged_iv(judged, target)
+    N = int((~judged_m).sum())
+    if N == 0:
+        raise ValueError("every pooled unit is judged already; nothing to sample.")
+    n = int(min(N, round(budget / float(c[~judged_m].mean()))))
+    _too_small(float(n), budget)
+    pi = np.where(judged_m, 1.0, n / N)
+    charged = np.where(judged_m, 0.0, c)
+    return PoissonDesign(pi=pi, costs=charged, budget=float(np.dot(pi, charged)), kind="srswor")
+
+
+# --------------------------------------------------------------------------- draws
+
+
+def draw_poisson(design: PoissonDesign, rng=None, *, n_reps=None) -> np.ndarray:
+    """Sampled units of a Poisson design: every unit independently with probability ``pi``.
+
+    Parameters
+    ----------
+    design : PoissonDesign
+    rng : None, int or numpy.random.Generator
+    n_reps : int, optional
+        Draw this many independent samples at once.
+
+    Returns
+    -------
+    ndarray of bool, shape (n_units,) or (n_reps, n_units)
+        Judged units (``pi = 1``) are always in the sample.
+
+    References
+    ----------
+    .. [1] C.-E. Särndal, B. Swensson, J. Wretman. *Model Assisted Survey
+       Sampling.* Springer, 1992.
+    """
+    rng = np.random.default_rng(rng)
+    shape = design.pi.shape if n_reps is None else (int(n_reps),) + design.pi.shape
+    return rng.random(shape) < design.pi
+
+
+def draw_uniform(design: PoissonDesign, rng=None, *, n_reps=None) -> np.ndarray:
+    """Simple random sample without replacement of the unjudged units of a uniform design.
+
+    Parameters
+    ----------
+    design : PoissonDesign
+        From :func:`uniform_inclusion` (kind ``"srswor"``).
+    rng : None, int or numpy.random.Generator
+    n_reps : int, optional
+
+    Returns
+    -------
+    ndarray of bool, shape (n_units,) or (n_reps, n_units)
+        Exactly ``n`` unjudged units plus every judged (census) unit.
+
+    References
+    ----------
+    .. [1] W. G. Cochran. *Sampling Techniques*, 3rd ed. Wiley, 1977, Ch. 2.
+    """
+    if design.kind != "srswor":
+        raise ValueError("`design` must come from uniform_inclusion (kind 'srswor').")
+    rng = np.random.default_rng(rng)
+    free = design.pi < 1.0
+    N = int(free.sum())
+    n = int(round(float(design.pi[free][0]) * N)) if N else 0
+    reps = 1 if n_reps is None else int(n_reps)
+    keys = rng.random((reps, N))
+    chosen = np.argpartition(keys, n - 1, axis=1)[:, :n] if 0 < n < N else np.tile(np.arange(N), (reps, 1))[:, :n]
+    mask = np.zeros((reps, design.pi.size), dtype=bool)
+    idx = np.flatnonzero(free)
+    mask[np.arange(reps)[:, None], idx[chosen]] = True
+    mask[:, ~free] = True
+    return mask[0] if n_reps is None else mask
+
+
+def draw_with_replacement(Q, costs, budget, rng=None):
+    """Budgeted i.i.d. draws of units from ``Q``; a unit's first draw is charged, repeats are free.
+
+    Parameters
+    ----------
+    Q : array-like of shape (n_units,)
+        From :func:`sampling_distribution`.
+    costs : array-like of shape (n_units,)
+        Cost of every unit, in the budget's unit.
+    budget : float
+    rng : None, int or numpy.random.Generator
+
+    Returns
+    -------
+    DrawPlan
+        ``queries`` holds the drawn unit indices, in order.
+
+    Thin wrapper of :func:`activerank.design.sampling.draw_budgeted` with units in
+    place of queries (``DrawPlan.queries`` holds unit indices).
+
+    References
+    ----------
+    .. [1] T. Schnabel, A. Swaminathan, P. Frazier, T. Joachims. "Unbiased
+       Comparative Evaluation of Ranking Functions." ICTIR 2016.
+    """
+    from .sampling import draw_budgeted
+
+    return draw_budgeted(Q, costs, budget, rng)
+
+
+def within_query_distribution(target: DocumentTarget, probs, *, utility="rms", eps: float = 0.05,
+                              costs=None) -> np.ndarray:
+    """Per-query importance distribution ``Q_x`` of Schnabel et al. (2015), UBIS-k.
+
+    ``Q_x(z) ∝ ||W_z|| u~_z / sqrt(c_z) + eps * (its mean over the query's units)`` over the
+    units of each query that can change a target (0 for the others); every
+    query's ``Q_x`` sums to 1 (queries without such units get all zeros).
+    ``eps`` keeps the tails heavy (their ``Q_x ∝ f~ P + eps``).
+
+    Parameters
+    ----------
+    target : DocumentTarget
+    probs : array-like of shape (n_docs, n_grades)
+    utility : str or array-like
+        See :func:`unit_scores` (default ``sqrt(E[u^2])``).
+    eps : float, default 0.05
+    costs : array-like, optional
+
+    Returns
+    -------
+    ndarray of shape (n_units,)
+
+    References
+    ----------
+    .. [1] T. Schnabel, A. Swaminathan, T. Joachims. "Unbiased Ranking
+       Evaluation on a Budget." WWW 2015.
+    """
+    if isinstance(eps, bool) or not isinstance(eps, numbers.Real) or not np.isfinite(eps) or eps < 0:
+        raise ValueError(f"`eps` must be a finite number >= 0; got {eps!r}.")
+    live = target.matters
+    a = np.where(live, unit_scores(target, probs, utility=utility, costs=costs), 0.0)
+    n = np.bincount(target.query, live, minlength=target.n_queries)
+    qmean = np.bincount(target.query, a, minlength=target.n_queries) / np.maximum(n, 1)
+    a = np.where(live, a + eps * qmean[target.query], 0.0)
+    zero = live & (a <= 0)
+    a = np.where(zero, 1.0, a)  # a query whose units all score 0: uniform over them
+    tot = np.bincount(target.query, a, minlength=target.n_queries)
+    return np.where(live, a / np.where(tot > 0, tot, 1.0)[target.query], 0.0)
+
+
+def draw_within_queries(target: DocumentTarget, Qx, k: int, rng=None, *, n_reps=None) -> np.ndarray:
+    """``k`` i.i.d. draws of units from every query's ``Q_x`` (UBIS-k).
+
+    Parameters
+    ----------
+    target : DocumentTarget
+    Qx : array-like of shape (n_units,)
+        From :func:`within_query_distribution`.
+    k : int
+        Draws per query.
+    rng : None, int or numpy.random.Generator
+    n_reps : int, optional
+
+    Returns
+    -------
+    ndarray of int, shape (n_live_queries, k) or (n_reps, n_live_queries, k)
+        Unit indices; rows follow the queries with a positive ``Q_x`` in pool order.
+
+    References
+    ----------
+    .. [1] T. Schnabel, A. Swaminathan, T. Joachims. "Unbiased Ranking
+       Evaluation on a Budget." WWW 2015.
+    """
+    if isinstance(k, bool) or not isinstance(k, numbers.Integral) or k < 1:
+        raise ValueError(f"`k` must be a positive integer (draws per query); got {k!r}.")
+    rng = np.random.default_rng(rng)
+    Qx = np.asarray(Qx, dtype=np.float64)
+    tot = np.bincount(target.query, Qx, minlength=target.n_queries)
+    qs = np.flatnonzero(tot > 0)
+    # query x's units cover [x, x + 1) of one global inverse cdf
+    starts = np.concatenate([[0.0], np.cumsum(Qx)])[target.offsets[:-1]]
+    cdf = target.query + np.cumsum(Qx) - np.repeat(starts, np.diff(target.offsets))
+    shape = (qs.size, int(k)) if n_reps is None else (int(n_reps), qs.size, int(k))
+    u = rng.random(shape)
+    draws = np.searchsorted(cdf, qs[(None,) * (len(shape) - 2) + (slice(None), None)] + u, side="right")
+    return np.minimum(draws, target.n_units - 1)
