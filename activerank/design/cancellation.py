@@ -75,7 +75,7 @@ import numpy as np
 from .._validation import rankings_iv
 from ..metrics.registry import Metric, parse_metric
 from ..ragged import Rankings, offsets_from_lengths
-from .sampling import defensive_iv
+from .._validation import defensive_iv
 
 __all__ = [
     "ChangeSet",
@@ -184,7 +184,7 @@ def discount_table(metric, length: int) -> np.ndarray:
     if m.family != "additive":
         raise ValueError(f"`metric` {str(m)!r} is not additive over positions; use the cascade rule.")
     pos = np.arange(int(length), dtype=np.float64)
-    d = m.definition.discount(pos)
+    d = m.discounts(int(length))
     if m.k is not None:
         d = np.where(pos < m.k, d, 0.0)
     return d
@@ -330,6 +330,10 @@ def changeable_documents(rankings, *, n_docs, metric=None, discounts=None) -> Ch
         rule = "additive"
     else:
         m = parse_metric(metric, require_moments=True)
+        if m.moments != "exact":
+            raise ValueError(
+                f"`metric` {str(m)!r} has no exact moments: a ratio metric (nDCG, AP) depends on every "
+                "judged document of the query, so no document cancels; use an additive or cascade metric.")
         tops = [r.truncate(m.k) for r in rs]
         rule = m.family
         if rule == "additive":

@@ -77,7 +77,8 @@ from .._validation import probs_iv, rankings_iv
 from ..metrics.registry import parse_metric
 from ..ragged import Rankings, offsets_from_lengths
 from .cancellation import discount_table
-from .sampling import DEFAULT_DEFENSIVE, defensive_iv, query_weights_iv
+from .._validation import defensive_iv, query_weights_iv
+from .sampling import DEFAULT_DEFENSIVE
 
 __all__ = [
     "DocumentTarget",
@@ -366,7 +367,7 @@ def document_target(rankings, *, n_docs, metric=None, discounts=None, gains=None
         if gains is None:
             if isinstance(n_grades, bool) or not isinstance(n_grades, numbers.Integral) or n_grades < 2:
                 raise ValueError(f"`n_grades` must be an integer >= 2 with `metric`; got {n_grades!r}.")
-            gains = m.definition.gain(np.arange(n_grades, dtype=np.float64), int(n_grades) - 1)
+            gains = m.grade_values(int(n_grades))
     g = np.asarray(gains, dtype=np.float64).reshape(-1)
     if g.size < 2 or not np.all(np.isfinite(g)):
         raise ValueError(f"`gains` must be finite with one entry per grade (>= 2); got {g.tolist()}.")

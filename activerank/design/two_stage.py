@@ -58,7 +58,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from .documents import DocumentTarget, _unit_costs_iv, waterfill
-from .sampling import DEFAULT_DEFENSIVE, defensive_iv
+from .._validation import defensive_iv
+from .sampling import DEFAULT_DEFENSIVE
 
 __all__ = ["TwoStageDesign", "TwoStagePlan", "two_stage_design", "draw_two_stage", "query_effect_variance"]
 

@@ -43,7 +43,7 @@ from activerank.experiments.harness import (
     label_savings,
     simulate,
 )
-from activerank.experiments.simulation import BatchEstimate, snis_prefix
+from activerank.inference.snis import BatchEstimate, snis_prefix
 
 BUDGETS = (2, 3, 5, 7, 10, 15, 20, 30, 50, 75, 100, 150, 200, 300)
 REF = 100.0
