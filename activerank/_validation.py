@@ -536,6 +536,15 @@ def path_iv(path, name: str = "path") -> str:
     return os.fspath(path)
 
 
+CI_CHOICES = ("auto", "t", "normal")
+
+
+def ci_iv(ci) -> str:
+    """``ci`` of the public functions -> ``"t"`` or ``"normal"`` (``"auto"`` is ``"t"``)."""
+    choice_iv(ci, "ci", CI_CHOICES)
+    return "t" if ci == "auto" else ci
+
+
 def choice_iv(value, name: str, choices) -> str:
     if value not in choices:
         raise ValueError(f"`{name}` must be one of {list(choices)}; got {value!r}.")

@@ -25,6 +25,7 @@ import numpy as np
 from ._validation import (
     budget_iv,
     choice_iv,
+    ci_iv,
     confidence_level_iv,
     defensive_iv,
     features_iv,
@@ -96,20 +97,22 @@ Compute the sampling design for one ranking (``len(rankings) == 1``) or a pair.
 # --------------------------------------------------------------------------- fixed budget
 
 
-def _fixed(pool, pool_, kind, rankings, probs, labeler, *, budget, rng, judgments=None, **design_args):
+def _fixed(pool, pool_, kind, rankings, probs, labeler, *, budget, rng, judgments=None, ci="auto",
+           **design_args):
     budget = budget_iv(budget)
+    ci = ci_iv(ci)
     rng = rng_iv(rng)
     labeler = labeler_iv(labeler)
     dsg = prepare_design(pool, pool_, kind, rankings, probs, **design_args)
     store = Judgments(pool_, dsg.n_grades)
     if judgments is not None:
         store.load(judgments, name="judgments")
-    return run(dsg, pool_, labeler, FixedBudget(budget, rng), judgments=store)
+    return run(dsg, pool_, labeler, FixedBudget(budget, rng), judgments=store, ci=ci)
 
 
 def estimate(pool, scores, probs, labeler, *, budget, metric="err@10", k=None, method="active",
              costs="auto", query_weights=None, defensive=DEFAULT_DEFENSIVE, rng=None,
-             predicted=None, judgments=None):
+             predicted=None, judgments=None, ci="auto"):
     """Estimate a ranker's mean metric from a budget of relevance judgments.
 Estimate a ranker's mean metric from a budget of relevance judgments.
 
@@ -162,6 +165,16 @@ Estimate a ranker's mean metric from a budget of relevance judgments.
         ``LabelingError.judgments`` from an interrupted run.  A drawn query
         whose documents are all in it is not sent to ``labeler`` again; rerun
         with the same ``rng`` seed to resume the same draw sequence.
+    ci : {"auto", "t", "normal"}, default "auto"
+        The standard error and interval.  ``"t"`` (= ``"auto"``) counts
+        distinct queries, not draws (repeats carry no new information): the
+        cluster standard error over the ``d`` distinct sampled queries, pooled
+        with the relevance model's predicted variance, and Student-t
+        quantiles with ``d - 1`` degrees of freedom (``result.dof``); the
+        model-assisted methods are cross-fitted (no self-tuning bias).
+        Measured coverage 0.90-1.00 at 5-20 queries where the normal interval
+        had 0.62-0.96 (``docs/intervals.md``).  ``"normal"``: the per-draw
+        delta-method standard error with normal quantiles (the paper's).
 
     Returns
     -------
@@ -186,13 +199,13 @@ Estimate a ranker's mean metric from a budget of relevance judgments.
     pool_ = pool_iv(pool)
     rankings = (scores_iv(scores, pool_, "scores"),)
     return _fixed(pool, pool_, "mean", rankings, probs, labeler, budget=budget, rng=rng, judgments=judgments,
-                  metric=metric, k=k, method=method, costs=costs, query_weights=query_weights,
+                  ci=ci, metric=metric, k=k, method=method, costs=costs, query_weights=query_weights,
                   defensive=defensive, predicted=predicted)
 
 
 def compare(pool, scores_a, scores_b, probs, labeler, *, budget, metric="err@10", k=None,
             method="active", costs="auto", query_weights=None, defensive=DEFAULT_DEFENSIVE,
-            rng=None, predicted=None, judgments=None):
+            rng=None, predicted=None, judgments=None, ci="auto"):
     """Estimate ``Delta = R_a - R_b`` between two rankers from a labeling budget.
 Estimate ``Delta = R_a - R_b`` between two rankers from a labeling budget.
 
@@ -219,14 +232,14 @@ Estimate ``Delta = R_a - R_b`` between two rankers from a labeling budget.
     pool_ = pool_iv(pool)
     rankings = (scores_iv(scores_a, pool_, "scores_a"), scores_iv(scores_b, pool_, "scores_b"))
     return _fixed(pool, pool_, "difference", rankings, probs, labeler, budget=budget, rng=rng,
-                  judgments=judgments, metric=metric, k=k, method=method, costs=costs,
+                  judgments=judgments, ci=ci, metric=metric, k=k, method=method, costs=costs,
                   query_weights=query_weights, defensive=defensive, predicted=predicted)
 
 
 def compare_many(pool, candidate_scores, baseline_scores, probs, labeler, *, budget, metric="err@10",
                  k=None, method="active", costs="auto", query_weights=None,
                  defensive=DEFAULT_DEFENSIVE, rng=None, names=None, baseline_name="baseline",
-                 judgments=None):
+                 judgments=None, ci="auto"):
     """Estimate how much each of several candidates beats a baseline, from one budget.
 Estimate how much each of several candidates beats a baseline, from one budget.
 
@@ -250,8 +263,9 @@ Estimate how much each of several candidates beats a baseline, from one budget.
     budget : float
         Labeling budget in units of the pool's mean query cost, where a query's
         cost is that of the union of all ``m + 1`` rankings' top-k documents.
-    metric, k, method, costs, query_weights, defensive, rng
-        As in :func:`activerank.estimate`.
+    metric, k, method, costs, query_weights, defensive, rng, ci
+        As in :func:`activerank.estimate` (``ci="t"``: simultaneous intervals are max-|t| of the
+        multivariate Student t with ``d - 1`` degrees of freedom).
     names : sequence of str, optional
         Candidate names (default ``"candidate_0"``, ...).
     baseline_name : str, default "baseline"
@@ -288,13 +302,13 @@ Estimate how much each of several candidates beats a baseline, from one budget.
     if baseline_name in cand_names:
         raise ValueError(f"`baseline_name` {baseline_name!r} must differ from the candidate `names`.")
     return _fixed(pool, pool_, "baseline", (*cands, base), probs, labeler, budget=budget, rng=rng,
-                  judgments=judgments, metric=metric, k=k, method=method, costs=costs,
+                  judgments=judgments, ci=ci, metric=metric, k=k, method=method, costs=costs,
                   query_weights=query_weights, defensive=defensive, names=(*cand_names, baseline_name))
 
 
 def rank_systems(pool, scores_list, probs, labeler, *, budget, metric="err@10", k=None,
                  method="active", costs="auto", query_weights=None, defensive=DEFAULT_DEFENSIVE,
-                 rng=None, names=None, judgments=None):
+                 rng=None, names=None, judgments=None, ci="auto"):
     """Rank ``k`` systems by their mean metric from one labeling budget.
 Rank ``k`` systems by their mean metric from one labeling budget.
 
@@ -309,7 +323,7 @@ Rank ``k`` systems by their mean metric from one labeling budget.
     pool : LetorData, Pool, or object with ``offsets`` and ``query_ids``
     scores_list : list of array-like of shape (n_docs,) or Rankings
         One entry per system (at least two).
-    probs, labeler, budget, metric, k, method, costs, query_weights, defensive, rng
+    probs, labeler, budget, metric, k, method, costs, query_weights, defensive, rng, ci
         As in :func:`compare_many`.
     names : sequence of str, optional
         System names (default ``"system_0"``, ...).
@@ -340,7 +354,7 @@ Rank ``k`` systems by their mean metric from one labeling budget.
     systems = scores_list_iv(scores_list, pool_, "scores_list", 2)
     names = names_iv(names, len(systems), "names", "system")
     return _fixed(pool, pool_, "ranking", tuple(systems), probs, labeler, budget=budget, rng=rng,
-                  judgments=judgments, metric=metric, k=k, method=method, costs=costs,
+                  judgments=judgments, ci=ci, metric=metric, k=k, method=method, costs=costs,
                   query_weights=query_weights, defensive=defensive, names=names)
 
 
@@ -433,7 +447,7 @@ Label one query at a time until the anytime-valid interval is narrow enough.
 
 def estimate_adaptive(pool, scores, model, X, labeler, *, budget, n_batches=4, metric="err@10", k=None,
                       refit="each_batch", train=None, reuse=None, weights="balance", costs="auto",
-                      query_weights=None, defensive=DEFAULT_DEFENSIVE, method="active", rng=None):
+                      query_weights=None, defensive=DEFAULT_DEFENSIVE, method="active", rng=None, ci="auto"):
     """Active estimate (or comparison) that refits the relevance model between batches.
 Active estimate (or comparison) that refits the relevance model between batches.
 
@@ -480,6 +494,8 @@ Active estimate (or comparison) that refits the relevance model between batches.
         As in :func:`activerank.estimate`.  ``defensive`` must be > 0 here:
         the balance-heuristic mixture must keep every query reachable.
     rng : None, int or numpy.random.Generator
+    ci : {"auto", "t", "normal"}, default "auto"
+        As in :func:`activerank.estimate`.
 
     Returns
     -------
@@ -518,6 +534,7 @@ Active estimate (or comparison) that refits the relevance model between batches.
     budget = budget_iv(budget)
     reuse = reuse_iv(reuse)
     rng = rng_iv(rng)
+    ci = ci_iv(ci)
     fitted = bool(getattr(model, "fitted_", False))
     if not fitted and train is not None:
         model.fit(*train)
@@ -541,4 +558,4 @@ Active estimate (or comparison) that refits the relevance model between batches.
     schedule = Adaptive(budget, rng, model=model, X=Xa, probs=probs, probs_now=probs_now,
                         fitted=fitted, n_batches=n_batches, refit=refit, train=train, reuse=reuse,
                         weights=weights, method=dsg.method_spec)
-    return run(dsg, pool_, labeler, schedule)
+    return run(dsg, pool_, labeler, schedule, ci=ci)

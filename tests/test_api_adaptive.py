@@ -104,7 +104,7 @@ def test_identical_q_reduces_to_importance_weights():
     labels = pool.sample_labels(rng)
     model = _fitted(edges, X, pool, rng)
     res = estimate_adaptive(pool, scores, model, X, ar.KnownLabels(pool.query_ids, pool.offsets, labels),
-                            budget=50, n_batches=3, refit="never", rng=2)
+                            budget=50, n_batches=3, refit="never", rng=2, ci="normal")
     qs = res.trace.attrs["q"]
     assert qs.shape[0] == 3 and all(np.array_equal(qs[0], qb) for qb in qs)
     x = res.trace["query"].to_numpy()
@@ -212,7 +212,7 @@ def test_reuse_census_is_exact_and_free():
     old = PriorJudgments.from_census(_judgments(pool, labels, dsg, census_q))
     lab = RecordingLabeler(pool, labels)
     model = _fitted(edges, X, pool, rng)
-    res = estimate_adaptive(pool, scores, model, X, lab, budget=30, reuse=old, rng=1)
+    res = estimate_adaptive(pool, scores, model, X, lab, budget=30, reuse=old, rng=1, ci="normal")
     asked = {qid for _, qid, _ in lab.calls}
     assert asked.isdisjoint(set(pool.query_ids[census_q].tolist()))
     assert (res.trace.attrs["q"][:, census_q] == 0).all()

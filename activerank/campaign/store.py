@@ -750,8 +750,11 @@ class Campaign:
             nan = np.full(mean.size, np.nan)
             prediction = Prediction(mean[:, None], nan, nan)
         else:
-            prediction = Prediction(stored["prediction_mean"], stored["prediction_variance"],
-                                    stored["prediction_sq_error"])
+            pm, pv = stored["prediction_mean"], stored["prediction_variance"]
+            # one contrast: its variance is the stored total (the prior of the small-sample intervals)
+            one = pm.shape[1] == 1 and bool(np.all(np.isfinite(pv)))
+            prediction = Prediction(pm, pv, stored["prediction_sq_error"],
+                                    output_variance=pv[:, None] if one else None)
         self._design = Design(target, self.meta["method"], p, q,
                               QueryCosts(cost=cost, raw=raw, model=self.meta["cost_model"]), prediction,
                               int(self.meta["n_grades"]), float(self.meta.get("defensive", DEFAULT_DEFENSIVE)))

@@ -112,7 +112,8 @@ def build_design(target: Target, probs: np.ndarray, *, method: Method, p: np.nda
         from .sampling import expected_squared_error
 
         mean, variance = predicted
-        prediction = Prediction(mean[:, None], variance, expected_squared_error(mean, variance, p))
+        prediction = Prediction(mean[:, None], variance, expected_squared_error(mean, variance, p),
+                                output_variance=variance[:, None])
     else:
         P = np.full_like(probs, 1.0 / probs.shape[1]) if method.relevance == "uniform" else probs
         prediction = target.predict(P, p)

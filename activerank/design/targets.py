@@ -61,12 +61,16 @@ class Prediction:
         (times ``p(x) / sqrt(lambda(x))``).
     system_mean : ndarray of shape (n_queries, n_systems) or None
         Predicted per-query mean metric of every ranking.
+    output_variance : ndarray of shape (n_queries, n_outputs) or None
+        ``Var_theta[theta_j(x) | x]`` of every contrast (the prior of the
+        small-sample standard errors); None where a target does not provide it.
     """
 
     mean: np.ndarray
     variance: np.ndarray
     sq_error: np.ndarray
     system_mean: np.ndarray | None = None
+    output_variance: np.ndarray | None = None
 
     def pool_mean(self, p) -> np.ndarray:
         """The model's pool means ``Theta_j = sum_x p(x) E[theta_j | x]``, shape (n_outputs,)."""
@@ -183,7 +187,7 @@ class MeanTarget(Target):
     def predict(self, probs, p) -> Prediction:
         mom = self._moments(probs, self.rankings[0])
         return Prediction(mom.mean[:, None], mom.variance, expected_squared_error(mom.mean, mom.variance, p),
-                          mom.mean[:, None])
+                          mom.mean[:, None], mom.variance[:, None])
 
 
 @dataclass(frozen=True, eq=False)
@@ -208,7 +212,7 @@ class DifferenceTarget(Target):
         pm = self._pair_moments(probs, self.rankings[0], self.rankings[1])
         mean = pm.delta_mean
         return Prediction(mean[:, None], pm.delta_variance, expected_squared_error(mean, pm.delta_variance, p),
-                          np.stack([pm.mean_a, pm.mean_b], axis=1))
+                          np.stack([pm.mean_a, pm.mean_b], axis=1), pm.delta_variance[:, None])
 
 
 @dataclass(frozen=True, eq=False)
@@ -239,7 +243,7 @@ class BaselineTarget(Target):
             sq = sq + expected_squared_error(pm.delta_mean, pm.delta_variance, p)
             var = var + pm.delta_variance
         system = np.stack([pm.mean_a for pm in pms] + [pms[0].mean_b], axis=1)
-        return Prediction(mean, var, sq, system)
+        return Prediction(mean, var, sq, system, np.stack([pm.delta_variance for pm in pms], axis=1))
 
 
 @dataclass(frozen=True, eq=False)

@@ -9,6 +9,8 @@ and builds the result object of the target's kind.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ..inference.estimators import Estimate, SelfNormalized
@@ -22,6 +24,7 @@ from ..inference.results import (
 )
 from ..inference.intervals import prob_positive
 from ..inference.snis import warn_if_low_ess
+from .small_sample import small_sample_estimates
 
 __all__ = ["assemble", "build_trace", "value_columns"]
 
@@ -74,8 +77,11 @@ def _exact(d, judged: np.ndarray, system_values, outputs):
             Estimate(system_values[judged].T @ w, np.zeros((system_values.shape[1],) * 2), np.inf))
 
 
-def _weighted(d, draws, system_values, outputs):
-    """The method's estimator on the sampled draws, plus an exactly known census stratum."""
+def _weighted(d, draws, system_values, outputs, ci: str):
+    """The method's estimator on the sampled draws, plus an exactly known census stratum.
+
+    Returns ``main, own, dof``: with ``ci="t"`` the covariances are the cluster (distinct-query)
+    ones moderated by the model's predicted variance, with ``d - 1`` degrees of freedom."""
     x = draws.queries
     sampled = np.ones(x.size, dtype=bool) if draws.sampled is None else draws.sampled
     xs, w = x[sampled], draws.weights[sampled]
@@ -95,12 +101,17 @@ def _weighted(d, draws, system_values, outputs):
     main = estimator(outputs[xs], w, predictions=d.prediction.mean[xs], pool_predictions=pool_pred,
                      n_distinct=n_distinct)
     own = _SNIS(system_values[xs], w, n_distinct=n_distinct)
+    dof = math.inf
+    if ci == "t":
+        main, own, applies = small_sample_estimates(d, draws, xs, w, outputs, system_values, main, own,
+                                                    p_rest / share)
+        dof = float(n_distinct - 1) if applies else math.inf
     if census.size:
         exact_out, exact_own = outputs[census].T @ d.p[census], system_values[census].T @ d.p[census]
         main = Estimate(exact_out + share * main.estimate, share**2 * main.covariance,
                         main.effective_sample_size, main.coefficient)
         own = Estimate(exact_own + share * own.estimate, share**2 * own.covariance, own.effective_sample_size)
-    return main, own
+    return main, own, dof
 
 
 def _anytime(d, draws, system_values, outputs):
@@ -147,19 +158,21 @@ def assemble(ctx, draws, *, method: str):
     outputs = target.outputs(system_values)
     anytime_fields, extra_cols = None, {}
     exact = bool(np.all(np.isin(np.flatnonzero(d.p > 0), judged)))
+    dof, ci_used = math.inf, "normal"
     if draws.anytime is not None:
         main, own, anytime_fields, extra_cols = _anytime(d, draws, system_values, outputs)
         exact = anytime_fields["stopping_reason"] == "all_judged"
     elif exact:
         main, own = _exact(d, judged, system_values, outputs)
     else:
-        main, own = _weighted(d, draws, system_values, outputs)
+        main, own, dof = _weighted(d, draws, system_values, outputs, ctx.ci)
+        ci_used = "normal" if math.isinf(dof) else "t"
         n_sampled = int(x.size if draws.sampled is None else draws.sampled.sum())
         warn_if_low_ess(main.effective_sample_size, n_sampled)
     trace = build_trace(ctx, draws, {**value_columns(target, system_values[x], outputs[x]), **extra_cols})
     common = dict(metric=str(d.metric), method=method, n_draws=int(x.size), n_queries=int(judged.size),
                   cost_spent=draws.cost_spent, budget=draws.budget, exact=exact,
-                  effective_sample_size=float(main.effective_sample_size), trace=trace)
+                  effective_sample_size=float(main.effective_sample_size), trace=trace, ci=ci_used, dof=dof)
     return _build(target, main, own, common, anytime_fields)
 
 
@@ -193,7 +206,7 @@ def _build(target, main: Estimate, own: Estimate, common: dict, anytime: dict | 
     est, cov = own.estimate, own.covariance
     diff = est[:, None] - est[None, :]
     var = np.diag(cov)[:, None] + np.diag(cov)[None, :] - 2 * cov
-    win = prob_positive(diff, np.sqrt(np.clip(var, 0.0, None)))
+    win = prob_positive(diff, np.sqrt(np.clip(var, 0.0, None)), common["dof"])
     np.fill_diagonal(win, 0.5)
     order = np.argsort(-est, kind="stable")
     import pandas as pd

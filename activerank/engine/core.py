@@ -90,8 +90,9 @@ def clamp_cost(cost: float, budget: float) -> float:
 class RunContext:
     """What a schedule may use: the design, the pool, the draw loop and the labeling step."""
 
-    def __init__(self, design, pool, labeler, judgments: Judgments):
+    def __init__(self, design, pool, labeler, judgments: Judgments, *, ci: str = "t"):
         self.design = design
+        self.ci = ci
         self.pool = pool
         self.labeler = labeler
         self.judgments = judgments
@@ -125,7 +126,7 @@ class Schedule:
         return design.method
 
 
-def run(design, pool, labeler, schedule: Schedule, *, judgments: Judgments | None = None):
+def run(design, pool, labeler, schedule: Schedule, *, judgments: Judgments | None = None, ci: str = "t"):
     """Run ``schedule`` on ``design``: draw, label, estimate.
 
     Parameters
@@ -138,6 +139,8 @@ def run(design, pool, labeler, schedule: Schedule, *, judgments: Judgments | Non
     schedule : Schedule
     judgments : Judgments, optional
         Grades already bought (resumed runs, reuse); never asked for again.
+    ci : {"t", "normal"}, default "t"
+        Interval of a fixed-budget or adaptive run (validated: ``ci_iv``).
 
     Returns
     -------
@@ -154,7 +157,7 @@ def run(design, pool, labeler, schedule: Schedule, *, judgments: Judgments | Non
     from .assemble import assemble
 
     store = Judgments(pool, design.n_grades) if judgments is None else judgments
-    ctx = RunContext(design, pool, labeler, store)
+    ctx = RunContext(design, pool, labeler, store, ci=ci)
     try:
         draws = schedule._run(ctx)
         return assemble(ctx, draws, method=schedule.method_label(design))
@@ -170,7 +173,7 @@ def run(design, pool, labeler, schedule: Schedule, *, judgments: Judgments | Non
         raise
 
 
-def estimate_from_plan(design, pool, plan: DrawPlan, labels: np.ndarray):
+def estimate_from_plan(design, pool, plan: DrawPlan, labels: np.ndarray, *, ci: str = "t"):
     """The fixed-budget estimate of a draw plan whose drawn queries are judged in ``labels``.
 
     Used by the campaign store, whose labels come from files rather than a labeler.
@@ -188,4 +191,5 @@ def estimate_from_plan(design, pool, plan: DrawPlan, labels: np.ndarray):
 
     store = Judgments(pool, design.n_grades)
     store.labels[:] = labels
-    return assemble(RunContext(design, pool, None, store), Draws.from_plan(plan, design), method=design.method)
+    return assemble(RunContext(design, pool, None, store, ci=ci), Draws.from_plan(plan, design),
+                    method=design.method)

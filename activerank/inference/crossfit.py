@@ -362,7 +362,7 @@ def model_assisted_crossfit(values, predictions, weights, pool_prediction, queri
                             confidence_level=0.95, ci="auto", prior=None, prior_dof=DEFAULT_PRIOR_DOF,
                             min_distinct=MIN_DISTINCT_FOR_TUNING, shrink=True, jackknife=True,
                             ratio_from=RATIO_FROM_DISTINCT, expected_distinct=None, n_boot=DEFAULT_N_BOOT,
-                            rng=None) -> CrossFitEstimate:
+                            rng=None, warn=True) -> CrossFitEstimate:
     """Cross-fitted model-assisted estimate of one run with a small-sample interval.
 
     Parameters
@@ -389,6 +389,9 @@ def model_assisted_crossfit(values, predictions, weights, pool_prediction, queri
         instead of the realized count.
     n_boot : int
     rng : None, int or numpy.random.Generator
+    warn : bool, default True
+        Warn (:class:`~activerank.inference.small_sample.FewDistinctQueriesWarning`) with few distinct
+        queries; the engine passes False (it warns about the effective sample size itself).
 
     Returns
     -------
@@ -419,7 +422,8 @@ def model_assisted_crossfit(values, predictions, weights, pool_prediction, queri
     kind = resolve_ci(ci)
     sl = cluster_slots(x)[None, :]
     d = int(sl.max()) + 1 if v.size else 0
-    _check_distinct(d, kind, prior is not None)
+    if warn or d < 2:
+        _check_distinct(d, kind, prior is not None)
     terms = crossfit_terms(v[None, :], m[None, :], w[None, :], M, sl, np.array([[v.size]]),
                            min_distinct=min_distinct, shrink=shrink, ratio_from=ratio_from,
                            expected_distinct=None if expected_distinct is None else [expected_distinct])

@@ -91,7 +91,7 @@ def simultaneous_iv(simultaneous):
 
 
 def max_abs_t_critical_value(covariance, confidence_level: float = 0.95, *,
-                             simultaneous=True) -> float:
+                             simultaneous=True, dof: float = math.inf) -> float:
     """Critical value ``c`` with ``P(max_j |Z_j| / sd_j <= c) = confidence_level``.
 
     Parameters
@@ -105,6 +105,11 @@ def max_abs_t_critical_value(covariance, confidence_level: float = 0.95, *,
         True: the max-|t| quantile of the joint normal (deterministic
         scrambled-Sobol' evaluation); ``"bonferroni"``: ``z_{1 - alpha/(2s)}``;
         False: the per-estimate ``z_{1 - alpha/2}``.
+    dof : float, default inf
+        Degrees of freedom of the estimated covariance: finite ``dof`` gives
+        the quantiles of the multivariate Student ``t`` (the small-sample
+        intervals of :mod:`activerank.inference.small_sample`, ``dof = d - 1``
+        for ``d`` distinct queries); ``inf`` the normal ones.
 
     Returns
     -------
@@ -121,7 +126,9 @@ def max_abs_t_critical_value(covariance, confidence_level: float = 0.95, *,
     True
     """
     mode = simultaneous_iv(simultaneous)
-    z = normal_quantile(confidence_level)
+    dof = float(dof)
+    confidence_level = confidence_level_iv(confidence_level)
+    z = normal_quantile(confidence_level) if math.isinf(dof) else _t_quantile(0.5 + confidence_level / 2, dof)
     cov = np.atleast_2d(np.asarray(covariance, dtype=np.float64))
     if cov.ndim != 2 or cov.shape[0] != cov.shape[1]:
         raise ValueError(f"`covariance` must be a square matrix; got shape {cov.shape}.")
@@ -132,15 +139,28 @@ def max_abs_t_critical_value(covariance, confidence_level: float = 0.95, *,
         return z
     alpha = 1.0 - confidence_level
     if mode == "bonferroni" or not np.all(np.isfinite(cov[np.ix_(keep, keep)])):
-        return _STD_NORMAL.inv_cdf(1.0 - alpha / (2 * s))
+        if math.isinf(dof):
+            return _STD_NORMAL.inv_cdf(1.0 - alpha / (2 * s))
+        return _t_quantile(1.0 - alpha / (2 * s), dof)
     corr = cov[np.ix_(keep, keep)] / np.outer(sd[keep], sd[keep])
     vals, vecs = np.linalg.eigh((corr + corr.T) / 2)
     factor = vecs * np.sqrt(np.clip(vals, 0.0, None))
-    normals = _sobol_normals(s)
+    normals = _sobol_normals(s if math.isinf(dof) else s + 1)
     t = np.zeros(normals.shape[1])
     for row in factor:  # matrix-vector products: fast and free of BLAS-thread contention
-        np.maximum(t, np.abs(row @ normals), out=t)
+        np.maximum(t, np.abs(row @ normals[:s]), out=t)
+    if not math.isinf(dof):
+        # multivariate t: the normal vector over sqrt(chi2_dof / dof), from one more QMC coordinate
+        from scipy.special import chdtri, ndtr
+
+        t /= np.sqrt(chdtri(dof, ndtr(normals[s])) / dof)
     return float(np.quantile(t, confidence_level))
+
+
+def _t_quantile(u: float, dof: float) -> float:
+    from scipy.special import stdtrit
+
+    return float(stdtrit(dof, u))
 
 
 def kendall_tau(a, b) -> float:
@@ -198,9 +218,9 @@ class SimultaneousIntervals:
     simultaneous: str
 
     @classmethod
-    def build(cls, names, estimate, covariance, confidence_level, *, simultaneous=True):
+    def build(cls, names, estimate, covariance, confidence_level, *, simultaneous=True, dof=math.inf):
         mode = simultaneous_iv(simultaneous)
-        c = max_abs_t_critical_value(covariance, confidence_level, simultaneous=mode)
+        c = max_abs_t_critical_value(covariance, confidence_level, simultaneous=mode, dof=dof)
         se = np.sqrt(np.clip(np.diag(covariance), 0.0, None))
         est = np.asarray(estimate, dtype=np.float64)
         return cls(tuple(names), _ro(est), _ro(se), _ro(est - c * se), _ro(est + c * se), c,
@@ -233,11 +253,17 @@ def _ro(a):
     return a
 
 
-def prob_positive(diff, se):
+def prob_positive(diff, se, dof: float = math.inf):
+    """``P(Delta > 0)`` from ``Delta_hat ~ diff + se * T`` (``T`` Student-t with ``dof``; normal for inf)."""
     diff = np.asarray(diff, dtype=np.float64)
     se = np.asarray(se, dtype=np.float64)
     with np.errstate(divide="ignore", invalid="ignore"):
-        out = normal_cdf(diff / se)
+        if math.isinf(dof):
+            out = normal_cdf(diff / se)
+        else:
+            from scipy.special import stdtr
+
+            out = stdtr(dof, diff / se)
     degenerate = ~(se > 0)
     out = np.where(degenerate, np.where(diff > 0, 1.0, np.where(diff < 0, 0.0, 0.5)), out)
     return out

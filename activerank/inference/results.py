@@ -9,6 +9,7 @@ built in one place, :mod:`activerank.engine.assemble`.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -38,6 +39,24 @@ __all__ = [
 ]
 
 
+def _critical(confidence_level, dof: float) -> float:
+    """Two-sided critical value: normal for ``dof = inf``, else Student-t."""
+    z = normal_quantile(confidence_level)
+    if math.isinf(dof):
+        return z
+    from scipy.special import stdtrit
+
+    return float(stdtrit(dof, 0.5 + confidence_level / 2))
+
+
+def _cdf(x: float, dof: float) -> float:
+    if math.isinf(dof):
+        return float(normal_cdf(x))
+    from scipy.special import stdtr
+
+    return float(stdtr(dof, x))
+
+
 @dataclass(frozen=True, eq=False, kw_only=True)
 class RunInfo:
     """What every budgeted run reports, whatever it estimates."""
@@ -51,6 +70,11 @@ class RunInfo:
     effective_sample_size: float
     trace: "pd.DataFrame" = field(repr=False)
     exact: bool = False
+    #: the interval kind used: ``"t"`` (cluster standard error over distinct queries, moderated by the
+    #: relevance model's predicted variance, Student-t with ``dof`` degrees of freedom) or ``"normal"``
+    ci: str = "normal"
+    #: degrees of freedom of the intervals (``d - 1`` for ``d`` distinct sampled queries; ``inf``: normal)
+    dof: float = math.inf
 
 
 @dataclass(frozen=True, eq=False, kw_only=True)
@@ -62,8 +86,9 @@ class _Result(RunInfo):
         raise NotImplementedError
 
     def confidence_interval(self, confidence_level: float = 0.95) -> ConfidenceInterval:
-        """Normal (Wald) interval ``point +- z * standard_error``."""
-        z = normal_quantile(confidence_level)
+        """Interval ``point +- c * standard_error``: ``c`` the Student-t quantile with :attr:`dof`
+        degrees of freedom (``ci="t"``), or the normal one (``ci="normal"``, ``dof = inf``)."""
+        z = _critical(confidence_level, self.dof)
         point = self._point()
         return ConfidenceInterval(point - z * self.standard_error, point + z * self.standard_error)
 
@@ -115,12 +140,13 @@ class ComparisonResult(_Result):
         return self.difference
 
     def prob_a_better(self) -> float:
-        """Normal-approximation probability that ``Delta > 0`` (NaN without a standard error)."""
+        """Probability that ``Delta > 0`` (Student-t with :attr:`dof`, normal for ``inf``; NaN without a
+        standard error)."""
         if np.isnan(self.difference) or np.isnan(self.standard_error):
             return np.nan
         if self.standard_error == 0:
             return float(self.difference > 0)
-        return float(normal_cdf(self.difference / self.standard_error))
+        return float(_cdf(self.difference / self.standard_error, self.dof))
 
 
 @dataclass(frozen=True, eq=False, kw_only=True)
@@ -171,11 +197,11 @@ class MultiComparisonResult(RunInfo):
             ``"bonferroni"``: conservative joint coverage.
         """
         return SimultaneousIntervals.build(self.names, self.differences, self.covariance,
-                                           confidence_level, simultaneous=simultaneous)
+                                           confidence_level, simultaneous=simultaneous, dof=self.dof)
 
     def prob_better(self) -> np.ndarray:
-        """Normal-approximation probability that each ``Delta_j > 0``, shape (m,)."""
-        return prob_positive(self.differences, self.standard_errors)
+        """Probability that each ``Delta_j > 0`` (Student-t with :attr:`dof`, normal for ``inf``), shape (m,)."""
+        return prob_positive(self.differences, self.standard_errors, self.dof)
 
     def summary(self, confidence_level: float = 0.95, simultaneous=True) -> pd.DataFrame:
         """One row per candidate: difference, SE, interval, P(better than baseline)."""
@@ -223,7 +249,7 @@ class SystemRankingResult(RunInfo):
         """Intervals for every ``R_i - mean R`` (jointly valid by default; see
         :meth:`MultiComparisonResult.confidence_intervals`)."""
         return SimultaneousIntervals.build(self.names, self.relative, self.relative_covariance,
-                                           confidence_level, simultaneous=simultaneous)
+                                           confidence_level, simultaneous=simultaneous, dof=self.dof)
 
     def pairwise_intervals(self, confidence_level: float = 0.95, simultaneous=True) -> SimultaneousIntervals:
         """Intervals for all ``k(k-1)/2`` differences ``R_i - R_j`` (``i < j``), named ``"i - j"``;
@@ -235,7 +261,7 @@ class SystemRankingResult(RunInfo):
         A[np.arange(i.size), j] = -1.0
         labels = [f"{self.names[a]} - {self.names[b]}" for a, b in zip(i, j)]
         return SimultaneousIntervals.build(labels, A @ self.estimates, A @ self.covariance @ A.T,
-                                           confidence_level, simultaneous=simultaneous)
+                                           confidence_level, simultaneous=simultaneous, dof=self.dof)
 
     def kendall_tau(self, truth) -> float:
         """Kendall's tau-b between the estimated and a given true ordering.

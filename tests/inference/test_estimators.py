@@ -1,6 +1,7 @@
 import warnings
 
 import numpy as np
+from scipy import stats
 import pytest
 
 import activerank as ar
@@ -130,6 +131,12 @@ def test_result_interval_and_fields(synthetic_pool):
     res = ar.estimate(pool, pool.probs[:, 2], pool.probs, lab, budget=30, metric="err@10", rng=0)
     ci90, ci95 = res.confidence_interval(0.90), res.confidence_interval()
     assert ci95.low < ci90.low < res.estimate < ci90.high < ci95.high
+    # default ci="t": Student-t with d - 1 degrees of freedom, d distinct queries
+    assert res.ci == "t" and res.dof == res.n_queries - 1
+    assert ci95.high - res.estimate == pytest.approx(stats.t.ppf(0.975, res.dof) * res.standard_error, rel=1e-9)
+    res = ar.estimate(pool, pool.probs[:, 2], pool.probs, lab, budget=30, metric="err@10", rng=0, ci="normal")
+    ci95 = res.confidence_interval()
+    assert res.ci == "normal" and res.dof == np.inf
     assert ci95.high - res.estimate == pytest.approx(1.959964 * res.standard_error, rel=1e-6)
     assert res.n_queries == res.trace["query"].nunique() and res.n_draws == len(res.trace)
     with pytest.raises(ValueError, match=r"`confidence_level` must lie in \(0, 1\)"):
