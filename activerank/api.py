@@ -372,7 +372,8 @@ def _one_or_two(scores, pool_):
 
 def estimate_sequential(pool, scores, probs, labeler, *, target_half_width, budget, confidence_level=0.95,
                         metric="err@10", k=None, method="active", costs="auto", query_weights=None,
-                        defensive=DEFAULT_DEFENSIVE, min_draws=30, max_draws=None, t_opt=None, rng=None):
+                        defensive=DEFAULT_DEFENSIVE, min_draws=30, max_draws=None, t_opt=None, rng=None,
+                        sequence="windowed"):
     """Label one query at a time until the anytime-valid interval is narrow enough.
 Label one query at a time until the anytime-valid interval is narrow enough.
 
@@ -399,10 +400,21 @@ Label one query at a time until the anytime-valid interval is narrow enough.
     max_draws : int, optional
         Hard cap on draws (default ``100 * n_queries``).
     t_opt : float, optional
-        Time at which to tune ``rho``; default: when the half-width predicted
-        by the relevance model meets the target, capped at the number of
-        draws the budget buys.
+        Time at which to tune ``rho`` of the mixture sequence
+        (``sequence="mixture"``); default: when the half-width predicted by
+        the relevance model meets the target, capped at the number of draws
+        the budget buys.
     rng : None, int or numpy.random.Generator
+    sequence : {"windowed", "mixture"}, default "windowed"
+        The anytime-valid confidence sequence.  ``"windowed"``: a constant
+        boundary on the window of stopping times fixed before the first label
+        (``min_draws`` to the draws the budget buys) intersected with a
+        Gaussian-mixture tail, on terms with a predictable control variate
+        (the relevance model's prediction, coefficient from earlier draws
+        only) -- the same guarantee; measured 8-31% fewer labels than
+        ``"mixture"`` at 0.99-1.00 coverage (docs/intervals.md).
+        ``"mixture"``: the Gaussian-mixture asymptotic sequence of Waudby-Smith
+        et al. (2021) on centered importance-sampling terms.
 
     Returns
     -------
@@ -437,8 +449,9 @@ Label one query at a time until the anytime-valid interval is narrow enough.
     dsg = prepare_design(pool, pool_, kind, rankings, probs, metric=metric, k=k, method=method, costs=costs,
                   query_weights=query_weights, defensive=defensive,
                   methods=method_names(estimator=SelfNormalized))
+    sequence = choice_iv(sequence, "sequence", ("windowed", "mixture"))
     schedule = Sequential(budget, rng, target_half_width=target, confidence_level=level, min_draws=min_draws,
-                          max_draws=max_draws, t_opt=t_opt)
+                          max_draws=max_draws, t_opt=t_opt, sequence=sequence)
     return run(dsg, pool_, labeler, schedule)
 
 

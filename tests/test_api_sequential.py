@@ -1,3 +1,5 @@
+import itertools
+
 import numpy as np
 import pytest
 
@@ -6,7 +8,9 @@ from activerank.metrics import pool_metric_values
 from activerank.relevance.rankers import rank_by_scores
 from activerank import SequentialComparisonResult, SequentialEstimateResult, estimate_sequential
 from activerank.design.sampling import draw_budgeted
+from activerank.inference.confidence_sequences import expected_draws, predictable_terms, windowed_cs
 from activerank.inference.sequences import asymptotic_cs, cs_radius, rho_for_time
+from activerank.inference.small_sample import cluster_slots
 
 from .conftest import SyntheticPool, stat_reps
 
@@ -46,8 +50,9 @@ def test_public_function_is_a_prefix_of_the_budgeted_draws_with_its_sequence():
     lab = ar.KnownLabels(pool.query_ids, pool.offsets, labels)
     r = rank_by_scores(scores, pool.offsets)
     values = pool_metric_values(labels, r.truncate(10), metric="err@10", ymax=2)
-    for target, budget in [(0.08, 200.0), (0.01, 40.0)]:
-        res = estimate_sequential(pool, scores, pool.probs, lab, target_half_width=target, budget=budget, rng=7)
+    for (target, budget), sequence in itertools.product([(0.08, 200.0), (0.01, 40.0)], ["windowed", "mixture"]):
+        res = estimate_sequential(pool, scores, pool.probs, lab, target_half_width=target, budget=budget, rng=7,
+                                  sequence=sequence)
         assert isinstance(res, SequentialEstimateResult) and isinstance(res, ar.EstimateResult)
         dsg = ar.make_design(pool, (r,), pool.probs, metric="err@10")
         plan = draw_budgeted(dsg.q, dsg.costs.cost, budget, np.random.default_rng(7))
@@ -56,8 +61,21 @@ def test_public_function_is_a_prefix_of_the_budgeted_draws_with_its_sequence():
         np.testing.assert_array_equal(x, plan.queries[:x.size])
         np.testing.assert_array_equal(res.trace["value"], values[x])
         # the running sequence recomputed from the terms (two-pass, not the run's Welford updates)
-        z = res.center + dsg.p[x] / dsg.q[x] * (values[x] - res.center)
-        center, radius = asymptotic_cs(z, rho=res.rho)
+        w = dsg.p[x] / dsg.q[x]
+        if sequence == "mixture":
+            assert res.window is None
+            z = res.center + w * (values[x] - res.center)
+            center, radius = asymptotic_cs(z, rho=res.rho)
+        else:
+            # terms with the predictable control variate (batch formula) and the windowed boundary
+            assert res.window == (30, int(np.ceil(expected_draws(dsg.q, dsg.costs.cost, budget))))
+            z = predictable_terms(values[x], dsg.prediction.mean[x, 0], w, res.center, res.center,
+                                  slots=cluster_slots(x)[None, :])[0][0]
+            np.testing.assert_allclose(res.trace["is_term"], z, rtol=1e-9, atol=1e-12)
+            t = np.arange(1, x.size + 1)
+            center = np.cumsum(z) / t
+            sd = np.sqrt(np.cumsum(z * z) / t - center**2)
+            radius = windowed_cs(*res.window).radius(t, sd)
         assert res.estimate == pytest.approx(center[-1], rel=1e-12)
         assert res.half_width == pytest.approx(radius[-1], rel=1e-9)
         np.testing.assert_allclose(res.trace["cs_half_width"], radius, rtol=1e-9)

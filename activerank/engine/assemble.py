@@ -23,10 +23,14 @@ from ..inference.results import (
     SystemRankingResult,
 )
 from ..inference.intervals import prob_positive
+from ..inference.sequences import INTERVAL_KIND
 from ..inference.snis import warn_if_low_ess
 from .small_sample import small_sample_estimates
 
 __all__ = ["assemble", "build_trace", "value_columns"]
+
+WINDOWED_KIND = ("anytime-valid windowed confidence sequence (constant boundary on the window of stopping "
+                 "times, Gaussian-mixture tail; docs/intervals.md)")
 
 _SNIS = SelfNormalized()
 
@@ -123,6 +127,8 @@ def _anytime(d, draws, system_values, outputs):
     c = a["centers"]
     w = draws.weights
     z = c[None, :] + w[:, None] * (cols[x] - c[None, :])
+    if a.get("terms") is not None:  # the tracked contrast's terms with the predictable control variate
+        z[:, -1] = a["terms"][:n]
     if a["reason"] == "all_judged":
         judged = np.unique(x)
         exact = cols[judged].T @ d.p[judged]
@@ -133,7 +139,8 @@ def _anytime(d, draws, system_values, outputs):
         se = float(z[:, -1].std(ddof=1) / np.sqrt(n)) if n > 1 else np.nan
         hw = float(a["radius"][-1]) if n else np.inf
     ess = float(w.sum() ** 2 / np.dot(w, w)) if n else 0.0
-    fields = dict(stopping_reason=a["reason"], confidence_level=a["confidence_level"],
+    fields = dict(stopping_reason=a["reason"], confidence_level=a["confidence_level"], window=a.get("window"),
+                  interval=INTERVAL_KIND if a.get("window") is None else WINDOWED_KIND,
                   target_half_width=a["target"], half_width=float(hw), rho=float(a["rho"]), sigma=float(sigma),
                   center=float(c[-1]))
     extra_cols = {"is_term": z[:, -1] if n else np.zeros(0), "cs_center": a["center_run"],

@@ -25,7 +25,9 @@ import numpy as np
 
 from .._validation import max_draws_iv, py_scalar
 from ..design.design import build_design
+from ..inference.confidence_sequences import expected_draws, windowed_cs
 from ..inference.mis import mixture
+from ..inference.model_assisted import tuned_coefficient
 from ..inference.sequences import _alpha, choose_t_opt, rho_for_time
 from .core import Draws, RunContext, Schedule, clamp_cost
 
@@ -73,7 +75,8 @@ class Sequential(Schedule):
     name = "sequential"
 
     def __init__(self, budget: float, rng, *, target_half_width: float, confidence_level: float,
-                 min_draws: int, max_draws: int | None, t_opt: float | None):
+                 min_draws: int, max_draws: int | None, t_opt: float | None, sequence: str = "windowed"):
+        self.sequence = sequence
         self.budget = budget
         self.rng = rng
         self.target = target_half_width
@@ -107,8 +110,17 @@ class Sequential(Schedule):
         p, q = d.p, d.q
         max_draws = max_draws_iv(self.max_draws, p.size)
         c = self._centers(d)
-        rho = self._rho(d, float(c[-1]))
+        window = None
+        if self.sequence == "windowed":
+            # the window of stopping times is known before the first label: min_draws .. draws the budget buys
+            t_max = max(self.min_draws + 1,
+                        math.ceil(expected_draws(q, d.costs.cost, self.budget, max_draws=max_draws)))
+            cs = windowed_cs(self.min_draws, t_max, self.level)
+            rho, window = cs.rho, (cs.t_min, cs.t_max)
+        else:
+            rho = self._rho(d, float(c[-1]))
         plan = ctx.draw(q, d.costs.cost, self.budget, self.rng, max_draws=max_draws)
+        cv = _PredictableTerms(c[-1], d.prediction.mean[:, 0]) if window else None
         w_of = np.where(q > 0, p / np.where(q > 0, q, 1.0), 0.0)
         known: dict = {}
         centers, radii = [], []
@@ -119,13 +131,19 @@ class Sequential(Schedule):
             if is_new:
                 ctx.label(x, where=f" (draw {j})")
                 known[x] = self._tracked(d, ctx.values([x])[x])
-            z = c[-1] + w_of[x] * (known[x][-1] - c[-1])
+            if cv is not None:  # a predictable control variate: the coefficient uses earlier draws only
+                z = cv.add(x, w_of[x], known[x][-1])
+            else:
+                z = c[-1] + w_of[x] * (known[x][-1] - c[-1])
             t = j + 1
             delta = z - mean  # Welford running mean / variance (divisor t)
             mean += delta / t
             m2 += delta * (z - mean)
-            v = t * r2 + 1.0
-            rad = math.sqrt(max(m2, 0.0) / t) * math.sqrt(2.0 * v / (t * t * r2) * (0.5 * math.log(v) - log_a))
+            if window is not None:
+                rad = float(cs.radius(t, math.sqrt(max(m2, 0.0) / t)))
+            else:
+                v = t * r2 + 1.0
+                rad = math.sqrt(max(m2, 0.0) / t) * math.sqrt(2.0 * v / (t * t * r2) * (0.5 * math.log(v) - log_a))
             centers.append(mean)
             radii.append(rad)
             if t >= self.min_draws and rad <= self.target:
@@ -139,7 +157,8 @@ class Sequential(Schedule):
                 reason = "all_judged" if done[p > 0].all() else "all_reachable_judged"
         draws = Draws.from_plan(plan, d, stop=stop)
         anytime = dict(centers=c, rho=rho, confidence_level=float(self.level), target=float(self.target),
-                       reason=reason, center_run=np.asarray(centers), radius=np.asarray(radii))
+                       reason=reason, center_run=np.asarray(centers), radius=np.asarray(radii), window=window,
+                       terms=None if cv is None else cv.terms())
         return Draws(draws.queries, draws.new, draws.charged, draws.q, draws.weights, draws.budget,
                      draws.cost_spent, reason, anytime=anytime)
 
@@ -149,6 +168,48 @@ class Sequential(Schedule):
         if d.target.kind == "mean":
             return system_values
         return np.concatenate([system_values, d.target.outputs(system_values[None, :])[0]])
+
+
+class _PredictableTerms:
+    """Running terms ``Z_j = M + w_j (v_j - M - beta_{j-1} (m_j - M))`` of a target-precision run.
+
+    ``beta_{j-1}`` is the shrunken variance-optimal coefficient of the draws
+    before ``j`` (0 until 10 distinct queries were seen), the same as
+    :func:`activerank.inference.confidence_sequences.predictable_terms` computes
+    for a whole run, kept here as running sums (O(1) per draw).  Every term
+    still has conditional mean ``R``: the sequence stays valid, and a useful
+    model shrinks the labels needed (docs/intervals.md).
+    """
+
+    MIN_DISTINCT = 10
+
+    def __init__(self, center: float, predictions: np.ndarray):
+        self.c = float(center)
+        self.m = predictions
+        self.sums = np.zeros(6)  # n, sum u, sum g, sum ug, sum gg, sum uu
+        self.seen: set = set()
+        self.scale = float(np.finfo(float).tiny)
+        self.z: list = []
+
+    def add(self, x: int, w: float, value: float) -> float:
+        n, su, sg, sug, sgg, suu = self.sums
+        u, g = w * (value - self.c), w * (float(self.m[x]) - self.c)
+        self.scale = max(self.scale, g * g)
+        beta = 0.0
+        if len(self.seen) >= self.MIN_DISTINCT:
+            ub, gb = su / n, sg / n
+            mm, vv = max(sgg - n * gb * gb, 0.0), max(suu - n * ub * ub, 0.0)
+            informative = np.array(mm > 1e-12 * self.scale * max(n, 1.0))
+            b = float(tuned_coefficient(np.array(sug - n * ub * gb), np.array(mm), np.array(vv),
+                                        np.array(float(len(self.seen))), informative))
+            beta = b if math.isfinite(b) else 0.0
+        self.sums += (1.0, u, g, u * g, g * g, u * u)
+        self.seen.add(x)
+        self.z.append(self.c + u - beta * g)
+        return self.z[-1]
+
+    def terms(self) -> np.ndarray:
+        return np.asarray(self.z)
 
 
 # --------------------------------------------------------------------------- adaptive batches

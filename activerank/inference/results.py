@@ -302,20 +302,29 @@ class _Anytime:
     rho: float
     sigma: float
     center: float
+    #: ``(t_min, t_max)`` of the windowed sequence (``sequence="windowed"``), None for the mixture one
+    window: tuple | None = None
 
     def confidence_interval(self, confidence_level: float | None = None) -> ConfidenceInterval:
         """Anytime-valid interval at the stopping time (not the Wald interval).
 
         ``confidence_level`` defaults to the level the run stopped on; any other
-        level gives the sequence at that level with the same ``rho`` (still
-        anytime-valid).
+        level gives the sequence at that level (same window, or same ``rho``;
+        still anytime-valid).
         """
         level = self.confidence_level if confidence_level is None else confidence_level
         _alpha(level)
         point = self._point()  # type: ignore[attr-defined]  # of the result class this is mixed into
         if self.stopping_reason == "all_judged":
             return ConfidenceInterval(point, point)
-        r = float(cs_radius(self.n_draws, self.sigma, level, rho=self.rho))  # type: ignore[attr-defined]
+        n = self.n_draws  # type: ignore[attr-defined]
+        if self.window is not None:
+            from .confidence_sequences import windowed_cs
+
+            t_min, t_max = self.window
+            r = float(windowed_cs(t_min, t_max, level).radius(n, self.sigma))
+        else:
+            r = float(cs_radius(n, self.sigma, level, rho=self.rho))
         return ConfidenceInterval(point - r, point + r)
 
 
