@@ -52,7 +52,7 @@ and the cross-fitted model-assisted estimator
 numerators).
 
 Which interval by default (``ci="auto"``): the choice was made by measured
-coverage on MQ2008 and OHSUMED (``benchmarks/coverage.py``, results in
+coverage on MQ2008 and OHSUMED (``benchmarks/interval_coverage.py``, results in
 ``benchmarks/results/coverage/``): see :data:`AUTO_RULE`.
 """
 

@@ -34,8 +34,8 @@ with fewer than 2 distinct queries: no SE can exist).
 
 Run (about 25 min on 2 busy cores)::
 
-    python benchmarks/coverage.py --reps 2000 --out benchmarks/results/coverage
-    python benchmarks/coverage.py --quick            # 300 reps, MQ2008 ERR@10 only
+    python benchmarks/interval_coverage.py --reps 2000 --out benchmarks/results/coverage
+    python benchmarks/interval_coverage.py --quick            # 300 reps, MQ2008 ERR@10 only
 """
 
 from __future__ import annotations
@@ -270,7 +270,7 @@ def main(argv=None):
     seconds = time.perf_counter() - t0
     os.makedirs(args.out, exist_ok=True)
     df.to_csv(os.path.join(args.out, "coverage.csv"), index=False, float_format="%.6g")
-    command = "python benchmarks/coverage.py " + " ".join(sys.argv[1:] if argv is None else argv)
+    command = "python benchmarks/interval_coverage.py " + " ".join(sys.argv[1:] if argv is None else argv)
     with open(os.path.join(args.out, "summary.md"), "w") as fh:
         fh.write(summary_markdown(df, seconds, command.strip()))
     print(f"wrote {args.out}/coverage.csv and summary.md ({seconds:.0f}s)")
