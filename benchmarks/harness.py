@@ -97,7 +97,7 @@ def worker(args) -> int:
     """One figure in this process; prints a JSON line with its timing and a checksum of its results."""
     from threadpoolctl import threadpool_limits
 
-    from activerank.experiments import simulation as sim
+    from activerank.design import draws as sim
 
     problems = make_problems(args.seed)
     with threadpool_limits(1):

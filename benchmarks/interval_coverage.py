@@ -54,7 +54,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from _coverage_setup import SCENARIOS, problems  # noqa: E402
 
 from activerank.experiments.harness import default_data_root, method_distribution  # noqa: E402
-from activerank.experiments.simulation import budget_stops, draw_budgeted_batch  # noqa: E402
+from activerank.design.draws import budget_stops, draw_budgeted_batch  # noqa: E402
 from activerank.inference.model_assisted import model_assisted_prefix  # noqa: E402
 from activerank.inference.crossfit import expected_distinct, model_assisted_crossfit_prefix  # noqa: E402
 from activerank.inference.small_sample import (  # noqa: E402

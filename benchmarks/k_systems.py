@@ -27,7 +27,7 @@ top-10 lists -- MQ2008 lengths are query-normalised, see experiment.py)
                  differences to the mean system, coverage.
 for budgets Lambda (units of the mean query cost) and methods active/passive,
 ``--reps`` repetitions each (default 500).  Draws are simulated in batch
-(``activerank.experiments.simulation.draw_budgeted_batch``; budgets are prefixes of one
+(``activerank.design.draws.draw_budgeted_batch``; budgets are prefixes of one
 run) and every estimate is the library's joint SNIS estimator
 (``activerank.inference.snis.joint_snis``), computed on prefixes.
 
@@ -60,7 +60,7 @@ from activerank.relevance.rankers import (  # noqa: E402
     fit_linear_ranker,
     rank_by_scores,
 )
-from activerank.experiments.simulation import budget_stops, draw_budgeted_batch  # noqa: E402
+from activerank.design.draws import budget_stops, draw_budgeted_batch  # noqa: E402
 
 SEED = 0
 BUDGETS = (10, 20, 40, 80)

@@ -48,7 +48,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 from activerank.experiments.harness import default_data_root, method_distribution  # noqa: E402
-from activerank.experiments.simulation import draw_budgeted_batch  # noqa: E402
+from activerank.design.draws import draw_budgeted_batch  # noqa: E402
 from activerank.inference.confidence_sequences import (  # noqa: E402
     expected_draws,
     gm_radius,

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import activerank as ar
-from activerank.experiments.simulation import budget_stops, draw_budgeted_batch
+from activerank.design.draws import budget_stops, draw_budgeted_batch
 from activerank.inference.snis import snis_prefix
 
 from .conftest import SyntheticPool, stat_reps

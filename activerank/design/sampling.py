@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._validation import affordable_budget_iv, defensive_iv, distribution_iv, max_draws_iv, rng_iv
+from .draws import draw_budgeted_batch
 
 __all__ = [
     "DEFAULT_DEFENSIVE",
@@ -110,13 +111,6 @@ class DrawPlan:
         return self.queries.size
 
 
-def _first_occurrence(draws: np.ndarray, seen: np.ndarray) -> np.ndarray:
-    _, first = np.unique(draws, return_index=True)
-    mask = np.zeros(draws.size, dtype=bool)
-    mask[first] = True
-    return mask & ~seen[draws]
-
-
 def draw_budgeted(q, costs, budget, rng=None, *, max_draws: int | None = None) -> DrawPlan:
     """Draw queries i.i.d. from ``q`` until the budget is spent.
 
@@ -150,41 +144,15 @@ def draw_budgeted(q, costs, budget, rng=None, *, max_draws: int | None = None) -
     rng = rng_iv(rng)
     q, costs = distribution_iv(q, costs)
     budget = affordable_budget_iv(budget, costs, q)
-    m = q.size
-    max_draws = max_draws_iv(max_draws, m)
-    cdf = np.cumsum(q / q.sum())
-    cdf[-1] = 1.0
-    reachable = int((q > 0).sum())
-    seen = np.zeros(m, dtype=bool)
-    parts_q, parts_new = [], []
-    spent, n_drawn, n_seen = 0.0, 0, 0
-    tol = 1e-12 * max(1.0, budget)
-    chunk = int(min(max(64, 4 * budget), max_draws))
-    reason = "max_draws"
-    while n_drawn < max_draws and n_seen < reachable:
-        draws = np.searchsorted(cdf, rng.random(min(chunk, max_draws - n_drawn)), side="right")
-        draws = np.minimum(draws, m - 1)
-        new = _first_occurrence(draws, seen)
-        cum = spent + np.cumsum(np.where(new, costs[draws], 0.0))
-        over = np.flatnonzero(cum > budget + tol)
-        stop = over[0] if over.size else draws.size
-        if over.size:
-            reason = "budget"
-        done_all = np.flatnonzero(n_seen + np.cumsum(new) >= reachable)
-        if done_all.size and done_all[0] < stop:
-            stop = done_all[0] + 1
-            reason = "all_reachable"
-        parts_q.append(draws[:stop])
-        parts_new.append(new[:stop])
-        seen[draws[:stop]] = True
-        n_seen += int(new[:stop].sum())
-        n_drawn += stop
-        if stop < draws.size:
-            break
-        spent = float(cum[-1])
-    if n_seen >= reachable:
+    max_draws = max_draws_iv(max_draws, q.size)
+    batch = draw_budgeted_batch(q, costs, budget, 1, rng, max_draws=max_draws)
+    n = int(batch.n_draws[0])
+    queries, new = batch.queries[0, :n], batch.new[0, :n]
+    if int(new.sum()) >= int((q > 0).sum()):
         reason = "all_reachable"
-    queries = np.concatenate(parts_q)
-    new = np.concatenate(parts_new)
+    elif n >= max_draws:
+        reason = "max_draws"
+    else:
+        reason = "budget"
     charged = np.where(new, costs[queries], 0.0)
     return DrawPlan(queries=queries, new=new, charged=charged, budget=budget, stop_reason=reason)

@@ -13,7 +13,7 @@ Protocol (for a dataset in the five-partition layout ``S1.txt .. S5.txt``):
    ``q* ∝ p sqrt(E[(L - R)^2 | x] / lambda(x))`` mixed with ``p`` by the
    ``defensive`` weight, costs normalized to mean query cost 1), then run
    ``n_reps`` budgeted campaigns at once with
-   :func:`activerank.experiments.simulation.draw_budgeted_batch` (first draw of a query is
+   :func:`activerank.design.draws.draw_budgeted_batch` (first draw of a query is
    charged, repeats are free) and evaluate the SNIS estimator on every budget
    of the grid (budget runs are prefixes of the largest one).
 3. Record absolute error, model-selection error (comparisons), CI coverage,
@@ -76,7 +76,7 @@ from ..design.methods import get_method
 from ..design.sampling import DEFAULT_DEFENSIVE, expected_squared_error, optimal_distribution
 from ..design.targets import make_target
 from ..inference.snis import BatchEstimate
-from .simulation import BatchPlan, budget_stops, draw_budgeted_batch
+from ..design.draws import BatchPlan, budget_stops, draw_budgeted_batch
 
 __all__ = [
     "DatasetSpec",

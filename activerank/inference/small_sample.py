@@ -43,7 +43,7 @@ keeping ``d - 1`` degrees of freedom for the quantile.  Its weight fades as
 
 The same kernel serves a single run (1-d inputs) and a batch of Monte-Carlo
 repetitions on draw prefixes (2-d inputs plus ``stops``, as in
-:mod:`activerank.experiments.simulation`), so the coverage benchmark runs the
+:mod:`activerank.design.draws`), so the coverage benchmark runs the
 exact code a user runs.  Every estimator whose point estimate is a ratio of
 cluster sums fits: a single ranker, a difference of two rankers (values =
 per-query differences), each of ``k`` contrasts (:func:`contrast_intervals`),

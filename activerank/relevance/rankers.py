@@ -17,6 +17,7 @@ from typing import Callable
 
 import numpy as np
 
+from .._validation import offsets_iv
 from ..ragged import Rankings, offsets_from_lengths, segment_ids
 
 __all__ = [
@@ -32,25 +33,10 @@ __all__ = [
 
 
 def _offsets_iv(offsets, n_rows=None, *, name="offsets") -> np.ndarray:
+    """Offsets, or an object carrying them (a pool, LETOR data), validated by :func:`offsets_iv`."""
     if hasattr(offsets, "offsets") and not isinstance(offsets, np.ndarray):
         offsets = offsets.offsets
-    try:
-        off = np.asarray(offsets)
-    except (TypeError, ValueError) as exc:  # pragma: no cover
-        raise TypeError(f"`{name}` must be a 1-d integer array: {exc}") from None
-    if off.ndim != 1 or off.size < 1:
-        raise ValueError(f"`{name}` must be a 1-d array of length n_queries + 1; got shape {off.shape}.")
-    if not np.issubdtype(off.dtype, np.integer):
-        raise TypeError(f"`{name}` must hold integers; got dtype {off.dtype}.")
-    off = off.astype(np.int64)
-    if off[0] != 0:
-        raise ValueError(f"`{name}` must start at 0; got {off[0]}.")
-    dec = np.flatnonzero(np.diff(off) < 0)
-    if dec.size:
-        raise ValueError(f"`{name}` must be non-decreasing; query {dec[0]} has a negative length.")
-    if n_rows is not None and off[-1] != n_rows:
-        raise ValueError(f"`{name}` must end at the number of rows ({n_rows}); got {off[-1]}.")
-    return off
+    return offsets_iv(offsets, n_rows, name=name)
 
 
 def rank_by_scores(scores, offsets, *, query_ids=None, doc_ids=None) -> Rankings:

@@ -64,7 +64,7 @@ from activerank.design.documents import (
 from activerank.design.sampling import optimal_distribution
 from activerank.design.two_stage import draw_two_stage, two_stage_design
 from activerank.experiments.harness import DATASETS, budget_to_reach, fit_fold
-from activerank.experiments.simulation import budget_stops, draw_budgeted_batch
+from activerank.design.draws import budget_stops, draw_budgeted_batch
 from activerank.inference.snis import snis_prefix
 from activerank.inference.documents import _ht_kernel, _srs_kernel, _two_stage_terms, _within_query_kernel
 from activerank.metrics.moments import _moments, _pair_moments

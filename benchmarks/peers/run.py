@@ -81,7 +81,7 @@ from activerank.experiments.harness import (  # noqa: E402
     build_problem,
     load_dataset,
 )
-from activerank.experiments.simulation import budget_stops, draw_budgeted_batch  # noqa: E402
+from activerank.design.draws import budget_stops, draw_budgeted_batch  # noqa: E402
 from activerank.inference.model_assisted import model_assisted_prefix  # noqa: E402
 from activerank.inference.horvitz_thompson import hajek_kernel  # noqa: E402
 from activerank.relevance.models import fit_with_validation, make_relevance_model  # noqa: E402

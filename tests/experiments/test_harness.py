@@ -82,7 +82,7 @@ def test_analytic_variance_predicts_simulated_mse():
     lam = g.gamma(3.0, size=m)
     lam /= lam.mean()
     q = ex.oracle_distribution(values, p, lam, defensive=0.3)
-    from activerank.experiments.simulation import budget_stops, draw_budgeted_batch
+    from activerank.design.draws import budget_stops, draw_budgeted_batch
     from activerank.inference.snis import snis_prefix
 
     budget = 100.0

@@ -160,7 +160,7 @@ def test_bad_inputs_name_the_parameter():
 @pytest.mark.statistical
 def test_cross_fitting_removes_the_self_tuning_bias():
     """A convex value-model relation: the self-tuned coefficient is biased by > 10 SE, cross-fitting is not."""
-    from activerank.experiments.simulation import budget_stops, draw_budgeted_batch
+    from activerank.design.draws import budget_stops, draw_budgeted_batch
     from activerank.inference.model_assisted import model_assisted_prefix
 
     rng = np.random.default_rng(0)
@@ -188,7 +188,7 @@ def test_cross_fitting_removes_the_self_tuning_bias():
 @pytest.mark.statistical
 def test_jackknife_removes_the_ratio_bias_of_concentrated_weights():
     """Weights 0.2-3, a heavy tail: the ratio is biased at 20-40 queries, the jackknifed one is not."""
-    from activerank.experiments.simulation import budget_stops, draw_budgeted_batch
+    from activerank.design.draws import budget_stops, draw_budgeted_batch
 
     rng = np.random.default_rng(5)
     n_q = 85

@@ -239,7 +239,7 @@ def test_small_sample_coverage_on_a_heavy_tailed_pool():
     Measured (1500 reps): normal 0.72 / 0.83 / 0.87, t + prior 1.00 / 0.91 / 0.90 --
     heavy right tails still cost a few points at d = 10-20 (docs/intervals.md).
     """
-    from activerank.experiments.simulation import budget_stops, draw_budgeted_batch
+    from activerank.design.draws import budget_stops, draw_budgeted_batch
 
     rng = np.random.default_rng(11)
     n_q = 400

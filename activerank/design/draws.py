@@ -1,10 +1,10 @@
-"""Batched Monte-Carlo of the budgeted sampling loop with known per-query values.
+"""The budgeted draw loop (Algorithm 1 of Sawade et al. 2012), for one run or thousands at once.
 
-:func:`activerank.design.sampling.draw_budgeted` runs *one* labeling campaign.  To
-measure an estimator's error one needs thousands of campaigns on a pool whose
-per-query metric values ``L(x)`` are known.  This module draws all repetitions
-at once as 2-d arrays ``(n_reps, n_draws)`` with a validity mask, with exactly
-the rules of :func:`~activerank.design.sampling.draw_budgeted`:
+This is the one implementation of the loop.  :func:`activerank.design.sampling.draw_budgeted`
+(one labeling campaign, what the engine uses) is ``draw_budgeted_batch`` with one repetition;
+the experiment harness measures an estimator's error over thousands of campaigns on a pool
+whose per-query metric values ``L(x)`` are known, drawing all repetitions at once as 2-d
+arrays ``(n_reps, n_draws)`` with a validity mask.  The rules:
 
 * draws are i.i.d. from ``q``;
 * the first draw of a query is charged ``costs[x]``; drawing it again is free;
@@ -12,9 +12,9 @@ the rules of :func:`~activerank.design.sampling.draw_budgeted`:
   or right after the draw that completes the set of reachable queries
   (``q > 0``), or after ``max_draws`` draws.
 
-With ``n_reps=1`` and the same seed, :func:`draw_budgeted_batch` reproduces
-:func:`~activerank.design.sampling.draw_budgeted` draw for draw (it consumes the random
-stream in the same chunks).
+The random stream is consumed in chunks of ``min(max(64, 4 * budget), max_draws)``
+uniforms per run and round, so a run's draws do not depend on how many runs are
+drawn together or how the work is organized inside a chunk.
 
 Because the stopping rule only looks at the cumulative charged cost, the run for
 a budget ``b`` is a prefix of the run for any larger budget.  :func:`budget_stops`
@@ -32,7 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._validation import affordable_budget_iv, distribution_iv, max_draws_iv
-from ..design._inverse_cdf import InverseCDF
+from ._inverse_cdf import InverseCDF
 
 __all__ = [
     "BatchPlan",
