@@ -171,6 +171,9 @@ def _common(p):
     p.add_argument("--seed", type=nonneg_int, default=0, help="seed of the draws and the model (default 0)")
     p.add_argument("--confidence", type=probability_open, default=0.95,
                    help="confidence level of the interval (default 0.95)")
+    p.add_argument("--ci", default="auto", choices=("auto", "t", "normal"),
+                   help="interval: t over distinct queries with the model's prior (auto, the default) or the "
+                        "per-draw normal one")
     p.add_argument("--trace", help="write the draw trace to this CSV file")
     p.add_argument("--force", action="store_true",
                    help="replace an existing --trace file even if it is not a previous trace (inputs never)")
@@ -183,7 +186,7 @@ def _report(res, args, point_name):
            "ci_low": ci.low, "ci_high": ci.high, "confidence_level": args.confidence,
            "n_queries": res.n_queries, "n_draws": res.n_draws, "cost_spent": res.cost_spent,
            "budget": res.budget, "effective_sample_size": res.effective_sample_size,
-           "metric": res.metric, "method": res.method}
+           "metric": res.metric, "method": res.method, "ci": res.ci, "dof": None if res.dof == float("inf") else res.dof}
     if args.trace:
         from .campaign.cli import write_trace
 
@@ -192,8 +195,9 @@ def _report(res, args, point_name):
     if args.json:
         print(json.dumps(out, indent=2))
     else:
+        kind = f"t, {res.dof:g} dof" if res.ci == "t" else res.ci
         print(f"{res.metric} {point_name}: {out[point_name]:.4f} ± {res.standard_error:.4f} (SE); "
-              f"{args.confidence:.0%} CI [{ci.low:.4f}, {ci.high:.4f}]")
+              f"{args.confidence:.0%} CI [{ci.low:.4f}, {ci.high:.4f}] ({kind})")
         print(f"  {res.n_queries} queries judged in {res.n_draws} draws, cost {res.cost_spent:.2f} "
               f"of {res.budget:g}; method {res.method}; ESS {res.effective_sample_size:.1f}")
 
@@ -207,7 +211,7 @@ def _cmd_estimate(args):
     probs = model.predict_proba(data.X)
     res = estimate(data, scores_from_spec(args.scores, data, probs), probs,
                    KnownLabels.from_data(data), budget=args.budget, metric=args.metric,
-                   method=args.method, costs=args.costs, rng=args.seed)
+                   method=args.method, costs=args.costs, rng=args.seed, ci=args.ci)
     _report(res, args, "estimate")
 
 
@@ -221,7 +225,7 @@ def _cmd_compare(args):
     res = compare(data, scores_from_spec(args.scores_a, data, probs, option="--scores-a"),
                   scores_from_spec(args.scores_b, data, probs, option="--scores-b"),
                   probs, KnownLabels.from_data(data), budget=args.budget,
-                  metric=args.metric, method=args.method, costs=args.costs, rng=args.seed)
+                  metric=args.metric, method=args.method, costs=args.costs, rng=args.seed, ci=args.ci)
     _report(res, args, "difference")
 
 

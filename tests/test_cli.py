@@ -25,6 +25,7 @@ def test_estimate_json_and_trace(capsys, tmp_path):
     assert rc == 0
     out = json.loads(capsys.readouterr().out)
     assert out["metric"] == "dcg@5" and out["ci_low"] <= out["estimate"] <= out["ci_high"]
+    assert out["ci"] == "t" and out["dof"] == out["n_queries"] - 1
     assert out["cost_spent"] <= 10 and trace.read_text().startswith("draw,query,query_id")
 
 
@@ -33,8 +34,12 @@ def test_compare_text(capsys):
     rc = main(["compare", SAMPLE, "--model", "uniform", "--scores-a", "feature:25",
                "--scores-b", "feature:1", "--budget", "10", "--grades", "3"])
     out, err = capsys.readouterr()
-    assert rc == 0 and "difference" in out
+    assert rc == 0 and "difference" in out and "dof)" in out
     assert "warning: effective sample size" in err
+    rc = main(["compare", SAMPLE, "--model", "uniform", "--scores-a", "feature:25", "--scores-b", "feature:1",
+               "--budget", "10", "--grades", "3", "--ci", "normal", "--json"])
+    out = json.loads(capsys.readouterr().out)
+    assert rc == 0 and out["ci"] == "normal" and out["dof"] is None
 
 
 @pytest.mark.parametrize("argv, message", [
