@@ -505,7 +505,7 @@ def method_estimate(problem: Problem, method, q: np.ndarray, plan: BatchPlan, st
     x = plan.queries
     mean = problem.predictions["model"].mean[:, 0]
     return method.estimator.prefix(problem.values[x], problem.p[x] / q[x], stops, predictions=mean[x],
-                                   pool_prediction=float(problem.p @ mean))
+                                   pool_prediction=float(problem.p @ mean), queries=x)
 
 
 # --------------------------------------------------------------------------- simulation

@@ -55,8 +55,10 @@ class Estimator:
                  n_distinct=None) -> Estimate:  # pragma: no cover - abstract
         raise NotImplementedError
 
-    def prefix(self, values, weights, stops, *, predictions=None,
-               pool_prediction=None) -> BatchEstimate:  # pragma: no cover - abstract
+    def prefix(self, values, weights, stops, *, predictions=None, pool_prediction=None,
+               queries=None) -> BatchEstimate:  # pragma: no cover - abstract
+        """Many runs at once: 2-d draws ``(n_reps, n_cols)`` and prefix lengths ``stops``; ``queries``
+        (the drawn queries, same shape) lets an estimator count distinct queries."""
         raise NotImplementedError
 
     def __repr__(self) -> str:
@@ -79,7 +81,7 @@ class SelfNormalized(Estimator):
         est, cov, ess = joint_snis(values, weights, n_distinct=n_distinct)
         return Estimate(est, cov, ess)
 
-    def prefix(self, values, weights, stops, *, predictions=None, pool_prediction=None):
+    def prefix(self, values, weights, stops, *, predictions=None, pool_prediction=None, queries=None):
         return snis_prefix(values, weights, stops)
 
 
@@ -99,8 +101,16 @@ class ModelAssisted(Estimator):
                                                    tuned=self.tuned, n_distinct=n_distinct)
         return Estimate(est, cov, ess, beta)
 
-    def prefix(self, values, weights, stops, *, predictions=None, pool_prediction=None):
-        return model_assisted_prefix(values, predictions, weights, pool_prediction, stops, tuned=self.tuned)
+    def prefix(self, values, weights, stops, *, predictions=None, pool_prediction=None, queries=None):
+        if not self.tuned or queries is None:
+            return model_assisted_prefix(values, predictions, weights, pool_prediction, stops, tuned=self.tuned)
+        # the engine's estimator: cross-fitted (no self-tuning bias), cluster standard errors
+        from .crossfit import model_assisted_crossfit_prefix
+
+        res = model_assisted_crossfit_prefix(values, predictions, weights, pool_prediction, queries, stops,
+                                             ci="t")
+        plain = snis_prefix(values, weights, stops)
+        return BatchEstimate(res.estimate, res.standard_error, plain.effective_sample_size, plain.n_draws)
 
     def __repr__(self) -> str:
         return f"ModelAssisted(tuned={self.tuned})"
