@@ -759,18 +759,11 @@ class ContrastIntervals:
     n_distinct: int
 
 
-def _max_abs_t_quantile(corr, level, dof, n_points=2**14, seed=20120924):
+def _max_abs_t_quantile(corr, level, dof):
     """Quantile of ``max_j |T_j|`` for a multivariate t with correlation ``corr`` (deterministic QMC)."""
-    from scipy import stats
+    from .intervals import max_abs_t_critical_value
 
-    s = corr.shape[0]
-    u = stats.qmc.Sobol(s + 1, scramble=True, rng=np.random.default_rng(seed + s)).random(n_points)
-    z = stats.norm.ppf(u[:, :s])
-    chi = np.sqrt(stats.chi2.ppf(u[:, s], dof) / dof) if np.isfinite(dof) else np.ones(n_points)
-    vals, vecs = np.linalg.eigh((corr + corr.T) / 2)
-    factor = vecs * np.sqrt(np.clip(vals, 0.0, None))
-    t = np.abs(z @ factor.T) / chi[:, None]
-    return float(np.quantile(t.max(axis=1), level))
+    return max_abs_t_critical_value(corr, level, simultaneous=True, dof=dof)
 
 
 def contrast_intervals(values, weights, queries=None, *, contrasts=None, confidence_level=0.95,

@@ -344,7 +344,12 @@ def test_crash_during_import(big, seed, tmp_path):
     assert acked & data_lines <= stored            # every acknowledged line is there
     with Campaign.open(db) as c:                   # re-import completes the file
         rep = c.import_judgments(judgments, chunk_size=100)
-    assert rep.already_imported == ("done" in out)
+    if "done" in out:
+        assert rep.already_imported
+    elif rep.already_imported:
+        # killed between the final commit and the "done" line: the last chunk was acknowledged
+        with open(judgments) as f:
+            assert max(acked, default=0) == len(f.read().splitlines())
     assert _state(db) == big["ref"]
 
 
