@@ -58,7 +58,7 @@ REFIT_MODES = ("each_batch", "never")
 
 
 def make_design(pool, rankings, probs, *, metric, k=None, method="active", costs="auto", query_weights=None,
-                defensive=DEFAULT_DEFENSIVE, predicted=None, target=None, names=None) -> Design:
+                defensive=DEFAULT_DEFENSIVE, predicted=None, target=None, names=None, judge="changeable") -> Design:
     """Compute the sampling design (everything fixed before labeling).
 Compute the sampling design for one ranking (``len(rankings) == 1``) or a pair.
 
@@ -73,6 +73,8 @@ Compute the sampling design for one ranking (``len(rankings) == 1``) or a pair.
         and of ``E[(L - mean)^2 | x]`` that replace the relevance model's
         exact moments, e.g. from a query-level calibrator
         (:mod:`activerank.relevance.calibration`).
+    judge : {"changeable", "all"}, default "changeable"
+        As in :func:`compare`.
 
     Returns
     -------
@@ -90,7 +92,8 @@ Compute the sampling design for one ranking (``len(rankings) == 1``) or a pair.
                          f"got {len(rankings)}.")
     rankings = tuple(scores_iv(r, pool_, f"rankings[{i}]") for i, r in enumerate(rankings))
     return prepare_design(pool, pool_, kind, rankings, probs, metric=metric, k=k, method=method, costs=costs,
-                   query_weights=query_weights, defensive=defensive, predicted=predicted, names=names)
+                          query_weights=query_weights, defensive=defensive, predicted=predicted, names=names,
+                          judge=judge)
 
 
 # --------------------------------------------------------------------------- fixed budget
@@ -192,13 +195,31 @@ Estimate a ranker's mean metric from a budget of relevance judgments.
 
 def compare(pool, scores_a, scores_b, probs, labeler, *, budget, metric="err@10", k=None,
             method="active", costs="auto", query_weights=None, defensive=DEFAULT_DEFENSIVE,
-            rng=None, predicted=None, judgments=None):
+            rng=None, predicted=None, judgments=None, judge="changeable"):
     """Estimate ``Delta = R_a - R_b`` between two rankers from a labeling budget.
 Estimate ``Delta = R_a - R_b`` between two rankers from a labeling budget.
 
-    Same parameters as :func:`estimate`, with two rankers.  Judging a query
-    costs the union of both rankings' top-k documents; a shared document is
-    judged once and counts for both.
+    Same parameters as :func:`estimate`, with two rankers, plus ``judge``.
+    Judging a query costs the union of both rankings' top-k documents; a
+    shared document is judged once and counts for both.
+
+    Parameters
+    ----------
+    judge : {"changeable", "all"}, default "changeable"
+        ``"changeable"``: judge (and pay for) only the documents whose labels
+        can change the difference -- for additive metrics (DCG@k, P@k, RBP) a
+        document at the same position in both top-k lists cancels, for ERR /
+        RR the documents of a shared suffix below the last difference with the
+        same documents above it (:mod:`activerank.design.cancellation`).  The
+        difference is unchanged for every label vector, so the estimator and
+        its variance per query are too; only the cost falls.  Queries where
+        nothing can change (every contrast exactly 0) are known without a label
+        and never drawn.  The budget keeps its unit (the mean cost of judging a
+        whole query), so it buys more queries.  The rankers' own means are
+        then not estimable: ``estimate_a`` and ``estimate_b`` are NaN.  Ratio
+        (nDCG, AP) and custom metrics always judge every document.
+        ``"all"``: judge every document of a drawn query (per-ranker
+        estimates available).
 
     Returns
     -------
@@ -220,13 +241,13 @@ Estimate ``Delta = R_a - R_b`` between two rankers from a labeling budget.
     rankings = (scores_iv(scores_a, pool_, "scores_a"), scores_iv(scores_b, pool_, "scores_b"))
     return _fixed(pool, pool_, "difference", rankings, probs, labeler, budget=budget, rng=rng,
                   judgments=judgments, metric=metric, k=k, method=method, costs=costs,
-                  query_weights=query_weights, defensive=defensive, predicted=predicted)
+                  query_weights=query_weights, defensive=defensive, predicted=predicted, judge=judge)
 
 
 def compare_many(pool, candidate_scores, baseline_scores, probs, labeler, *, budget, metric="err@10",
                  k=None, method="active", costs="auto", query_weights=None,
                  defensive=DEFAULT_DEFENSIVE, rng=None, names=None, baseline_name="baseline",
-                 judgments=None):
+                 judgments=None, judge="changeable"):
     """Estimate how much each of several candidates beats a baseline, from one budget.
 Estimate how much each of several candidates beats a baseline, from one budget.
 
@@ -255,6 +276,10 @@ Estimate how much each of several candidates beats a baseline, from one budget.
     names : sequence of str, optional
         Candidate names (default ``"candidate_0"``, ...).
     baseline_name : str, default "baseline"
+    judge : {"changeable", "all"}, default "changeable"
+        As in :func:`activerank.compare`: a document is judged iff it can
+        change at least one difference; ``estimates`` and
+        ``baseline_estimate`` are then NaN.
 
     Returns
     -------
@@ -289,12 +314,13 @@ Estimate how much each of several candidates beats a baseline, from one budget.
         raise ValueError(f"`baseline_name` {baseline_name!r} must differ from the candidate `names`.")
     return _fixed(pool, pool_, "baseline", (*cands, base), probs, labeler, budget=budget, rng=rng,
                   judgments=judgments, metric=metric, k=k, method=method, costs=costs,
-                  query_weights=query_weights, defensive=defensive, names=(*cand_names, baseline_name))
+                  query_weights=query_weights, defensive=defensive, names=(*cand_names, baseline_name),
+                  judge=judge)
 
 
 def rank_systems(pool, scores_list, probs, labeler, *, budget, metric="err@10", k=None,
                  method="active", costs="auto", query_weights=None, defensive=DEFAULT_DEFENSIVE,
-                 rng=None, names=None, judgments=None):
+                 rng=None, names=None, judgments=None, judge="changeable"):
     """Rank ``k`` systems by their mean metric from one labeling budget.
 Rank ``k`` systems by their mean metric from one labeling budget.
 
@@ -313,6 +339,11 @@ Rank ``k`` systems by their mean metric from one labeling budget.
         As in :func:`compare_many`.
     names : sequence of str, optional
         System names (default ``"system_0"``, ...).
+    judge : {"changeable", "all"}, default "changeable"
+        As in :func:`activerank.compare`: a document is judged iff it can
+        change the difference of some pair of systems; ``estimates`` (and
+        ``covariance``) are then NaN and ``ranking``, ``win_probabilities``,
+        ``pairwise_intervals()`` come from ``relative``.
 
     Returns
     -------
@@ -341,7 +372,7 @@ Rank ``k`` systems by their mean metric from one labeling budget.
     names = names_iv(names, len(systems), "names", "system")
     return _fixed(pool, pool_, "ranking", tuple(systems), probs, labeler, budget=budget, rng=rng,
                   judgments=judgments, metric=metric, k=k, method=method, costs=costs,
-                  query_weights=query_weights, defensive=defensive, names=names)
+                  query_weights=query_weights, defensive=defensive, names=names, judge=judge)
 
 
 # --------------------------------------------------------------------------- target precision
@@ -358,7 +389,8 @@ def _one_or_two(scores, pool_):
 
 def estimate_sequential(pool, scores, probs, labeler, *, target_half_width, budget, confidence_level=0.95,
                         metric="err@10", k=None, method="active", costs="auto", query_weights=None,
-                        defensive=DEFAULT_DEFENSIVE, min_draws=30, max_draws=None, t_opt=None, rng=None):
+                        defensive=DEFAULT_DEFENSIVE, min_draws=30, max_draws=None, t_opt=None, rng=None,
+                        judge="changeable"):
     """Label one query at a time until the anytime-valid interval is narrow enough.
 Label one query at a time until the anytime-valid interval is narrow enough.
 
@@ -389,6 +421,8 @@ Label one query at a time until the anytime-valid interval is narrow enough.
         by the relevance model meets the target, capped at the number of
         draws the budget buys.
     rng : None, int or numpy.random.Generator
+    judge : {"changeable", "all"}, default "changeable"
+        For two rankers, as in :func:`activerank.compare`.
 
     Returns
     -------
@@ -421,8 +455,8 @@ Label one query at a time until the anytime-valid interval is narrow enough.
         t_opt = positive_real_iv(t_opt, "t_opt")
     rng = rng_iv(rng)
     dsg = prepare_design(pool, pool_, kind, rankings, probs, metric=metric, k=k, method=method, costs=costs,
-                  query_weights=query_weights, defensive=defensive,
-                  methods=method_names(estimator=SelfNormalized))
+                         query_weights=query_weights, defensive=defensive,
+                         methods=method_names(estimator=SelfNormalized), judge=judge)
     schedule = Sequential(budget, rng, target_half_width=target, confidence_level=level, min_draws=min_draws,
                           max_draws=max_draws, t_opt=t_opt)
     return run(dsg, pool_, labeler, schedule)
@@ -433,7 +467,8 @@ Label one query at a time until the anytime-valid interval is narrow enough.
 
 def estimate_adaptive(pool, scores, model, X, labeler, *, budget, n_batches=4, metric="err@10", k=None,
                       refit="each_batch", train=None, reuse=None, weights="balance", costs="auto",
-                      query_weights=None, defensive=DEFAULT_DEFENSIVE, method="active", rng=None):
+                      query_weights=None, defensive=DEFAULT_DEFENSIVE, method="active", rng=None,
+                      judge="changeable"):
     """Active estimate (or comparison) that refits the relevance model between batches.
 Active estimate (or comparison) that refits the relevance model between batches.
 
@@ -480,6 +515,9 @@ Active estimate (or comparison) that refits the relevance model between batches.
         As in :func:`activerank.estimate`.  ``defensive`` must be > 0 here:
         the balance-heuristic mixture must keep every query reachable.
     rng : None, int or numpy.random.Generator
+    judge : {"changeable", "all"}, default "changeable"
+        For two rankers, as in :func:`activerank.compare` (queries where the
+        difference is determined join the census stratum).
 
     Returns
     -------
@@ -536,8 +574,8 @@ Active estimate (or comparison) that refits the relevance model between batches.
         n_grades = probs_now(fitted).shape[1]
     probs = probs_now(fitted)
     dsg = prepare_design(pool, pool_, kind, rankings, probs, metric=metric, k=k, method=method, costs=costs,
-                  query_weights=query_weights, defensive=defensive,
-                  methods=method_names(estimator=SelfNormalized))
+                         query_weights=query_weights, defensive=defensive,
+                         methods=method_names(estimator=SelfNormalized), judge=judge)
     schedule = Adaptive(budget, rng, model=model, X=Xa, probs=probs, probs_now=probs_now,
                         fitted=fitted, n_batches=n_batches, refit=refit, train=train, reuse=reuse,
                         weights=weights, method=dsg.method_spec)

@@ -221,7 +221,7 @@ def _cmd_compare(args):
     res = compare(data, scores_from_spec(args.scores_a, data, probs, option="--scores-a"),
                   scores_from_spec(args.scores_b, data, probs, option="--scores-b"),
                   probs, KnownLabels.from_data(data), budget=args.budget,
-                  metric=args.metric, method=args.method, costs=args.costs, rng=args.seed)
+                  metric=args.metric, method=args.method, costs=args.costs, rng=args.seed, judge=args.judge)
     _report(res, args, "difference")
 
 
@@ -252,6 +252,8 @@ def build_parser() -> argparse.ArgumentParser:
     _common(cmp)
     cmp.add_argument("--scores-a", required=True, help="model | feature:N | file:PATH")
     cmp.add_argument("--scores-b", required=True, help="model | feature:N | file:PATH")
+    cmp.add_argument("--judge", default="changeable", choices=("changeable", "all"),
+                     help="judge only the documents that can change the difference (default), or all")
     cmp.set_defaults(func=_cmd_compare)
 
     try:

@@ -158,7 +158,7 @@ def _cmd_init(args):
     camp = Campaign.create(args.store, pool, rankers, probs, budget=args.budget, metric=args.metric, target=target,
                            method=args.method, costs=args.costs, defensive=args.defensive, seed=args.seed,
                            query_text=query_text, combine=args.combine, overwrite=args.force,
-                           description=args.description or "")
+                           description=args.description or "", judge=args.judge)
     with camp:
         if args.qrels:
             rep = camp.import_qrels(args.qrels)
@@ -384,6 +384,8 @@ def add_campaign_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--method", default="active", choices=method_names(), help="sampling/estimation method "
                    "(default active)")
     p.add_argument("--costs", default="auto", choices=("auto", "log_length", "constant", "uniform"))
+    p.add_argument("--judge", default="changeable", choices=("changeable", "all"),
+                   help="comparisons: judge only the documents that can change a difference (default), or all")
     p.add_argument("--defensive", type=probability_closed, default=0.1, help="weight of p in the sampling mixture")
     p.add_argument("--seed", type=nonneg_int, default=None, help="seed of the draw sequence (default: random, "
                    "stored and printed)")

@@ -74,12 +74,20 @@ class Draws:
 
     @classmethod
     def from_plan(cls, plan: DrawPlan, design, stop: int | None = None) -> "Draws":
-        """The first ``stop`` draws of a single-distribution plan, weighted ``p / q``."""
+        """The first ``stop`` draws of a single-distribution plan, weighted ``p / q``; the design's
+        determined queries (contrasts exactly 0, never drawn) are the census stratum."""
         stop = plan.n_draws if stop is None else stop
         x = plan.queries[:stop]
         charged = plan.charged[:stop]
         return cls(x, plan.new[:stop], charged, design.q[x], design.p[x] / design.q[x], plan.budget,
-                   clamp_cost(float(charged.sum()), plan.budget), plan.stop_reason)
+                   clamp_cost(float(charged.sum()), plan.budget), plan.stop_reason, census=design.census)
+
+    @classmethod
+    def census_only(cls, design, budget: float) -> "Draws":
+        """No draw at all: every query with ``p > 0`` is determined (its contrasts are exactly 0)."""
+        empty = np.zeros(0, dtype=np.int64)
+        return cls(empty, np.zeros(0, dtype=bool), np.zeros(0), np.zeros(0), np.zeros(0), float(budget), 0.0,
+                   "all_judged", census=design.census)
 
 
 def clamp_cost(cost: float, budget: float) -> float:

@@ -51,6 +51,8 @@ class FixedBudget(Schedule):
         from .assemble import build_trace
 
         d = ctx.design
+        if not d.q.any():  # every query is determined: nothing to draw or judge
+            return Draws.census_only(d, self.budget)
         plan = ctx.draw(d.q, d.costs.cost, self.budget, self.rng, max_draws=self.max_draws)
         for j in np.flatnonzero(plan.new):
             ctx.label(plan.queries[j], where=f" (draw {j})",
@@ -107,7 +109,16 @@ class Sequential(Schedule):
         p, q = d.p, d.q
         max_draws = max_draws_iv(self.max_draws, p.size)
         c = self._centers(d)
+        if not q.any():  # every query is determined: the contrast is exactly 0
+            none = Draws.census_only(d, self.budget)
+            anytime = dict(centers=c, rho=np.nan, confidence_level=float(self.level), target=float(self.target),
+                           reason="all_judged", center_run=np.zeros(0), radius=np.zeros(0))
+            return Draws(none.queries, none.new, none.charged, none.q, none.weights, none.budget, 0.0,
+                         "all_judged", census=none.census, anytime=anytime)
         rho = self._rho(d, float(c[-1]))
+        # determined queries (a census stratum, contrast exactly 0) are never drawn: the centered terms
+        # c * share + w (L - c) stay unbiased with share = the p-mass of the drawn stratum
+        share = 1.0 - float(p[d.census].sum()) if d.census.size else 1.0
         plan = ctx.draw(q, d.costs.cost, self.budget, self.rng, max_draws=max_draws)
         w_of = np.where(q > 0, p / np.where(q > 0, q, 1.0), 0.0)
         known: dict = {}
@@ -119,7 +130,7 @@ class Sequential(Schedule):
             if is_new:
                 ctx.label(x, where=f" (draw {j})")
                 known[x] = self._tracked(d, ctx.values([x])[x])
-            z = c[-1] + w_of[x] * (known[x][-1] - c[-1])
+            z = c[-1] * share + w_of[x] * (known[x][-1] - c[-1])
             t = j + 1
             delta = z - mean  # Welford running mean / variance (divisor t)
             mean += delta / t
@@ -136,12 +147,13 @@ class Sequential(Schedule):
             if reason == "all_reachable":
                 done = np.zeros(p.size, dtype=bool)
                 done[list(known)] = True
+                done[d.census] = True
                 reason = "all_judged" if done[p > 0].all() else "all_reachable_judged"
         draws = Draws.from_plan(plan, d, stop=stop)
         anytime = dict(centers=c, rho=rho, confidence_level=float(self.level), target=float(self.target),
                        reason=reason, center_run=np.asarray(centers), radius=np.asarray(radii))
         return Draws(draws.queries, draws.new, draws.charged, draws.q, draws.weights, draws.budget,
-                     draws.cost_spent, reason, anytime=anytime)
+                     draws.cost_spent, reason, census=draws.census, anytime=anytime)
 
     @staticmethod
     def _tracked(d, system_values: np.ndarray) -> np.ndarray:
@@ -335,6 +347,7 @@ class Adaptive(Schedule):
                                      n_new=int((union.remaining(store.labels)[complete_first] == 0).sum()),
                                      cost=spent, allotted=spent, train_docs=np.nan))
 
+        census[d.census] = True  # determined queries: contrasts exactly 0, never drawn or judged
         p_rest = np.where(census, 0.0, p)
         sampling = p_rest.sum() > 1e-15
         fitted = self.fitted
