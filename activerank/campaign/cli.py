@@ -381,7 +381,7 @@ def add_campaign_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--budget", type=positive_float, required=True,
                    help="labeling budget in units of the mean query cost")
     p.add_argument("--metric", default="err@10", help="dcg@k or err@k (default err@10)")
-    p.add_argument("--method", default="active", choices=method_names(), help="sampling/estimation method "
+    p.add_argument("--method", default="active", choices=method_names(unit="query"), help="sampling/estimation method "
                    "(default active)")
     p.add_argument("--costs", default="auto", choices=("auto", "log_length", "constant", "uniform"))
     p.add_argument("--judge", default="changeable", choices=("changeable", "all"),

@@ -46,6 +46,7 @@ from ..design.costs import QueryCosts
 from ..design.design import Design
 from ..design.sampling import DEFAULT_DEFENSIVE, DrawPlan, draw_budgeted
 from ..design.design import prepare_design
+from ..design.methods import method_names
 from ..design.targets import Prediction, default_names, make_target
 from ..engine import estimate_from_plan
 from ..metrics import parse_metric
@@ -571,7 +572,8 @@ class Campaign:
                     raise ValueError(f"`query_text` names query {_key(q)!r}, which is not in the pool.")
                 texts[_key(q)] = str(t)
         dsg = prepare_design(pool, pool_, target, rankings, probs, metric=metric, k=k, method=method, costs=costs,
-                             query_weights=query_weights, defensive=defensive, names=names, judge=judge)
+                             query_weights=query_weights, defensive=defensive, names=names, judge=judge,
+                             methods=method_names(unit="query"))
         if not dsg.q.any():
             raise ValueError("no document can change the compared values in any query (every difference is "
                              "exactly 0): there is nothing to judge.")

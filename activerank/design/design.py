@@ -39,6 +39,9 @@ class Design:
         Weight of ``p`` mixed into ``q``.
     document_costs : ndarray of shape (n_docs,) or None
         Raw per-document costs (for schedules that charge partly judged queries).
+    probs : ndarray of shape (n_docs, n_grades) or None
+        The relevance model (document-level methods choose inclusion
+        probabilities from it once the budget is known).
     """
 
     target: Target
@@ -50,6 +53,7 @@ class Design:
     n_grades: int
     defensive: float = 0.1
     document_costs: np.ndarray | None = None
+    probs: np.ndarray | None = None
 
     @property
     def rankings(self) -> tuple:
@@ -150,7 +154,7 @@ def build_design(target: Target, probs: np.ndarray, *, method: Method, p: np.nda
         q = np.where(det, 0.0, q)
     else:  # every query with p > 0 is determined: the answer is known without a label
         q = np.zeros_like(p)
-    return Design(target, method.name, p, q, qc, prediction, probs.shape[1], defensive, doc_costs)
+    return Design(target, method.name, p, q, qc, prediction, probs.shape[1], defensive, doc_costs, probs)
 
 
 def prepare_design(pool, pool_, kind: str, rankings, probs, *, metric, k=None, method="active", costs="auto",
@@ -185,6 +189,15 @@ def prepare_design(pool, pool_, kind: str, rankings, probs, *, metric, k=None, m
     m = parse_metric(metric, k, require_moments=True)
     spec = get_method(method, allowed=methods)
     judge = judge_iv(judge)
+    if spec.unit == "document":
+        if m.family != "additive":
+            raise ValueError(
+                f"`method`={spec.name!r} samples single documents and needs a metric that adds over documents "
+                f"(DCG@k, P@k, RBP); {str(m)!r} is a {m.family} metric: use a query-level method such as "
+                "'active' (ERR and normalized metrics stay query-level).")
+        if predicted is not None:
+            raise ValueError(f"`predicted` (per-query predictions) is not used by the document-level method "
+                             f"{spec.name!r}; leave it None.")
     P = probs_iv(probs, n_rows=pool_.n_docs)
     target = make_target(kind, rankings, m, names, offsets=pool_.offsets, judge=judge)
     p = query_weights_iv(query_weights, pool_.n_queries)

@@ -141,6 +141,8 @@ def assemble(ctx, draws, *, method: str):
     """Estimate and result object from a schedule's draws and the judged labels."""
     d = ctx.design
     target = d.target
+    if draws.estimate is not None:
+        return _document_level(d, draws, method)
     x = draws.queries
     if x.size == 0 and draws.census.size == 0:
         raise ValueError(
@@ -172,6 +174,20 @@ def assemble(ctx, draws, *, method: str):
                   cost_spent=draws.cost_spent, budget=draws.budget, exact=exact,
                   effective_sample_size=float(main.effective_sample_size), trace=trace)
     return _build(target, main, own, common, anytime_fields)
+
+
+def _document_level(d, draws, method: str):
+    """Result of a document-level schedule: the estimate comes with the draws, per-system values are
+    unknown for contrasts (only documents that can change one are sampled)."""
+    main = draws.estimate
+    s = d.target.n_systems
+    own = main if d.target.kind == "mean" else Estimate(np.full(s, np.nan), np.full((s, s), np.nan),
+                                                          main.effective_sample_size)
+    common = dict(metric=str(d.metric), method=method, n_draws=int(draws.n_draws),
+                  n_queries=int(np.unique(draws.queries).size), cost_spent=draws.cost_spent, budget=draws.budget,
+                  exact=draws.stop_reason == "all_judged", effective_sample_size=float(main.effective_sample_size),
+                  trace=draws.trace)
+    return _build(d.target, main, own, common, None)
 
 
 def _ro(a):

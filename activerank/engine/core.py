@@ -51,6 +51,12 @@ class Draws:
         Confidence-sequence state of a target-precision run.
     attrs : dict
         Extra tables for ``trace.attrs``.
+    estimate : Estimate or None
+        Set by document-level schedules, which estimate from their (query,
+        document) sample themselves; ``queries`` then has one entry per
+        judged document.
+    trace : pandas.DataFrame or None
+        The trace of a document-level schedule (one row per judged document).
     """
 
     queries: np.ndarray
@@ -67,6 +73,8 @@ class Draws:
     census: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     anytime: dict | None = None
     attrs: dict = field(default_factory=dict)
+    estimate: object = None
+    trace: object = None
 
     @property
     def n_draws(self) -> int:
