@@ -25,7 +25,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..design.documents import DocumentTarget, document_target, draw_poisson, inclusion_probabilities
+from ..design.documents import (
+    DocumentTarget,
+    PoissonDesign,
+    document_target,
+    draw_poisson,
+    inclusion_probabilities,
+)
 from ..inference.estimators import Estimate
 from .core import Draws, RunContext
 
@@ -66,8 +72,12 @@ def poisson_documents(ctx: RunContext, budget: float, rng) -> Draws:
     c = unit_costs(d, dt)
     labels = ctx.judgments.labels
     judged = labels[dt.rows] >= 0
-    design = inclusion_probabilities(dt, d.probs, budget, utility=est.utility, costs=c, defensive=d.defensive,
-                                     judged=judged)
+    if (dt.matters & ~judged).any():
+        design = inclusion_probabilities(dt, d.probs, budget, utility=est.utility, costs=c,
+                                         defensive=d.defensive, judged=judged)
+    else:  # every document that can change a target is judged already: the census is exact
+        design = PoissonDesign(pi=judged.astype(np.float64), costs=np.zeros(dt.n_units), budget=0.0,
+                               kind="poisson")
     mask = draw_poisson(design, rng)
     new = mask & ~judged
     idx = np.flatnonzero(new)
