@@ -257,8 +257,8 @@ def _cmd_estimate(args):
            "budget": res.budget, "effective_sample_size": res.effective_sample_size, "metric": res.metric,
            "method": res.method, "queries_partial": list(st.queries_partial),
            "queries_pending": len(st.queries_pending)}
-    if point == "difference":
-        out.update(estimate_a=res.estimate_a, estimate_b=res.estimate_b)
+    if point == "difference":  # NaN (null in JSON) when only the documents that can change it were judged
+        out.update(estimate_a=_number(res.estimate_a), estimate_b=_number(res.estimate_b))
     if args.trace:
         write_trace(args.trace, res.trace, protected=[args.store], force=args.force)
     if args.json:
@@ -275,6 +275,12 @@ def _cmd_estimate(args):
     return EXIT_OK
 
 
+def _number(value):
+    """A float for JSON output; None for NaN (a per-system value that was not estimated)."""
+    v = float(value)
+    return None if v != v else v
+
+
 def _report_many(res, st, args):
     """k systems: one row per contrast with simultaneous intervals."""
     table = res.summary(args.confidence)
@@ -286,7 +292,7 @@ def _report_many(res, st, args):
                "cost_spent": res.cost_spent, "budget": res.budget,
                "effective_sample_size": res.effective_sample_size,
                "baseline": getattr(res, "baseline", None),
-               "systems": {str(k): {c: float(v) for c, v in row.items()} for k, row in table.iterrows()}}
+               "systems": {str(k): {c: _number(v) for c, v in row.items()} for k, row in table.iterrows()}}
         print(json.dumps(out, indent=2))
         return EXIT_OK
     what = f"minus baseline {res.baseline!r}" if hasattr(res, "baseline") else "relative to the mean system"
