@@ -148,6 +148,13 @@ Estimate a ranker's mean metric from a budget of relevance judgments.
         instead, optimal when the model is calibrated but costly when it is
         not (OHSUMED); ``"model_assisted_fixed"`` uses that ``q`` with the
         coefficient fixed at 1 (the classical difference estimator).
+        ``"doc_dyn"`` / ``"doc_stat"`` (additive metrics: DCG@k, P@k, RBP)
+        sample single documents instead of whole queries: every document
+        is judged independently with a cost-aware probability, the budget is
+        spent in expectation, and the estimate is the model's exact total
+        plus Horvitz-Thompson of the residuals (``doc_dyn``, Cormack &
+        Grossman's dyn) or plain Horvitz-Thompson (``doc_stat``)
+        (:mod:`activerank.engine.documents`).
     costs : {"auto", "log_length", "constant", "uniform"}, array or callable
         Per-document cost model (see :func:`activerank.design.costs.document_costs`);
         ``"uniform"`` charges 1 per query.
