@@ -103,11 +103,32 @@ def _fixed(pool, pool_, kind, rankings, probs, labeler, *, budget, rng, judgment
     budget = budget_iv(budget)
     rng = rng_iv(rng)
     labeler = labeler_iv(labeler)
-    dsg = prepare_design(pool, pool_, kind, rankings, probs, **design_args)
+    auto = None
+    if isinstance(design_args.get("method"), str) and design_args["method"] == "auto":
+        dsg, auto = _auto_design(pool, pool_, kind, rankings, probs, budget, design_args)
+    else:
+        dsg = prepare_design(pool, pool_, kind, rankings, probs, **design_args)
     store = Judgments(pool_, dsg.n_grades)
     if judgments is not None:
         store.load(judgments, name="judgments")
-    return run(dsg, pool_, labeler, FixedBudget(budget, rng), judgments=store)
+    res = run(dsg, pool_, labeler, FixedBudget(budget, rng), judgments=store)
+    if auto is not None:  # say what was chosen and why
+        res.trace.attrs["auto"] = auto.as_dict()
+    return res
+
+
+def _auto_design(pool, pool_, kind, rankings, probs, budget, design_args):
+    """``method="auto"``: the query-level ``active`` design or, for additive metrics, ``doc_dyn``,
+    whichever has the smaller predicted variance at the budget (:mod:`activerank.design.auto`)."""
+    from .design.auto import choose_method
+
+    args = dict(design_args, method="active")
+    query = prepare_design(pool, pool_, kind, rankings, probs, **args)
+    doc = None
+    if query.metric.family == "additive" and args.get("predicted") is None:
+        doc = prepare_design(pool, pool_, kind, rankings, probs, **dict(args, method="doc_dyn"))
+    choice = choose_method(query, doc, budget)
+    return (doc if doc is not None and choice.method == doc.method else query), choice
 
 
 def estimate(pool, scores, probs, labeler, *, budget, metric="err@10", k=None, method="active",
@@ -154,7 +175,11 @@ Estimate a ranker's mean metric from a budget of relevance judgments.
         spent in expectation, and the estimate is the model's exact total
         plus Horvitz-Thompson of the residuals (``doc_dyn``, Cormack &
         Grossman's dyn) or plain Horvitz-Thompson (``doc_stat``)
-        (:mod:`activerank.engine.documents`).
+        (:mod:`activerank.engine.documents`).  ``"auto"`` runs ``"active"``
+        or, for additive metrics, ``"doc_dyn"``, whichever has the smaller
+        variance predicted by the relevance model at the budget; the result's
+        ``method`` is the one run and ``trace.attrs["auto"]`` holds the
+        predicted variances (:mod:`activerank.design.auto`).
     costs : {"auto", "log_length", "constant", "uniform"}, array or callable
         Per-document cost model (see :func:`activerank.design.costs.document_costs`);
         ``"uniform"`` charges 1 per query.

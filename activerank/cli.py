@@ -164,8 +164,9 @@ def _common(p):
     p.add_argument("--metric", default="err@10", help="dcg@k or err@k (default err@10)")
     from .design.methods import method_names
 
-    p.add_argument("--method", default="active", choices=method_names(), metavar="METHOD",
-                   help="sampling/estimation method, one of: " + ", ".join(method_names()) + " (default active)")
+    names = (*method_names(), "auto")
+    p.add_argument("--method", default="active", choices=names, metavar="METHOD",
+                   help="sampling/estimation method, one of: " + ", ".join(names) + " (default active)")
     p.add_argument("--costs", default="auto", help="auto, log_length, constant or uniform")
     p.add_argument("--grades", type=n_grades_arg, default=None, help="number of grades of the label scale")
     p.add_argument("--seed", type=nonneg_int, default=0, help="seed of the draws and the model (default 0)")
