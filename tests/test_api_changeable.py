@@ -164,3 +164,32 @@ def test_changeable_comparison_is_unbiased_with_nominal_coverage(metric, method)
     cover = np.mean(np.abs(err) <= 1.959964 * se)
     lo, hi = (0.93, 0.97) if reps >= 2000 else (0.88, 0.99)
     assert lo <= cover <= hi, cover
+
+
+@pytest.mark.statistical
+def test_sequential_centred_terms_stay_unbiased_with_a_census_stratum():
+    """Target precision with determined queries never drawn: c * share + w (delta - c) has mean Delta."""
+    from activerank.engine import Sequential, run
+
+    rng = np.random.default_rng(4)
+    pool = SyntheticPool(rng, n_queries=120)
+    ra, rb = _index_update(pool, rng, removed=0.15)
+    dsg = ar.make_design(pool, (ra, rb), pool.probs, metric="dcg@5")
+    assert 0.2 < dsg.p[dsg.census].sum() < 0.8
+    pool_ = pool_iv(pool)
+    reps = stat_reps(600)
+    err, cover = np.empty(reps), np.empty(reps, dtype=bool)
+    for i in range(reps):
+        labels = pool.sample_labels(rng)
+        truth = np.mean(pool_metric_values(labels, ra.truncate(5), metric="dcg@5", ymax=2)
+                        - pool_metric_values(labels, rb.truncate(5), metric="dcg@5", ymax=2))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", LowEffectiveSampleSizeWarning)
+            res = run(dsg, pool_, ar.KnownLabels(pool.query_ids, pool.offsets, labels),
+                      Sequential(10.0, rng, target_half_width=1e-9, confidence_level=0.95, min_draws=5,
+                                 max_draws=None, t_opt=None))
+        err[i] = res.difference - truth
+        ci = res.confidence_interval()
+        cover[i] = ci.low <= truth <= ci.high
+    assert abs(err.mean()) <= 3 * err.std(ddof=1) / np.sqrt(reps)
+    assert cover.mean() >= 0.93  # anytime-valid: conservative at a fixed time
