@@ -551,6 +551,17 @@ def choice_iv(value, name: str, choices) -> str:
     return value
 
 
+JUDGE_MODES = ("changeable", "all")
+
+
+def judge_iv(judge) -> str:
+    """What a comparison judges: ``"changeable"`` (only documents that can change a difference) or ``"all"``."""
+    if not isinstance(judge, str) or judge not in JUDGE_MODES:
+        raise ValueError(f"`judge` must be one of {list(JUDGE_MODES)}: 'changeable' judges only the documents "
+                         f"whose labels can change a difference, 'all' every document; got {judge!r}.")
+    return judge
+
+
 def reuse_iv(reuse) -> list:
     """``None``, a :class:`~activerank.engine.schedules.PriorJudgments` or a list of them -> list."""
     from collections.abc import Mapping

@@ -59,7 +59,7 @@ REFIT_MODES = ("each_batch", "never")
 
 
 def make_design(pool, rankings, probs, *, metric, k=None, method="active", costs="auto", query_weights=None,
-                defensive=DEFAULT_DEFENSIVE, predicted=None, target=None, names=None) -> Design:
+                defensive=DEFAULT_DEFENSIVE, predicted=None, target=None, names=None, judge="changeable") -> Design:
     """Compute the sampling design (everything fixed before labeling).
 Compute the sampling design for one ranking (``len(rankings) == 1``) or a pair.
 
@@ -74,6 +74,8 @@ Compute the sampling design for one ranking (``len(rankings) == 1``) or a pair.
         and of ``E[(L - mean)^2 | x]`` that replace the relevance model's
         exact moments, e.g. from a query-level calibrator
         (:mod:`activerank.relevance.calibration`).
+    judge : {"changeable", "all"}, default "changeable"
+        As in :func:`compare`.
 
     Returns
     -------
@@ -91,7 +93,8 @@ Compute the sampling design for one ranking (``len(rankings) == 1``) or a pair.
                          f"got {len(rankings)}.")
     rankings = tuple(scores_iv(r, pool_, f"rankings[{i}]") for i, r in enumerate(rankings))
     return prepare_design(pool, pool_, kind, rankings, probs, metric=metric, k=k, method=method, costs=costs,
-                   query_weights=query_weights, defensive=defensive, predicted=predicted, names=names)
+                          query_weights=query_weights, defensive=defensive, predicted=predicted, names=names,
+                          judge=judge)
 
 
 # --------------------------------------------------------------------------- fixed budget
@@ -103,11 +106,32 @@ def _fixed(pool, pool_, kind, rankings, probs, labeler, *, budget, rng, judgment
     ci = ci_iv(ci)
     rng = rng_iv(rng)
     labeler = labeler_iv(labeler)
-    dsg = prepare_design(pool, pool_, kind, rankings, probs, **design_args)
+    auto = None
+    if isinstance(design_args.get("method"), str) and design_args["method"] == "auto":
+        dsg, auto = _auto_design(pool, pool_, kind, rankings, probs, budget, design_args)
+    else:
+        dsg = prepare_design(pool, pool_, kind, rankings, probs, **design_args)
     store = Judgments(pool_, dsg.n_grades)
     if judgments is not None:
         store.load(judgments, name="judgments")
-    return run(dsg, pool_, labeler, FixedBudget(budget, rng), judgments=store, ci=ci)
+    res = run(dsg, pool_, labeler, FixedBudget(budget, rng), judgments=store, ci=ci)
+    if auto is not None:  # say what was chosen and why
+        res.trace.attrs["auto"] = auto.as_dict()
+    return res
+
+
+def _auto_design(pool, pool_, kind, rankings, probs, budget, design_args):
+    """``method="auto"``: the query-level ``active`` design or, for additive metrics, ``doc_dyn``,
+    whichever has the smaller predicted variance at the budget (:mod:`activerank.design.auto`)."""
+    from .design.auto import choose_method
+
+    args = dict(design_args, method="active")
+    query = prepare_design(pool, pool_, kind, rankings, probs, **args)
+    doc = None
+    if query.metric.family == "additive" and args.get("predicted") is None:
+        doc = prepare_design(pool, pool_, kind, rankings, probs, **dict(args, method="doc_dyn"))
+    choice = choose_method(query, doc, budget)
+    return (doc if doc is not None and choice.method == doc.method else query), choice
 
 
 def estimate(pool, scores, probs, labeler, *, budget, metric="err@10", k=None, method="active",
@@ -148,6 +172,17 @@ Estimate a ranker's mean metric from a budget of relevance judgments.
         instead, optimal when the model is calibrated but costly when it is
         not (OHSUMED); ``"model_assisted_fixed"`` uses that ``q`` with the
         coefficient fixed at 1 (the classical difference estimator).
+        ``"doc_dyn"`` / ``"doc_stat"`` (additive metrics: DCG@k, P@k, RBP)
+        sample single documents instead of whole queries: every document
+        is judged independently with a cost-aware probability, the budget is
+        spent in expectation, and the estimate is the model's exact total
+        plus Horvitz-Thompson of the residuals (``doc_dyn``, Cormack &
+        Grossman's dyn) or plain Horvitz-Thompson (``doc_stat``)
+        (:mod:`activerank.engine.documents`).  ``"auto"`` runs ``"active"``
+        or, for additive metrics, ``"doc_dyn"``, whichever has the smaller
+        variance predicted by the relevance model at the budget; the result's
+        ``method`` is the one run and ``trace.attrs["auto"]`` holds the
+        predicted variances (:mod:`activerank.design.auto`).
     costs : {"auto", "log_length", "constant", "uniform"}, array or callable
         Per-document cost model (see :func:`activerank.design.costs.document_costs`);
         ``"uniform"`` charges 1 per query.
@@ -205,13 +240,31 @@ Estimate a ranker's mean metric from a budget of relevance judgments.
 
 def compare(pool, scores_a, scores_b, probs, labeler, *, budget, metric="err@10", k=None,
             method="active", costs="auto", query_weights=None, defensive=DEFAULT_DEFENSIVE,
-            rng=None, predicted=None, judgments=None, ci="auto"):
+            rng=None, predicted=None, judgments=None, judge="changeable", ci="auto"):
     """Estimate ``Delta = R_a - R_b`` between two rankers from a labeling budget.
 Estimate ``Delta = R_a - R_b`` between two rankers from a labeling budget.
 
-    Same parameters as :func:`estimate`, with two rankers.  Judging a query
-    costs the union of both rankings' top-k documents; a shared document is
-    judged once and counts for both.
+    Same parameters as :func:`estimate`, with two rankers, plus ``judge``.
+    Judging a query costs the union of both rankings' top-k documents; a
+    shared document is judged once and counts for both.
+
+    Parameters
+    ----------
+    judge : {"changeable", "all"}, default "changeable"
+        ``"changeable"``: judge (and pay for) only the documents whose labels
+        can change the difference -- for additive metrics (DCG@k, P@k, RBP) a
+        document at the same position in both top-k lists cancels, for ERR /
+        RR the documents of a shared suffix below the last difference with the
+        same documents above it (:mod:`activerank.design.cancellation`).  The
+        difference is unchanged for every label vector, so the estimator and
+        its variance per query are too; only the cost falls.  Queries where
+        nothing can change (every contrast exactly 0) are known without a label
+        and never drawn.  The budget keeps its unit (the mean cost of judging a
+        whole query), so it buys more queries.  The rankers' own means are
+        then not estimable: ``estimate_a`` and ``estimate_b`` are NaN.  Ratio
+        (nDCG, AP) and custom metrics always judge every document.
+        ``"all"``: judge every document of a drawn query (per-ranker
+        estimates available).
 
     Returns
     -------
@@ -233,13 +286,13 @@ Estimate ``Delta = R_a - R_b`` between two rankers from a labeling budget.
     rankings = (scores_iv(scores_a, pool_, "scores_a"), scores_iv(scores_b, pool_, "scores_b"))
     return _fixed(pool, pool_, "difference", rankings, probs, labeler, budget=budget, rng=rng,
                   judgments=judgments, ci=ci, metric=metric, k=k, method=method, costs=costs,
-                  query_weights=query_weights, defensive=defensive, predicted=predicted)
+                  query_weights=query_weights, defensive=defensive, predicted=predicted, judge=judge)
 
 
 def compare_many(pool, candidate_scores, baseline_scores, probs, labeler, *, budget, metric="err@10",
                  k=None, method="active", costs="auto", query_weights=None,
                  defensive=DEFAULT_DEFENSIVE, rng=None, names=None, baseline_name="baseline",
-                 judgments=None, ci="auto"):
+                 judgments=None, judge="changeable", ci="auto"):
     """Estimate how much each of several candidates beats a baseline, from one budget.
 Estimate how much each of several candidates beats a baseline, from one budget.
 
@@ -269,6 +322,10 @@ Estimate how much each of several candidates beats a baseline, from one budget.
     names : sequence of str, optional
         Candidate names (default ``"candidate_0"``, ...).
     baseline_name : str, default "baseline"
+    judge : {"changeable", "all"}, default "changeable"
+        As in :func:`activerank.compare`: a document is judged iff it can
+        change at least one difference; ``estimates`` and
+        ``baseline_estimate`` are then NaN.
 
     Returns
     -------
@@ -303,12 +360,13 @@ Estimate how much each of several candidates beats a baseline, from one budget.
         raise ValueError(f"`baseline_name` {baseline_name!r} must differ from the candidate `names`.")
     return _fixed(pool, pool_, "baseline", (*cands, base), probs, labeler, budget=budget, rng=rng,
                   judgments=judgments, ci=ci, metric=metric, k=k, method=method, costs=costs,
-                  query_weights=query_weights, defensive=defensive, names=(*cand_names, baseline_name))
+                  query_weights=query_weights, defensive=defensive, names=(*cand_names, baseline_name),
+                  judge=judge)
 
 
 def rank_systems(pool, scores_list, probs, labeler, *, budget, metric="err@10", k=None,
                  method="active", costs="auto", query_weights=None, defensive=DEFAULT_DEFENSIVE,
-                 rng=None, names=None, judgments=None, ci="auto"):
+                 rng=None, names=None, judgments=None, judge="changeable", ci="auto"):
     """Rank ``k`` systems by their mean metric from one labeling budget.
 Rank ``k`` systems by their mean metric from one labeling budget.
 
@@ -327,6 +385,11 @@ Rank ``k`` systems by their mean metric from one labeling budget.
         As in :func:`compare_many`.
     names : sequence of str, optional
         System names (default ``"system_0"``, ...).
+    judge : {"changeable", "all"}, default "changeable"
+        As in :func:`activerank.compare`: a document is judged iff it can
+        change the difference of some pair of systems; ``estimates`` (and
+        ``covariance``) are then NaN and ``ranking``, ``win_probabilities``,
+        ``pairwise_intervals()`` come from ``relative``.
 
     Returns
     -------
@@ -355,7 +418,7 @@ Rank ``k`` systems by their mean metric from one labeling budget.
     names = names_iv(names, len(systems), "names", "system")
     return _fixed(pool, pool_, "ranking", tuple(systems), probs, labeler, budget=budget, rng=rng,
                   judgments=judgments, ci=ci, metric=metric, k=k, method=method, costs=costs,
-                  query_weights=query_weights, defensive=defensive, names=names)
+                  query_weights=query_weights, defensive=defensive, names=names, judge=judge)
 
 
 # --------------------------------------------------------------------------- target precision
@@ -373,7 +436,7 @@ def _one_or_two(scores, pool_):
 def estimate_sequential(pool, scores, probs, labeler, *, target_half_width, budget, confidence_level=0.95,
                         metric="err@10", k=None, method="active", costs="auto", query_weights=None,
                         defensive=DEFAULT_DEFENSIVE, min_draws=30, max_draws=None, t_opt=None, rng=None,
-                        sequence="windowed"):
+                        sequence="windowed", judge="changeable"):
     """Label one query at a time until the anytime-valid interval is narrow enough.
 Label one query at a time until the anytime-valid interval is narrow enough.
 
@@ -415,6 +478,8 @@ Label one query at a time until the anytime-valid interval is narrow enough.
         ``"mixture"`` at 0.99-1.00 coverage (docs/intervals.md).
         ``"mixture"``: the Gaussian-mixture asymptotic sequence of Waudby-Smith
         et al. (2021) on centered importance-sampling terms.
+    judge : {"changeable", "all"}, default "changeable"
+        For two rankers, as in :func:`activerank.compare`.
 
     Returns
     -------
@@ -447,8 +512,8 @@ Label one query at a time until the anytime-valid interval is narrow enough.
         t_opt = positive_real_iv(t_opt, "t_opt")
     rng = rng_iv(rng)
     dsg = prepare_design(pool, pool_, kind, rankings, probs, metric=metric, k=k, method=method, costs=costs,
-                  query_weights=query_weights, defensive=defensive,
-                  methods=method_names(estimator=SelfNormalized))
+                         query_weights=query_weights, defensive=defensive,
+                         methods=method_names(estimator=SelfNormalized), judge=judge)
     sequence = choice_iv(sequence, "sequence", ("windowed", "mixture"))
     schedule = Sequential(budget, rng, target_half_width=target, confidence_level=level, min_draws=min_draws,
                           max_draws=max_draws, t_opt=t_opt, sequence=sequence)
@@ -460,7 +525,8 @@ Label one query at a time until the anytime-valid interval is narrow enough.
 
 def estimate_adaptive(pool, scores, model, X, labeler, *, budget, n_batches=4, metric="err@10", k=None,
                       refit="each_batch", train=None, reuse=None, weights="balance", costs="auto",
-                      query_weights=None, defensive=DEFAULT_DEFENSIVE, method="active", rng=None, ci="auto"):
+                      query_weights=None, defensive=DEFAULT_DEFENSIVE, method="active", rng=None,
+                      judge="changeable", ci="auto"):
     """Active estimate (or comparison) that refits the relevance model between batches.
 Active estimate (or comparison) that refits the relevance model between batches.
 
@@ -509,6 +575,9 @@ Active estimate (or comparison) that refits the relevance model between batches.
     rng : None, int or numpy.random.Generator
     ci : {"auto", "t", "normal"}, default "auto"
         As in :func:`activerank.estimate`.
+    judge : {"changeable", "all"}, default "changeable"
+        For two rankers, as in :func:`activerank.compare` (queries where the
+        difference is determined join the census stratum).
 
     Returns
     -------
@@ -566,8 +635,8 @@ Active estimate (or comparison) that refits the relevance model between batches.
         n_grades = probs_now(fitted).shape[1]
     probs = probs_now(fitted)
     dsg = prepare_design(pool, pool_, kind, rankings, probs, metric=metric, k=k, method=method, costs=costs,
-                  query_weights=query_weights, defensive=defensive,
-                  methods=method_names(estimator=SelfNormalized))
+                         query_weights=query_weights, defensive=defensive,
+                         methods=method_names(estimator=SelfNormalized), judge=judge)
     schedule = Adaptive(budget, rng, model=model, X=Xa, probs=probs, probs_now=probs_now,
                         fitted=fitted, n_batches=n_batches, refit=refit, train=train, reuse=reuse,
                         weights=weights, method=dsg.method_spec)

@@ -164,8 +164,9 @@ def _common(p):
     p.add_argument("--metric", default="err@10", help="dcg@k or err@k (default err@10)")
     from .design.methods import method_names
 
-    p.add_argument("--method", default="active", choices=method_names(), metavar="METHOD",
-                   help="sampling/estimation method, one of: " + ", ".join(method_names()) + " (default active)")
+    names = (*method_names(), "auto")
+    p.add_argument("--method", default="active", choices=names, metavar="METHOD",
+                   help="sampling/estimation method, one of: " + ", ".join(names) + " (default active)")
     p.add_argument("--costs", default="auto", help="auto, log_length, constant or uniform")
     p.add_argument("--grades", type=n_grades_arg, default=None, help="number of grades of the label scale")
     p.add_argument("--seed", type=nonneg_int, default=0, help="seed of the draws and the model (default 0)")
@@ -225,7 +226,8 @@ def _cmd_compare(args):
     res = compare(data, scores_from_spec(args.scores_a, data, probs, option="--scores-a"),
                   scores_from_spec(args.scores_b, data, probs, option="--scores-b"),
                   probs, KnownLabels.from_data(data), budget=args.budget,
-                  metric=args.metric, method=args.method, costs=args.costs, rng=args.seed, ci=args.ci)
+                  metric=args.metric, method=args.method, costs=args.costs, rng=args.seed, judge=args.judge,
+                  ci=args.ci)
     _report(res, args, "difference")
 
 
@@ -256,6 +258,8 @@ def build_parser() -> argparse.ArgumentParser:
     _common(cmp)
     cmp.add_argument("--scores-a", required=True, help="model | feature:N | file:PATH")
     cmp.add_argument("--scores-b", required=True, help="model | feature:N | file:PATH")
+    cmp.add_argument("--judge", default="changeable", choices=("changeable", "all"),
+                     help="judge only the documents that can change the difference (default), or all")
     cmp.set_defaults(func=_cmd_compare)
 
     try:

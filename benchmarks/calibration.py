@@ -35,7 +35,7 @@ METRIC = "err@10"
 
 def _simulate(pool, rankings, probs, truth_values, method, budget, reps, rng, predicted=None):
     dsg = design(pool, rankings, probs, metric=METRIC, method=method, predicted=predicted,
-                 costs="constant")
+                 costs="constant", judge="all")  # p / q weights over every query (no census stratum)
     target = float(np.dot(dsg.p, truth_values))
     pool_pred = float(np.dot(dsg.p, dsg.predicted_mean))
     err = np.empty(reps)

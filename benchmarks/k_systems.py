@@ -134,7 +134,8 @@ def run_task(pool, names, values, probs, metric, task, method, budgets, reps, rn
     ranks = [rank_by_scores(v, pool.offsets) for v in values["scores"]]
     target = "baseline" if task == "vs_baseline" else "mean"
     dsg = make_design(pool, ranks, probs, target="baseline" if target == "baseline" else "ranking", metric=metric,
-                      method=method, costs="constant", names=names)
+                      method=method, costs="constant", names=names,
+                      judge="all")  # this script weights every query with p / q (no census stratum)
     L = values["L"]  # (s, n_q) true per-query values
     if target == "baseline":
         A = np.hstack([np.eye(s - 1), -np.ones((s - 1, 1))])

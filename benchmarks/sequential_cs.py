@@ -77,7 +77,7 @@ def _synthetic(seed, reps, pair):
     ranks = [rank_by_scores(scores, pool.offsets)]
     if pair:
         ranks.append(rank_by_scores(pool.probs @ np.arange(3) + 0.9 * rng.random(scores.size), pool.offsets))
-    dsg = make_design(pool, tuple(ranks), pool.probs, metric="err@10", method="active")
+    dsg = make_design(pool, tuple(ranks), pool.probs, metric="err@10", method="active", judge="all")
     tops = dsg.rankings
     mean, var = dsg.predicted_mean, dsg.predicted_variance
     vals = np.empty((reps, dsg.p.size))

@@ -21,9 +21,13 @@ def test_estimate_and_compare_run(setup):
     assert set(res.trace.columns) >= {"draw", "query", "query_id", "q", "p", "weight", "new", "cost",
                                       "cumulative_cost", "value"}
     cmp = ar.compare(pool, pool.probs[:, 2], pool.probs[:, 1], pool.probs, lab, budget=20,
-                     metric="dcg@5", rng=0)
+                     metric="dcg@5", rng=0, judge="all")
     assert cmp.difference == pytest.approx(cmp.estimate_a - cmp.estimate_b, abs=1e-12)
     assert 0.0 <= cmp.prob_a_better() <= 1.0
+    # judging only the documents that can change the difference: the rankers' own means are unknown
+    cmp = ar.compare(pool, pool.probs[:, 2], pool.probs[:, 1], pool.probs, lab, budget=20, metric="dcg@5", rng=0)
+    assert np.isnan(cmp.estimate_a) and np.isnan(cmp.estimate_b) and np.isfinite(cmp.difference)
+    assert cmp.trace["value_a"].isna().all() and cmp.trace["delta"].notna().all()
 
 
 def test_repeated_draws_are_not_charged_or_relabeled(setup):
@@ -48,9 +52,14 @@ def test_compare_charges_union_of_documents():
     a = ar.Rankings.from_list([[0, 1], [3]])
     b = ar.Rankings.from_list([[1, 2], [3, 4]])
     # both queries judged: the census is exact, so no effective-sample-size warning applies
-    res = ar.compare(pool, a, b, probs, labeler, budget=5, metric="dcg", costs="constant", rng=0)
+    res = ar.compare(pool, a, b, probs, labeler, budget=5, metric="dcg", costs="constant", rng=0, judge="all")
     assert res.exact
     assert sorted(seen[1]) == [0, 1, 2] and sorted(seen[2]) == [3, 4]
+    # document 3 is at rank 1 in both lists: its gain cancels in the difference and it is not judged
+    seen.clear()
+    res = ar.compare(pool, a, b, probs, labeler, budget=5, metric="dcg", costs="constant", rng=0)
+    assert res.exact
+    assert sorted(seen[1]) == [0, 1, 2] and sorted(seen[2]) == [4]
 
 
 def test_labeler_failure_keeps_acquired_judgments(setup):

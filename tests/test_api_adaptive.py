@@ -186,12 +186,14 @@ def test_comparison_returns_comparison_result():
     labels = pool.sample_labels(rng)
     lab = ar.KnownLabels(pool.query_ids, pool.offsets, labels)
     other = pool.probs @ np.arange(3) + rng.random(labels.size)
-    res = estimate_adaptive(pool, (scores, other), BinnedModel(3, edges), X, lab, budget=40, rng=1)
+    res = estimate_adaptive(pool, (scores, other), BinnedModel(3, edges), X, lab, budget=40, rng=1, judge="all")
     assert isinstance(res, ar.ComparisonResult)
     tr = res.trace
     assert res.difference == pytest.approx(res.estimate_a - res.estimate_b, abs=1e-12)
     np.testing.assert_allclose(tr["delta"], tr["value_a"] - tr["value_b"], atol=1e-15)
     assert res.confidence_interval().low < res.difference < res.confidence_interval().high
+    res = estimate_adaptive(pool, (scores, other), BinnedModel(3, edges), X, lab, budget=40, rng=1)
+    assert isinstance(res, ar.ComparisonResult) and np.isnan(res.estimate_a) and np.isfinite(res.difference)
 
 
 def _judgments(pool, labels, dsg, queries):

@@ -11,9 +11,10 @@ from activerank.inference.intervals import SimultaneousIntervals, kendall_tau, m
 from activerank.inference.snis import joint_snis
 
 
-def design_many(pool, rankings, probs, *, target="baseline", metric="err@10", **kw):
+def design_many(pool, rankings, probs, *, target="baseline", metric="err@10", judge="all", **kw):
     """The k-system design (target "mean" is the ranking of systems relative to the mean system)."""
-    return make_design(pool, rankings, probs, target={"mean": "ranking"}.get(target, target), metric=metric, **kw)
+    return make_design(pool, rankings, probs, target={"mean": "ranking"}.get(target, target), metric=metric,
+                       judge=judge, **kw)
 from activerank.ragged import Rankings
 from activerank.relevance.rankers import rank_by_scores
 from activerank.design.sampling import draw_budgeted
@@ -35,18 +36,22 @@ def _labeler(pool, seed=1):
 # --------------------------------------------------------------------------- k = 2 agrees with compare
 
 
+@pytest.mark.parametrize("judge", ["all", "changeable"])
 @pytest.mark.parametrize("method", ["active", "passive", "active_uniform_costs"])
 @pytest.mark.parametrize("metric", ["err@10", "dcg@5"])
-def test_one_candidate_is_exactly_compare(synthetic_pool, method, metric):
+def test_one_candidate_is_exactly_compare(synthetic_pool, method, metric, judge):
     pool = synthetic_pool
     a, b = _scores(pool, [0.5, 0.8], 5)
     lab = _labeler(pool)
-    kw = dict(budget=40, metric=metric, method=method, rng=3)
+    kw = dict(budget=40, metric=metric, method=method, rng=3, judge=judge)
     ref = ar.compare(pool, a, b, pool.probs, lab, **kw)
     res = compare_many(pool, [a], b, pool.probs, lab, **kw)
     assert res.differences[0] == ref.difference
     assert res.standard_errors[0] == ref.standard_error
-    assert res.estimates[0] == ref.estimate_a and res.baseline_estimate == ref.estimate_b
+    if judge == "all":
+        assert res.estimates[0] == ref.estimate_a and res.baseline_estimate == ref.estimate_b
+    else:  # only differences are judged
+        assert np.isnan([res.estimates[0], res.baseline_estimate, ref.estimate_a, ref.estimate_b]).all()
     assert res.covariance[0, 0] == pytest.approx(ref.standard_error**2, rel=1e-14)
     assert (res.n_draws, res.n_queries, res.cost_spent) == (ref.n_draws, ref.n_queries, ref.cost_spent)
     assert res.effective_sample_size == ref.effective_sample_size
@@ -64,8 +69,8 @@ def test_two_systems_ranking_matches_compare(synthetic_pool):
     a, b = _scores(pool, [0.5, 0.8], 6)
     lab = _labeler(pool)
     # per-draw (normal) standard errors: the ranking target has no model prior for its t interval
-    ref = ar.compare(pool, a, b, pool.probs, lab, budget=40, rng=7, ci="normal")
-    res = rank_systems(pool, [a, b], pool.probs, lab, budget=40, rng=7, names=["a", "b"], ci="normal")
+    ref = ar.compare(pool, a, b, pool.probs, lab, budget=40, rng=7, ci="normal", judge="all")
+    res = rank_systems(pool, [a, b], pool.probs, lab, budget=40, rng=7, names=["a", "b"], ci="normal", judge="all")
     np.testing.assert_array_equal(res.trace["query"], ref.trace["query"])
     diff = res.estimates[0] - res.estimates[1]
     assert diff == pytest.approx(ref.difference, rel=1e-12, abs=1e-15)
@@ -73,6 +78,15 @@ def test_two_systems_ranking_matches_compare(synthetic_pool):
     assert np.sqrt(var) == pytest.approx(ref.standard_error, rel=1e-10)
     assert res.relative[0] == pytest.approx(diff / 2, rel=1e-12)
     assert res.win_probabilities.loc["a", "b"] == pytest.approx(ref.prob_a_better(), rel=1e-9)
+    # judging only what can change the difference: same draws and difference, no per-system values
+    ref = ar.compare(pool, a, b, pool.probs, lab, budget=40, rng=7, ci="normal")
+    res = rank_systems(pool, [a, b], pool.probs, lab, budget=40, rng=7, names=["a", "b"], ci="normal")
+    np.testing.assert_array_equal(res.trace["query"], ref.trace["query"])
+    assert np.isnan(res.estimates).all() and np.isnan(res.covariance).all()
+    assert 2 * res.relative[0] == pytest.approx(ref.difference, rel=1e-12, abs=1e-15)
+    assert 2 * res.standard_errors[0] == pytest.approx(ref.standard_error, rel=1e-10)
+    assert res.win_probabilities.loc["a", "b"] == pytest.approx(ref.prob_a_better(), rel=1e-9)
+    assert res.pairwise_intervals().estimate[0] == pytest.approx(ref.difference, rel=1e-12, abs=1e-15)
 
 
 # --------------------------------------------------------------------------- design
@@ -194,7 +208,7 @@ def test_ranking_result_fields(synthetic_pool):
     pool = synthetic_pool
     lab = _labeler(pool)
     scores = _scores(pool, [0.2, 1.0, 3.0, 0.6], 9)
-    res = rank_systems(pool, scores, pool.probs, lab, budget=50, rng=0, names=["w", "x", "y", "z"])
+    res = rank_systems(pool, scores, pool.probs, lab, budget=50, rng=0, names=["w", "x", "y", "z"], judge="all")
     assert res.names == ("w", "x", "y", "z")
     assert abs(res.relative.sum()) < 1e-14
     np.testing.assert_allclose(res.relative_covariance.sum(axis=0), 0.0, atol=1e-15)
@@ -226,12 +240,30 @@ def test_ranking_result_fields(synthetic_pool):
         ci["v"]
 
 
+def test_ranking_result_fields_when_only_differences_are_judged(synthetic_pool):
+    pool = synthetic_pool
+    lab = _labeler(pool)
+    scores = _scores(pool, [0.2, 1.0, 3.0, 0.6], 9)
+    res = rank_systems(pool, scores, pool.probs, lab, budget=50, rng=0, names=["w", "x", "y", "z"],
+                       metric="dcg@5")
+    assert np.isnan(res.estimates).all() and np.isnan(res.covariance).all()
+    assert abs(res.relative.sum()) < 1e-14
+    assert list(res.ranking) == [res.names[i] for i in np.argsort(-res.relative, kind="stable")]
+    W = res.win_probabilities.to_numpy()
+    np.testing.assert_allclose(W + W.T, 1.0, atol=1e-12)
+    assert res.kendall_tau(res.relative) == 1.0
+    pw = res.pairwise_intervals()
+    assert pw.estimate[0] == pytest.approx(res.relative[0] - res.relative[1])
+    assert np.isfinite(pw.low).all()
+    assert res.trace["value_w"].isna().all()
+
+
 def test_multi_comparison_fields(synthetic_pool):
     pool = synthetic_pool
     lab = _labeler(pool)
     *cands, base = _scores(pool, [0.2, 1.0, 3.0, 0.6], 10)
     res = compare_many(pool, cands, base, pool.probs, lab, budget=50, rng=1, names=["a", "b", "c"],
-                       baseline_name="prod")
+                       baseline_name="prod", judge="all")
     assert res.names == ("a", "b", "c") and res.baseline == "prod"
     np.testing.assert_allclose(res.differences, res.estimates - res.baseline_estimate, atol=1e-14)
     np.testing.assert_allclose(res.standard_errors**2, np.diag(res.covariance))

@@ -158,7 +158,7 @@ def _cmd_init(args):
     camp = Campaign.create(args.store, pool, rankers, probs, budget=args.budget, metric=args.metric, target=target,
                            method=args.method, costs=args.costs, defensive=args.defensive, seed=args.seed,
                            query_text=query_text, combine=args.combine, overwrite=args.force,
-                           description=args.description or "")
+                           description=args.description or "", judge=args.judge)
     with camp:
         if args.qrels:
             rep = camp.import_qrels(args.qrels)
@@ -257,8 +257,8 @@ def _cmd_estimate(args):
            "budget": res.budget, "effective_sample_size": res.effective_sample_size, "metric": res.metric,
            "method": res.method, "queries_partial": list(st.queries_partial),
            "queries_pending": len(st.queries_pending)}
-    if point == "difference":
-        out.update(estimate_a=res.estimate_a, estimate_b=res.estimate_b)
+    if point == "difference":  # NaN (null in JSON) when only the documents that can change it were judged
+        out.update(estimate_a=_number(res.estimate_a), estimate_b=_number(res.estimate_b))
     if args.trace:
         write_trace(args.trace, res.trace, protected=[args.store], force=args.force)
     if args.json:
@@ -275,6 +275,12 @@ def _cmd_estimate(args):
     return EXIT_OK
 
 
+def _number(value):
+    """A float for JSON output; None for NaN (a per-system value that was not estimated)."""
+    v = float(value)
+    return None if v != v else v
+
+
 def _report_many(res, st, args):
     """k systems: one row per contrast with simultaneous intervals."""
     table = res.summary(args.confidence)
@@ -286,7 +292,7 @@ def _report_many(res, st, args):
                "cost_spent": res.cost_spent, "budget": res.budget,
                "effective_sample_size": res.effective_sample_size,
                "baseline": getattr(res, "baseline", None),
-               "systems": {str(k): {c: float(v) for c, v in row.items()} for k, row in table.iterrows()}}
+               "systems": {str(k): {c: _number(v) for c, v in row.items()} for k, row in table.iterrows()}}
         print(json.dumps(out, indent=2))
         return EXIT_OK
     what = f"minus baseline {res.baseline!r}" if hasattr(res, "baseline") else "relative to the mean system"
@@ -381,9 +387,11 @@ def add_campaign_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--budget", type=positive_float, required=True,
                    help="labeling budget in units of the mean query cost")
     p.add_argument("--metric", default="err@10", help="dcg@k or err@k (default err@10)")
-    p.add_argument("--method", default="active", choices=method_names(), help="sampling/estimation method "
+    p.add_argument("--method", default="active", choices=method_names(unit="query"), help="sampling/estimation method "
                    "(default active)")
     p.add_argument("--costs", default="auto", choices=("auto", "log_length", "constant", "uniform"))
+    p.add_argument("--judge", default="changeable", choices=("changeable", "all"),
+                   help="comparisons: judge only the documents that can change a difference (default), or all")
     p.add_argument("--defensive", type=probability_closed, default=0.1, help="weight of p in the sampling mixture")
     p.add_argument("--seed", type=nonneg_int, default=None, help="seed of the draw sequence (default: random, "
                    "stored and printed)")

@@ -46,6 +46,7 @@ from ..design.costs import QueryCosts
 from ..design.design import Design
 from ..design.sampling import DEFAULT_DEFENSIVE, DrawPlan, draw_budgeted
 from ..design.design import prepare_design
+from ..design.methods import method_names
 from ..design.targets import Prediction, default_names, make_target
 from ..engine import estimate_from_plan
 from ..metrics import parse_metric
@@ -499,7 +500,7 @@ class Campaign:
     def create(cls, path, pool, rankers, probs, *, budget, metric="err@10", k=None, method="active",
                costs="auto", query_weights=None, defensive=DEFAULT_DEFENSIVE, seed=None, names=None,
                target=None, query_text=None, combine="mean_gain", overwrite=False,
-               description="") -> "Campaign":
+               description="", judge="changeable") -> "Campaign":
         """Create a campaign file: freeze the pool, compute the design and the draw sequence.
 
         Parameters
@@ -537,6 +538,10 @@ class Campaign:
         overwrite : bool, default False
             Replace an existing file at ``path``.
         description : str
+        judge : {"changeable", "all"}, default "changeable"
+            As in :func:`activerank.compare`: a comparison's tasks hold only
+            the documents whose labels can change a difference (stored; the
+            campaign's per-ranker estimates are then NaN).
 
         Returns
         -------
@@ -567,7 +572,11 @@ class Campaign:
                     raise ValueError(f"`query_text` names query {_key(q)!r}, which is not in the pool.")
                 texts[_key(q)] = str(t)
         dsg = prepare_design(pool, pool_, target, rankings, probs, metric=metric, k=k, method=method, costs=costs,
-                             query_weights=query_weights, defensive=defensive, names=names)
+                             query_weights=query_weights, defensive=defensive, names=names, judge=judge,
+                             methods=method_names(unit="query"))
+        if not dsg.q.any():
+            raise ValueError("no document can change the compared values in any query (every difference is "
+                             "exactly 0): there is nothing to judge.")
         pool = pool_
         plan = draw_budgeted(dsg.q, dsg.costs.cost, budget, seed)
         if plan.cost_spent > budget * (1 + _BUDGET_RTOL):  # pragma: no cover - draw_budgeted guarantees it
@@ -582,7 +591,7 @@ class Campaign:
             "created_at": _now(), "activerank_version": __version__, "description": str(description),
             "metric": str(dsg.metric), "method": dsg.method, "budget": budget, "seed": seed,
             "defensive": float(defensive), "cost_model": dsg.costs.model, "n_grades": dsg.n_grades,
-            "query_id_kind": kind, "combine": combine, "rankers": names, "target": target,
+            "query_id_kind": kind, "combine": combine, "rankers": names, "target": target, "judge": dsg.judge,
             "n_queries": len(qkeys), "n_docs": len(dkeys),
         }
         directory = os.path.dirname(os.path.abspath(path))
@@ -743,7 +752,8 @@ class Campaign:
         kind = self.meta.get("target") or ("mean" if len(rankings) == 1 else "difference")
         judged_items = self._array("judged_items")
         judged = None if judged_items is None else Rankings(judged_items, self._array("judged_offsets"))
-        target = make_target(kind, rankings, metric, names, judged=judged)
+        # campaigns created before documents could cancel judged every document
+        target = make_target(kind, rankings, metric, names, judged=judged, judge=self.meta.get("judge", "all"))
         stored = {name: self._array(name) for name in ("prediction_mean", "prediction_variance",
                                                          "prediction_sq_error")}
         if stored["prediction_mean"] is None:  # schema version 1: one ranker or a pair, the mean only
@@ -755,8 +765,12 @@ class Campaign:
             one = pm.shape[1] == 1 and bool(np.all(np.isfinite(pv)))
             prediction = Prediction(pm, pv, stored["prediction_sq_error"],
                                     output_variance=pv[:, None] if one else None)
+        unit = None
+        if target.changes is not None and (cost > 0).any():  # costs in the unit of judging whole queries
+            i = int(np.flatnonzero(cost > 0)[0])
+            unit = float(raw[i] / cost[i])
         self._design = Design(target, self.meta["method"], p, q,
-                              QueryCosts(cost=cost, raw=raw, model=self.meta["cost_model"]), prediction,
+                              QueryCosts(cost=cost, raw=raw, model=self.meta["cost_model"], unit=unit), prediction,
                               int(self.meta["n_grades"]), float(self.meta.get("defensive", DEFAULT_DEFENSIVE)))
         d = np.array(db.execute("SELECT qx, new, charged FROM draws ORDER BY j").fetchall(),
                      dtype=np.float64).reshape(-1, 3)

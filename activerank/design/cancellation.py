@@ -222,12 +222,51 @@ def _n_docs_iv(n_docs) -> int:
     return int(n_docs)
 
 
+def _unique(keys: np.ndarray) -> np.ndarray:
+    """Sorted distinct keys, by one sort (NumPy's hash-based ``np.unique`` is several times slower on
+    millions of int64 keys)."""
+    k = np.sort(keys)
+    keep = np.ones(k.size, dtype=bool)
+    np.not_equal(k[1:], k[:-1], out=keep[1:])
+    return k[keep]
+
+
 def _keys(r: Rankings, n_docs: int) -> np.ndarray:
     return r.query_index() * n_docs + r.items
 
 
-def _additive_needed(tops: list[Rankings], disc: np.ndarray, n_docs: int) -> np.ndarray:
-    """Keys ``query * n_docs + row`` whose discounts (0 when absent) are not all equal."""
+def _row_owner(tops: list[Rankings], n_docs: int) -> np.ndarray | None:
+    """``owner[row]`` = the query listing it (-1 if none), when every listed row belongs to one query and
+    rows are numbered query by query (a pool); else None.  Then sets of (query, row) pairs are boolean
+    masks over rows, decoded in (query, row) order without sorting keys."""
+    owner = np.full(n_docs, -1, dtype=np.int64)
+    queries = [r.query_index() for r in tops]
+    for r, q in zip(tops, queries):
+        owner[r.items] = q
+    if not all(np.array_equal(owner[r.items], q) for r, q in zip(tops, queries)):
+        return None
+    listed = owner[owner >= 0]
+    if listed.size > 1 and np.any(listed[1:] < listed[:-1]):
+        return None
+    return owner
+
+
+def _additive_needed(tops: list[Rankings], disc: np.ndarray, n_docs: int, owner) -> np.ndarray:
+    """Needed documents (discounts, 0 when absent, not all equal): a row mask with ``owner``, else keys
+    ``query * n_docs + row``."""
+    if owner is not None:
+        lo = hi = None
+        present = np.zeros(n_docs, dtype=bool)
+        for r in tops:
+            d = np.zeros(n_docs)
+            d[r.items] = disc[r.positions()]
+            present[r.items] = True
+            if lo is None:
+                lo, hi = d, d.copy()
+            else:
+                np.minimum(lo, d, out=lo)
+                np.maximum(hi, d, out=hi)
+        return present & (hi != lo)
     keys = np.concatenate([_keys(r, n_docs) for r in tops])
     d = np.concatenate([disc[r.positions()] for r in tops])
     uniq, inv, counts = np.unique(keys, return_inverse=True, return_counts=True)
@@ -241,8 +280,9 @@ def _additive_needed(tops: list[Rankings], disc: np.ndarray, n_docs: int) -> np.
     return uniq[hi != lo]
 
 
-def _cascade_pair_needed(ra: Rankings, rb: Rankings, n_docs: int) -> np.ndarray:
-    """Keys of the documents of ``a`` or ``b`` outside their cancelling shared suffix."""
+def _cascade_pair_needed(ra: Rankings, rb: Rankings, n_docs: int, owner) -> np.ndarray:
+    """The documents of ``a`` or ``b`` outside their cancelling shared suffix: a row mask with ``owner``,
+    else keys."""
     m = ra.n_queries
     na, nb = ra.lengths, rb.lengths
     qa, qb = ra.query_index(), rb.query_index()
@@ -256,12 +296,21 @@ def _cascade_pair_needed(ra: Rankings, rb: Rankings, n_docs: int) -> np.ndarray:
     # shared suffix cancels only if the documents above it form the same set
     top_a = pa < t[qa]
     top_b = pb < t[qb]
-    ka = _keys(ra, n_docs)
-    kb = _keys(rb, n_docs)
-    hits = np.isin(ka[top_a], kb[top_b], assume_unique=True)
+    if owner is not None:
+        mark = np.zeros(n_docs, dtype=bool)
+        mark[rb.items[top_b]] = True
+        hits = mark[ra.items[top_a]]
+    else:
+        hits = np.isin(_keys(ra, n_docs)[top_a], _keys(rb, n_docs)[top_b], assume_unique=True)
     n_hits = np.bincount(qa[top_a][hits], minlength=m)
     cut = np.where(same_len & (n_hits == t), t, np.maximum(na, nb))
-    return np.union1d(ka[pa < cut[qa]], kb[pb < cut[qb]])
+    keep_a, keep_b = pa < cut[qa], pb < cut[qb]
+    if owner is not None:
+        out = np.zeros(n_docs, dtype=bool)
+        out[ra.items[keep_a]] = True
+        out[rb.items[keep_b]] = True
+        return out
+    return _unique(np.concatenate([_keys(ra, n_docs)[keep_a], _keys(rb, n_docs)[keep_b]]))
 
 
 def changeable_documents(rankings, *, n_docs, metric=None, discounts=None) -> ChangeSet:
@@ -339,16 +388,23 @@ def changeable_documents(rankings, *, n_docs, metric=None, discounts=None) -> Ch
         if rule == "additive":
             disc = discount_table(m, int(max(r.lengths.max(initial=0) for r in tops)))
     n_q = tops[0].n_queries
+    owner = _row_owner(tops, n_docs)
     if rule == "additive":
-        needed = _additive_needed(tops, disc, n_docs)
+        needed = _additive_needed(tops, disc, n_docs, owner)
     else:
-        parts = [_cascade_pair_needed(tops[i], tops[j], n_docs)
+        parts = [_cascade_pair_needed(tops[i], tops[j], n_docs, owner)
                  for i in range(len(tops)) for j in range(i + 1, len(tops))]
-        needed = np.unique(np.concatenate(parts))
-    q = needed // n_docs
-    rows = Rankings(needed % n_docs, offsets_from_lengths(np.bincount(q, minlength=n_q)))
-    pooled = np.unique(np.concatenate([_keys(r, n_docs) for r in tops]))
-    n_pooled = np.bincount(pooled // n_docs, minlength=n_q)
+        needed = np.logical_or.reduce(parts) if owner is not None else _unique(np.concatenate(parts))
+    if owner is not None:
+        r = np.flatnonzero(needed)
+        q = owner[r]
+        listed = owner >= 0
+        n_pooled = np.bincount(owner[listed], minlength=n_q)
+    else:
+        q, r = needed // n_docs, needed % n_docs
+        pooled = _unique(np.concatenate([_keys(x, n_docs) for x in tops]))
+        n_pooled = np.bincount(pooled // n_docs, minlength=n_q)
+    rows = Rankings(r, offsets_from_lengths(np.bincount(q, minlength=n_q)))
     return ChangeSet(rows=rows, determined=rows.lengths == 0, n_pooled=n_pooled, rule=rule)
 
 

@@ -33,15 +33,22 @@ class QueryCosts:
         Cost in the document-cost model's own unit.
     model : str
         Name of the cost model used.
+    unit : float or None
+        Raw cost of one normalized unit when it is not the pool mean of
+        ``raw`` (costs of changeable documents, in the unit of judging whole
+        queries).
     """
 
     cost: np.ndarray
     raw: np.ndarray
     model: str
+    unit: float | None = None
 
     @property
     def scale(self) -> float:
-        """Raw cost of one normalized unit (the pool's mean raw query cost)."""
+        """Raw cost of one normalized unit (the pool's mean raw query cost, unless ``unit`` is set)."""
+        if self.unit is not None:
+            return self.unit
         return float(self.raw.mean()) if self.raw.size else 1.0
 
 
@@ -154,7 +161,8 @@ def judged_union(rankings, n_docs: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def query_costs(doc_costs: np.ndarray, rankings: list[Rankings], *, k=None,
-                model: str = "array", per_query: bool = False) -> QueryCosts:
+                model: str = "array", per_query: bool = False, scale: float | None = None,
+                free: np.ndarray | None = None) -> QueryCosts:
     """Cost of judging each query: sum of costs over the union of the rankings' top ``k``.
 
     Parameters
@@ -169,6 +177,12 @@ def query_costs(doc_costs: np.ndarray, rankings: list[Rankings], *, k=None,
         Name recorded in the result.
     per_query : bool, default False
         Charge every query 1 instead (the paper's ``uniC``).
+    scale : float, optional
+        Raw cost of one normalized unit (default: the pool mean of the raw
+        costs, so normalized costs have mean 1).
+    free : ndarray of shape (n_queries,), bool, optional
+        Queries that need no judgment (cost 0; every other query must cost
+        more than 0).
 
     Returns
     -------
@@ -184,16 +198,19 @@ def query_costs(doc_costs: np.ndarray, rankings: list[Rankings], *, k=None,
     ([7.0, 3.0], [1.4, 0.6])
     """
     m = rankings[0].n_queries
+    free = np.zeros(m, dtype=bool) if free is None else np.asarray(free, dtype=bool)
     if per_query:
-        raw = np.ones(m)
+        raw = np.where(free, 0.0, 1.0)
     else:
         query, rows = judged_union([r.truncate(k) for r in rankings], doc_costs.size)
         # summed in (query, row) order: the same sums, bit for bit, as before this was sped up
         raw = np.bincount(query, doc_costs[rows], minlength=m)
-    empty = np.flatnonzero(raw <= 0)
+    empty = np.flatnonzero((raw <= 0) & ~free)
     if empty.size:
         raise ValueError(
             f"every query must have a positive labeling cost; the query at pool position {empty[0]} "
             "ranks no document (drop it from the pool, or use costs='uniform')."
         )
-    return QueryCosts(cost=raw / raw.mean(), raw=raw, model="uniform" if per_query else model)
+    if scale is None:
+        return QueryCosts(cost=raw / raw.mean(), raw=raw, model="uniform" if per_query else model)
+    return QueryCosts(cost=raw / scale, raw=raw, model="uniform" if per_query else model, unit=float(scale))

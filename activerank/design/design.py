@@ -26,7 +26,9 @@ class Design:
     p, q : ndarray of shape (n_queries,)
         Target and sampling distributions.
     costs : QueryCosts
-        Cost of judging each query (the union of the rankings' top-k documents).
+        Cost of judging each query (the union of the rankings' top-k documents;
+        with ``judge="changeable"`` only the documents that can change a
+        contrast, in the unit of judging whole queries, 0 on determined queries).
     prediction : Prediction
         The relevance model's per-query predictions for the target (means of
         the contrasts, variance and expected squared error), kept for the
@@ -37,6 +39,9 @@ class Design:
         Weight of ``p`` mixed into ``q``.
     document_costs : ndarray of shape (n_docs,) or None
         Raw per-document costs (for schedules that charge partly judged queries).
+    probs : ndarray of shape (n_docs, n_grades) or None
+        The relevance model (document-level methods choose inclusion
+        probabilities from it once the budget is known).
     """
 
     target: Target
@@ -48,6 +53,7 @@ class Design:
     n_grades: int
     defensive: float = 0.1
     document_costs: np.ndarray | None = None
+    probs: np.ndarray | None = None
 
     @property
     def rankings(self) -> tuple:
@@ -75,13 +81,26 @@ class Design:
     def n_queries(self) -> int:
         return self.p.size
 
+    @property
+    def judge(self) -> str:
+        """``"changeable"`` (only documents that can change a contrast are judged) or ``"all"``."""
+        return self.target.judge
+
+    @property
+    def census(self) -> np.ndarray:
+        """Pool positions of the determined queries with ``p > 0``: every contrast exactly 0, never
+        sampled, never judged; they enter the estimate as an exactly known stratum."""
+        return np.flatnonzero(self.target.determined & (self.p > 0))
+
     def documents(self, x: int) -> np.ndarray:
-        """Global rows to judge for pool query ``x`` (union of the top-k lists)."""
+        """Global rows to judge for pool query ``x`` (union of the top-k lists; with
+        ``judge="changeable"`` only those that can change a contrast)."""
         return self.target.documents(x)
 
     def __repr__(self) -> str:
         return (f"Design(target={self.target.kind!r}, metric='{self.metric}', method={self.method!r}, "
-                f"n_queries={self.n_queries}, systems={list(self.target.names)}, cost_model={self.costs.model!r})")
+                f"n_queries={self.n_queries}, systems={list(self.target.names)}, cost_model={self.costs.model!r}, "
+                f"judge={self.judge!r})")
 
 
 def build_design(target: Target, probs: np.ndarray, *, method: Method, p: np.ndarray, doc_costs: np.ndarray,
@@ -107,22 +126,41 @@ def build_design(target: Target, probs: np.ndarray, *, method: Method, p: np.nda
     predicted : (mean, variance), optional
         Validated per-query predictions replacing the model's (one contrast only).
     """
-    qc = query_costs(doc_costs, target.document_sets(), model=cost_model, per_query=per_query_cost)
+    det = target.determined
+    if target.changes is None:
+        qc = query_costs(doc_costs, target.document_sets(), model=cost_model, per_query=per_query_cost)
+    else:
+        # the budget keeps its unit (the mean cost of judging a whole query): cancelled documents are
+        # simply not paid for
+        full = query_costs(doc_costs, target.full_document_sets(), model=cost_model, per_query=per_query_cost)
+        qc = query_costs(doc_costs, target.document_sets(), model=cost_model, per_query=per_query_cost,
+                         scale=full.scale, free=det)
+    # determined queries are a census stratum (contrast exactly 0): q is chosen for the other queries
+    p_live = np.where(det, 0.0, p)
+    mass = float(p_live.sum())
+    p_q = p if not det.any() else p_live / mass if mass > 0 else p
     if predicted is not None:
         from .sampling import expected_squared_error
 
         mean, variance = predicted
-        prediction = Prediction(mean[:, None], variance, expected_squared_error(mean, variance, p),
+        prediction = Prediction(mean[:, None], variance, expected_squared_error(mean, variance, p_q),
                                 output_variance=variance[:, None])
     else:
         P = np.full_like(probs, 1.0 / probs.shape[1]) if method.relevance == "uniform" else probs
-        prediction = target.predict(P, p)
-    q = method.distribution(prediction, qc.cost, p, defensive=defensive)
-    return Design(target, method.name, p, q, qc, prediction, probs.shape[1], defensive, doc_costs)
+        prediction = target.predict(P, p_q)
+    if not det.any():
+        q = method.distribution(prediction, qc.cost, p, defensive=defensive)
+    elif mass > 0:
+        q = method.distribution(prediction, np.where(det, 1.0, qc.cost), p_q, defensive=defensive)
+        q = np.where(det, 0.0, q)
+    else:  # every query with p > 0 is determined: the answer is known without a label
+        q = np.zeros_like(p)
+    return Design(target, method.name, p, q, qc, prediction, probs.shape[1], defensive, doc_costs, probs)
 
 
 def prepare_design(pool, pool_, kind: str, rankings, probs, *, metric, k=None, method="active", costs="auto",
-                   query_weights=None, defensive=0.1, predicted=None, names=None, methods=None) -> Design:
+                   query_weights=None, defensive=0.1, predicted=None, names=None, methods=None,
+                   judge="changeable") -> Design:
     """Validate the design inputs and build the design: the one path of every entry point.
 
     Parameters
@@ -141,16 +179,28 @@ def prepare_design(pool, pool_, kind: str, rankings, probs, *, metric, k=None, m
         One name per ranking.
     methods : tuple of str, optional
         The method names allowed here (default: every registered method).
+    judge : {"changeable", "all"}, default "changeable"
+        What a comparison judges (:func:`activerank.design.targets.make_target`).
     """
-    from .._validation import defensive_iv, predicted_iv, probs_iv, query_weights_iv
+    from .._validation import defensive_iv, judge_iv, predicted_iv, probs_iv, query_weights_iv
     from ..metrics.registry import parse_metric
     from .costs import document_costs
     from .targets import make_target
 
     m = parse_metric(metric, k, require_moments=True)
     spec = get_method(method, allowed=methods)
+    judge = judge_iv(judge)
+    if spec.unit == "document":
+        if m.family != "additive":
+            raise ValueError(
+                f"`method`={spec.name!r} samples single documents and needs a metric that adds over documents "
+                f"(DCG@k, P@k, RBP); {str(m)!r} is a {m.family} metric: use a query-level method such as "
+                "'active' (ERR and normalized metrics stay query-level).")
+        if predicted is not None:
+            raise ValueError(f"`predicted` (per-query predictions) is not used by the document-level method "
+                             f"{spec.name!r}; leave it None.")
     P = probs_iv(probs, n_rows=pool_.n_docs)
-    target = make_target(kind, rankings, m, names, offsets=pool_.offsets)
+    target = make_target(kind, rankings, m, names, offsets=pool_.offsets, judge=judge)
     p = query_weights_iv(query_weights, pool_.n_queries)
     defensive = defensive_iv(defensive)
     per_query = isinstance(costs, str) and costs == "uniform"

@@ -21,6 +21,17 @@ name                       q                                              estima
 ========================== ============================================== ===================
 
 Every ``q`` except ``passive`` is mixed with ``p`` by the ``defensive`` weight.
+
+Document-level methods (``unit="document"``; additive metrics only) sample
+(query, document) pairs instead of whole queries; the engine's fixed-budget
+schedule runs them (:mod:`activerank.engine.documents`):
+
+========================== ============================================== ===================
+name                       inclusion probabilities (Poisson)              estimator
+========================== ============================================== ===================
+``doc_dyn``                ``∝ ||W_z|| sqrt(Var[g(y_z)] / c_z)``           ``M + HT(u - m)``
+``doc_stat``               ``∝ ||W_z|| sqrt(E[g(y_z)^2] / c_z)``           ``HT(u)``
+========================== ============================================== ===================
 """
 
 from __future__ import annotations
@@ -30,6 +41,7 @@ from typing import Callable
 
 import numpy as np
 
+from ..inference.documents import DocumentHorvitzThompson
 from ..inference.estimators import Estimator, ModelAssisted, SelfNormalized
 from .sampling import optimal_distribution
 
@@ -54,6 +66,11 @@ class Method:
         Moments under the relevance model, or under uniform grade
         probabilities (the paper's uniD ablation).
     description : str
+    unit : {"query", "document"}
+        What a draw is: a whole query (``sample`` gives ``q``), or a (query,
+        document) pair (``estimator`` is a
+        :class:`~activerank.inference.documents.DocumentHorvitzThompson`;
+        ``sample`` is not used).
     """
 
     name: str
@@ -61,6 +78,7 @@ class Method:
     estimator: Estimator
     relevance: str = "model"
     description: str = ""
+    unit: str = "query"
 
     def distribution(self, prediction, costs, p, *, defensive: float) -> np.ndarray:
         """The sampling distribution ``q`` for a prediction, costs and target distribution."""
@@ -104,6 +122,11 @@ def register_method(method: Method, *, replace: bool = False) -> Method:
         raise TypeError(f"`method.estimator` must be an Estimator; got {type(method.estimator).__name__}.")
     if method.relevance not in ("model", "uniform"):
         raise ValueError(f"`method.relevance` must be 'model' or 'uniform'; got {method.relevance!r}.")
+    if method.unit not in ("query", "document"):
+        raise ValueError(f"`method.unit` must be 'query' or 'document'; got {method.unit!r}.")
+    if (method.unit == "document") != isinstance(method.estimator, DocumentHorvitzThompson):
+        raise ValueError("a document-level method (`unit`='document') needs a DocumentHorvitzThompson estimator, "
+                         "and only it.")
     if method.name in METHODS and not replace:
         raise ValueError(f"method {method.name!r} is already registered (pass replace=True).")
     METHODS[method.name] = method
@@ -115,9 +138,11 @@ def unregister_method(name: str) -> None:
     METHODS.pop(name, None)
 
 
-def method_names(*, estimator: type | None = None) -> tuple:
-    """Registered method names, optionally only those whose estimator is an instance of ``estimator``."""
-    return tuple(n for n, m in METHODS.items() if estimator is None or isinstance(m.estimator, estimator))
+def method_names(*, estimator: type | None = None, unit: str | None = None) -> tuple:
+    """Registered method names, optionally only those whose estimator is an instance of ``estimator``
+    and whose draw unit is ``unit`` (``"query"`` or ``"document"``)."""
+    return tuple(n for n, m in METHODS.items() if (estimator is None or isinstance(m.estimator, estimator))
+                 and (unit is None or m.unit == unit))
 
 
 def get_method(name, *, allowed: tuple | None = None, param: str = "method") -> Method:
@@ -144,5 +169,12 @@ for _m in (
            description="q ∝ p sqrt(Var[L|x] / lambda), tuned control variate"),
     Method("model_assisted_fixed", _variance, ModelAssisted(tuned=False),
            description="q ∝ p sqrt(Var[L|x] / lambda), control variate with coefficient 1"),
+    Method("doc_dyn", _passive, DocumentHorvitzThompson(control_variate=True), unit="document",
+           description="documents sampled independently (Poisson pi-ps on the model's residual variance); "
+                       "the model's exact total plus Horvitz-Thompson of the residuals (Cormack & Grossman's "
+                       "dyn); additive metrics"),
+    Method("doc_stat", _passive, DocumentHorvitzThompson(control_variate=False), unit="document",
+           description="documents sampled independently (Poisson pi-ps on E[g(y)^2]); plain Horvitz-Thompson "
+                       "(Cormack & Grossman's stat); additive metrics"),
 ):
     register_method(_m)

@@ -29,11 +29,13 @@ from typing import ClassVar
 
 import numpy as np
 
+from .._validation import JUDGE_MODES
 from ..metrics.approximate import DEFAULT_N_SAMPLES, _mc_pair, _mc_single, judged_documents
 from ..metrics.moments import _moments, _pair_moments
 from ..metrics.registry import Metric
 from ..metrics.values import label_matrix_values
 from ..ragged import Rankings
+from .cancellation import ChangeSet, changeable_documents
 from .sampling import expected_squared_error
 
 # Monte-Carlo moments (metrics without exact ones) are part of the design: seeded with a constant so
@@ -41,7 +43,7 @@ from .sampling import expected_squared_error
 MOMENTS_SEED = 20121001
 
 __all__ = ["Prediction", "Target", "MeanTarget", "DifferenceTarget", "BaselineTarget", "RankingTarget",
-           "TARGET_KINDS", "make_target"]
+           "TARGET_KINDS", "JUDGE_MODES", "make_target"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -79,12 +81,23 @@ class Prediction:
 
 @dataclass(frozen=True, eq=False)
 class Target:
-    """Base class: rankings (truncated at the metric's cutoff), their names and the metric."""
+    """Base class: rankings (truncated at the metric's cutoff), their names and the metric.
+
+    ``changes`` (comparisons with ``judge="changeable"``): per query, the
+    documents whose labels can change a contrast
+    (:func:`activerank.design.cancellation.changeable_documents`); only those
+    are judged and paid for.  The others cancel exactly in every contrast, so a
+    contrast computed with any grade for them (the engine uses 0) is exact,
+    but a single ranking's value is not: per-system estimates are then
+    unavailable (NaN).  Queries with no changeable document are *determined*:
+    every contrast is exactly 0, known without a label.
+    """
 
     rankings: tuple
     metric: Metric
     names: tuple
     judged: Rankings | None = None
+    changes: ChangeSet | None = None
     kind: ClassVar[str] = ""
 
     @property
@@ -106,18 +119,39 @@ class Target:
     def predict(self, probs: np.ndarray, p: np.ndarray) -> Prediction:  # pragma: no cover
         raise NotImplementedError
 
-    def document_sets(self) -> list:
-        """Rankings whose per-query union is what judging a query means (the cost model's unit)."""
+    @property
+    def judge(self) -> str:
+        """``"changeable"`` when only documents that can change a contrast are judged, else ``"all"``."""
+        return "all" if self.changes is None else "changeable"
+
+    @property
+    def determined(self) -> np.ndarray:
+        """Queries whose contrasts are exactly 0 whatever the labels (no document to judge), shape (n_queries,)."""
+        if self.changes is None:
+            return np.zeros(self.n_queries, dtype=bool)
+        return self.changes.determined
+
+    def full_document_sets(self) -> list:
+        """Rankings whose per-query union is what judging a whole query means (the budget's unit)."""
         return [self.judged] if self.judged is not None else list(self.rankings)
+
+    def document_sets(self) -> list:
+        """Rankings whose per-query union is what judging a query costs here: the changeable documents
+        when only those are judged, else every document of :meth:`full_document_sets`."""
+        return [self.changes.rows] if self.changes is not None else self.full_document_sets()
 
     def documents(self, x: int) -> np.ndarray:
         """Global rows to judge for pool query ``x``: the union of the top-k lists, in order of first
-        appearance (for ratio metrics, the judged pool their normalizer needs)."""
+        appearance (for ratio metrics, the judged pool their normalizer needs); with ``changes``, only
+        the documents that can change a contrast (empty for a determined query)."""
         if self.judged is not None:
             return self.judged[x]
         rows = np.concatenate([r[x] for r in self.rankings])
         _, first = np.unique(rows, return_index=True)
-        return rows[np.sort(first)]
+        rows = rows[np.sort(first)]
+        if self.changes is not None:
+            rows = rows[np.isin(rows, self.changes.rows[x])]
+        return rows
 
     def _moments(self, probs, r: Rankings):
         if self.metric.moments == "exact":
@@ -287,7 +321,8 @@ class RankingTarget(Target):
 TARGET_KINDS = {cls.kind: cls for cls in (MeanTarget, DifferenceTarget, BaselineTarget, RankingTarget)}
 
 
-def make_target(kind: str, rankings, metric: Metric, names=None, *, offsets=None, judged=None) -> Target:
+def make_target(kind: str, rankings, metric: Metric, names=None, *, offsets=None, judged=None,
+                judge: str = "all") -> Target:
     """A target of ``kind`` over ``rankings`` (truncated here at ``metric.k``).
 
     Parameters
@@ -305,6 +340,11 @@ def make_target(kind: str, rankings, metric: Metric, names=None, *, offsets=None
         (:func:`activerank.metrics.judged_documents`).
     judged : Rankings, optional
         That judged set, when already known (a stored campaign).
+    judge : {"all", "changeable"}, default "all"
+        ``"changeable"``: a comparison (every kind but ``"mean"``) of an
+        additive or cascade metric judges only the documents that can change
+        a contrast (:func:`activerank.design.cancellation.changeable_documents`).
+        Ratio and custom metrics, and one ranker, always judge everything.
 
     Examples
     --------
@@ -314,6 +354,11 @@ def make_target(kind: str, rankings, metric: Metric, names=None, *, offsets=None
     >>> t = make_target("difference", [r, r], parse_metric("dcg@1"), names=("a", "b"))
     >>> t.contrast.tolist(), t.documents(0).tolist()
     ([[1.0, -1.0]], [0])
+    >>> b = Rankings.from_list([[0, 2, 1]])
+    >>> t = make_target("difference", [Rankings.from_list([[0, 1, 2]]), b], parse_metric("dcg@3"),
+    ...                 judge="changeable")
+    >>> t.documents(0).tolist()          # document 0 keeps rank 1 in both: it cancels
+    [1, 2]
     """
     cls = TARGET_KINDS[kind]
     tops = tuple(r.truncate(metric.k) for r in rankings)
@@ -321,7 +366,13 @@ def make_target(kind: str, rankings, metric: Metric, names=None, *, offsets=None
         names = default_names(kind, len(tops))
     if judged is None and metric.family == "ratio":
         judged = judged_documents(list(rankings), metric, offsets=offsets)
-    return cls(tops, metric, tuple(names), judged)
+    changes = None
+    if judge == "changeable" and cls is not MeanTarget and judged is None and metric.moments == "exact":
+        n_docs = int(max(int(r.items.max(initial=-1)) for r in tops)) + 1
+        changes = changeable_documents(list(tops), n_docs=max(n_docs, 1), metric=metric)
+    elif judge not in JUDGE_MODES:
+        raise ValueError(f"`judge` must be one of {list(JUDGE_MODES)}; got {judge!r}.")
+    return cls(tops, metric, tuple(names), judged, changes)
 
 
 def default_names(kind: str, n: int) -> tuple:

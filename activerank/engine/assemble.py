@@ -126,11 +126,15 @@ def _anytime(d, draws, system_values, outputs):
     cols = np.hstack([system_values, outputs]) if d.target.kind != "mean" else system_values
     c = a["centers"]
     w = draws.weights
-    z = c[None, :] + w[:, None] * (cols[x] - c[None, :])
+    census = draws.census
+    # a census stratum (determined queries) is never drawn: its exact part plus c * share keeps Z unbiased
+    share = 1.0 - float(d.p[census].sum()) if census.size else 1.0
+    base = c * share + (cols[census].T @ d.p[census] if census.size else 0.0)
+    z = base[None, :] + w[:, None] * (cols[x] - c[None, :])
     if a.get("terms") is not None:  # the tracked contrast's terms with the predictable control variate
         z[:, -1] = a["terms"][:n]
     if a["reason"] == "all_judged":
-        judged = np.unique(x)
+        judged = np.union1d(np.unique(x), census)
         exact = cols[judged].T @ d.p[judged]
         points, sigma, se, hw = exact, 0.0, 0.0, 0.0
     else:
@@ -155,6 +159,8 @@ def assemble(ctx, draws, *, method: str):
     """Estimate and result object from a schedule's draws and the judged labels."""
     d = ctx.design
     target = d.target
+    if draws.estimate is not None:
+        return _document_level(d, draws, method)
     x = draws.queries
     if x.size == 0 and draws.census.size == 0:
         raise ValueError(
@@ -176,11 +182,32 @@ def assemble(ctx, draws, *, method: str):
         ci_used = "normal" if math.isinf(dof) else "t"
         n_sampled = int(x.size if draws.sampled is None else draws.sampled.sum())
         warn_if_low_ess(main.effective_sample_size, n_sampled)
+    if target.changes is not None:
+        # only documents that can change a contrast were judged: a single ranking's value is unknown
+        own = Estimate(np.full_like(own.estimate, np.nan), np.full_like(own.covariance, np.nan),
+                       own.effective_sample_size)
+        system_values = np.full_like(system_values, np.nan)
     trace = build_trace(ctx, draws, {**value_columns(target, system_values[x], outputs[x]), **extra_cols})
-    common = dict(metric=str(d.metric), method=method, n_draws=int(x.size), n_queries=int(judged.size),
+    # determined queries (contrasts known exactly without a label) are not counted as judged
+    n_judged = int(np.setdiff1d(judged, np.flatnonzero(target.determined)).size)
+    common = dict(metric=str(d.metric), method=method, n_draws=int(x.size), n_queries=n_judged,
                   cost_spent=draws.cost_spent, budget=draws.budget, exact=exact,
                   effective_sample_size=float(main.effective_sample_size), trace=trace, ci=ci_used, dof=dof)
     return _build(target, main, own, common, anytime_fields)
+
+
+def _document_level(d, draws, method: str):
+    """Result of a document-level schedule: the estimate comes with the draws, per-system values are
+    unknown for contrasts (only documents that can change one are sampled)."""
+    main = draws.estimate
+    s = d.target.n_systems
+    own = main if d.target.kind == "mean" else Estimate(np.full(s, np.nan), np.full((s, s), np.nan),
+                                                          main.effective_sample_size)
+    common = dict(metric=str(d.metric), method=method, n_draws=int(draws.n_draws),
+                  n_queries=int(np.unique(draws.queries).size), cost_spent=draws.cost_spent, budget=draws.budget,
+                  exact=draws.stop_reason == "all_judged", effective_sample_size=float(main.effective_sample_size),
+                  trace=draws.trace)
+    return _build(d.target, main, own, common, None)
 
 
 def _ro(a):
@@ -211,11 +238,14 @@ def _build(target, main: Estimate, own: Estimate, common: dict, anytime: dict | 
             covariance=_ro(main.covariance), estimates=_ro(own.estimate[:-1]),
             baseline_estimate=float(own.estimate[-1]), **common)
     est, cov = own.estimate, own.covariance
-    diff = est[:, None] - est[None, :]
-    var = np.diag(cov)[:, None] + np.diag(cov)[None, :] - 2 * cov
-    win = prob_positive(diff, np.sqrt(np.clip(var, 0.0, None)), common["dof"])
+    # R_i - R_j = theta_i - theta_j: without per-system estimates (judge="changeable") the pairwise
+    # comparisons come from the contrasts to the mean system
+    rel, rel_cov = (est, cov) if not np.isnan(est).any() else (main.estimate, main.covariance)
+    diff = rel[:, None] - rel[None, :]
+    var = np.diag(rel_cov)[:, None] + np.diag(rel_cov)[None, :] - 2 * rel_cov
+    win = prob_positive(diff, np.sqrt(np.clip(var, 0.0, None)), common.get("dof", math.inf))
     np.fill_diagonal(win, 0.5)
-    order = np.argsort(-est, kind="stable")
+    order = np.argsort(-rel, kind="stable")
     import pandas as pd
 
     return SystemRankingResult(

@@ -51,6 +51,12 @@ class Draws:
         Confidence-sequence state of a target-precision run.
     attrs : dict
         Extra tables for ``trace.attrs``.
+    estimate : Estimate or None
+        Set by document-level schedules, which estimate from their (query,
+        document) sample themselves; ``queries`` then has one entry per
+        judged document.
+    trace : pandas.DataFrame or None
+        The trace of a document-level schedule (one row per judged document).
     """
 
     queries: np.ndarray
@@ -67,6 +73,8 @@ class Draws:
     census: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     anytime: dict | None = None
     attrs: dict = field(default_factory=dict)
+    estimate: object = None
+    trace: object = None
 
     @property
     def n_draws(self) -> int:
@@ -74,12 +82,20 @@ class Draws:
 
     @classmethod
     def from_plan(cls, plan: DrawPlan, design, stop: int | None = None) -> "Draws":
-        """The first ``stop`` draws of a single-distribution plan, weighted ``p / q``."""
+        """The first ``stop`` draws of a single-distribution plan, weighted ``p / q``; the design's
+        determined queries (contrasts exactly 0, never drawn) are the census stratum."""
         stop = plan.n_draws if stop is None else stop
         x = plan.queries[:stop]
         charged = plan.charged[:stop]
         return cls(x, plan.new[:stop], charged, design.q[x], design.p[x] / design.q[x], plan.budget,
-                   clamp_cost(float(charged.sum()), plan.budget), plan.stop_reason)
+                   clamp_cost(float(charged.sum()), plan.budget), plan.stop_reason, census=design.census)
+
+    @classmethod
+    def census_only(cls, design, budget: float) -> "Draws":
+        """No draw at all: every query with ``p > 0`` is determined (its contrasts are exactly 0)."""
+        empty = np.zeros(0, dtype=np.int64)
+        return cls(empty, np.zeros(0, dtype=bool), np.zeros(0), np.zeros(0), np.zeros(0), float(budget), 0.0,
+                   "all_judged", census=design.census)
 
 
 def clamp_cost(cost: float, budget: float) -> float:

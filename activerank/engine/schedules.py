@@ -53,6 +53,12 @@ class FixedBudget(Schedule):
         from .assemble import build_trace
 
         d = ctx.design
+        if d.method_spec.unit == "document":  # (query, document) pairs, not whole queries
+            from .documents import poisson_documents
+
+            return poisson_documents(ctx, self.budget, self.rng)
+        if not d.q.any():  # every query is determined: nothing to draw or judge
+            return Draws.census_only(d, self.budget)
         plan = ctx.draw(d.q, d.costs.cost, self.budget, self.rng, max_draws=self.max_draws)
         for j in np.flatnonzero(plan.new):
             ctx.label(plan.queries[j], where=f" (draw {j})",
@@ -110,6 +116,12 @@ class Sequential(Schedule):
         p, q = d.p, d.q
         max_draws = max_draws_iv(self.max_draws, p.size)
         c = self._centers(d)
+        if not q.any():  # every query is determined: the contrast is exactly 0
+            none = Draws.census_only(d, self.budget)
+            anytime = dict(centers=c, rho=np.nan, confidence_level=float(self.level), target=float(self.target),
+                           reason="all_judged", center_run=np.zeros(0), radius=np.zeros(0))
+            return Draws(none.queries, none.new, none.charged, none.q, none.weights, none.budget, 0.0,
+                         "all_judged", census=none.census, anytime=anytime)
         window = None
         if self.sequence == "windowed":
             # the window of stopping times is known before the first label: min_draws .. draws the budget buys
@@ -119,8 +131,19 @@ class Sequential(Schedule):
             rho, window = cs.rho, (cs.t_min, cs.t_max)
         else:
             rho = self._rho(d, float(c[-1]))
+        # determined queries (a census stratum, contrast exactly 0) are never drawn: the centered terms
+        # c * share + w (L - c) stay unbiased with share = the p-mass of the drawn stratum
+        share = 1.0 - float(p[d.census].sum()) if d.census.size else 1.0
         plan = ctx.draw(q, d.costs.cost, self.budget, self.rng, max_draws=max_draws)
-        cv = _PredictableTerms(c[-1], d.prediction.mean[:, 0]) if window else None
+        cv = None
+        if window:
+            # the control variate's centre is the model's mean over the drawn stratum, so that
+            # E_q[w (m - C)] = 0 exactly (C = c when nothing is determined, share = 1)
+            m = d.prediction.mean[:, 0]
+            live = np.ones(p.size, dtype=bool)
+            live[d.census] = False
+            cv = _PredictableTerms(c[-1], m, pool_prediction=float(p[live] @ m[live]) / share,
+                                   offset=c[-1] * share)
         w_of = np.where(q > 0, p / np.where(q > 0, q, 1.0), 0.0)
         known: dict = {}
         centers, radii = [], []
@@ -134,7 +157,7 @@ class Sequential(Schedule):
             if cv is not None:  # a predictable control variate: the coefficient uses earlier draws only
                 z = cv.add(x, w_of[x], known[x][-1])
             else:
-                z = c[-1] + w_of[x] * (known[x][-1] - c[-1])
+                z = c[-1] * share + w_of[x] * (known[x][-1] - c[-1])
             t = j + 1
             delta = z - mean  # Welford running mean / variance (divisor t)
             mean += delta / t
@@ -154,13 +177,14 @@ class Sequential(Schedule):
             if reason == "all_reachable":
                 done = np.zeros(p.size, dtype=bool)
                 done[list(known)] = True
+                done[d.census] = True
                 reason = "all_judged" if done[p > 0].all() else "all_reachable_judged"
         draws = Draws.from_plan(plan, d, stop=stop)
         anytime = dict(centers=c, rho=rho, confidence_level=float(self.level), target=float(self.target),
                        reason=reason, center_run=np.asarray(centers), radius=np.asarray(radii), window=window,
                        terms=None if cv is None else cv.terms())
         return Draws(draws.queries, draws.new, draws.charged, draws.q, draws.weights, draws.budget,
-                     draws.cost_spent, reason, anytime=anytime)
+                     draws.cost_spent, reason, census=draws.census, anytime=anytime)
 
     @staticmethod
     def _tracked(d, system_values: np.ndarray) -> np.ndarray:
@@ -183,8 +207,13 @@ class _PredictableTerms:
 
     MIN_DISTINCT = 10
 
-    def __init__(self, center: float, predictions: np.ndarray):
+    def __init__(self, center: float, predictions: np.ndarray, *, pool_prediction: float | None = None,
+                 offset: float | None = None):
         self.c = float(center)
+        # ``Z = A + w (v - c - beta (m - C))``: ``C`` the model's mean over the sampled stratum, ``A`` the
+        # centre's share of it (``A = c`` and ``C = c`` without a census stratum)
+        self.C = self.c if pool_prediction is None else float(pool_prediction)
+        self.A = self.c if offset is None else float(offset)
         self.m = predictions
         self.sums = np.zeros(6)  # n, sum u, sum g, sum ug, sum gg, sum uu
         self.seen: set = set()
@@ -193,7 +222,7 @@ class _PredictableTerms:
 
     def add(self, x: int, w: float, value: float) -> float:
         n, su, sg, sug, sgg, suu = self.sums
-        u, g = w * (value - self.c), w * (float(self.m[x]) - self.c)
+        u, g = w * (value - self.c), w * (float(self.m[x]) - self.C)
         self.scale = max(self.scale, g * g)
         beta = 0.0
         if len(self.seen) >= self.MIN_DISTINCT:
@@ -205,7 +234,7 @@ class _PredictableTerms:
             beta = b if math.isfinite(b) else 0.0
         self.sums += (1.0, u, g, u * g, g * g, u * u)
         self.seen.add(x)
-        self.z.append(self.c + u - beta * g)
+        self.z.append(self.A + u - beta * g)
         return self.z[-1]
 
     def terms(self) -> np.ndarray:
@@ -396,6 +425,7 @@ class Adaptive(Schedule):
                                      n_new=int((union.remaining(store.labels)[complete_first] == 0).sum()),
                                      cost=spent, allotted=spent, train_docs=np.nan))
 
+        census[d.census] = True  # determined queries: contrasts exactly 0, never drawn or judged
         p_rest = np.where(census, 0.0, p)
         sampling = p_rest.sum() > 1e-15
         fitted = self.fitted

@@ -495,6 +495,9 @@ def build_problem(fm: FoldModels, instance: ScenarioInstance, metric, *, cost_mo
 def method_distribution(problem: Problem, method, *, defensive: float = DEFAULT_DEFENSIVE) -> np.ndarray:
     """The sampling distribution of a registered method (:mod:`activerank.design.methods`) on a problem."""
     method = get_method(method)
+    if method.unit != "query":
+        raise ValueError(f"method {method.name!r} samples documents; this harness samples whole queries "
+                         "(document-level designs are measured by benchmarks/document_level).")
     return method.distribution(problem.predictions[method.relevance], problem.costs.cost, problem.p,
                                defensive=defensive)
 

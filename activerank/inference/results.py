@@ -129,7 +129,9 @@ class ComparisonResult(_Result):
     ``estimate_b`` are the two rankers' own self-normalized importance-weighted
     estimates from the same draws, without any control variate -- so for the
     model-assisted methods ``estimate_a - estimate_b`` differs from
-    ``difference``.
+    ``difference``.  They are NaN when only the documents that can change the
+    difference were judged (``judge="changeable"``, the default of
+    comparisons of additive and cascade metrics).
     """
 
     difference: float
@@ -166,7 +168,7 @@ class MultiComparisonResult(RunInfo):
         Joint delta-method covariance of the ``differences`` (same draws, so
         they are correlated through the shared baseline and queries).
     estimates : ndarray of shape (m,)
-        Candidates' own mean metric estimates.
+        Candidates' own mean metric estimates (NaN with ``judge="changeable"``).
     baseline_estimate : float
     metric, method, n_draws, n_queries, cost_spent, budget, effective_sample_size
         As in :class:`~activerank.inference.results.ComparisonResult`.
@@ -220,7 +222,9 @@ class SystemRankingResult(RunInfo):
     ----------
     names : tuple of str
     estimates : ndarray of shape (k,)
-        Each system's estimated mean metric ``R_i``.
+        Each system's estimated mean metric ``R_i`` (NaN when only the
+        documents that can change a difference were judged, ``judge="changeable"``:
+        the pairwise results then come from ``relative``).
     covariance : ndarray of shape (k, k)
         Joint covariance of ``estimates``.
     relative : ndarray of shape (k,)
@@ -260,8 +264,16 @@ class SystemRankingResult(RunInfo):
         A[np.arange(i.size), i] = 1.0
         A[np.arange(i.size), j] = -1.0
         labels = [f"{self.names[a]} - {self.names[b]}" for a, b in zip(i, j)]
-        return SimultaneousIntervals.build(labels, A @ self.estimates, A @ self.covariance @ A.T,
-                                           confidence_level, simultaneous=simultaneous, dof=self.dof)
+        est, cov = self._pairwise_basis()
+        return SimultaneousIntervals.build(labels, A @ est, A @ cov @ A.T, confidence_level,
+                                           simultaneous=simultaneous, dof=self.dof)
+
+    def _pairwise_basis(self) -> tuple:
+        """``estimates`` and ``covariance``, or -- when only differences were judged (NaN estimates) --
+        ``relative`` and its covariance, which have the same pairwise differences."""
+        if np.isnan(self.estimates).any():
+            return self.relative, self.relative_covariance
+        return self.estimates, self.covariance
 
     def kendall_tau(self, truth) -> float:
         """Kendall's tau-b between the estimated and a given true ordering.
@@ -277,7 +289,7 @@ class SystemRankingResult(RunInfo):
         t = np.asarray(truth, dtype=np.float64).reshape(-1)
         if t.size != len(self.names):
             raise ValueError(f"`truth` must have one value per system ({len(self.names)}); got {t.size}.")
-        return kendall_tau(self.estimates, t)
+        return kendall_tau(self._pairwise_basis()[0], t)
 
     def summary(self, confidence_level: float = 0.95, simultaneous=True) -> pd.DataFrame:
         """Systems best first: estimate, relative difference, SE, interval, rank."""

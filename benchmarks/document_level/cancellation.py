@@ -9,7 +9,15 @@ drawn query is charged and the q it is drawn from:
     active           Sawade q* with the full cost (the harness's "active")
     passive_cancel   q = p over undetermined queries, charged only the
                      changeable documents (determined queries: census, delta = 0)
-    active_cancel    q* with the changeable-document cost (census_distribution)
+    active_cancel    q* with the changeable-document cost: what ``activerank.compare``
+                     does by default (``judge="changeable"``)
+
+The two ``*_cancel`` designs are built by the engine's own
+:func:`activerank.design.design.build_design` on a target with
+``judge="changeable"`` (costs of the changeable documents in the unit of
+judging whole queries, q* over the undetermined queries, determined queries a
+census stratum) and estimated like :mod:`activerank.engine.assemble` does:
+``share * SNIS`` over the drawn queries plus the census's exact 0.
 
 Budgets are in units of the mean *full* query cost for every method, so the
 savings are at equal documents judged.  Savings = 1 - B / 100 where B is the
@@ -31,41 +39,38 @@ import pandas as pd
 
 from common import RESULTS, config  # noqa: F401  (sets sys.path)
 
-from activerank.design.cancellation import census_distribution, changeable_costs, changeable_documents
-from activerank.design.costs import QueryCosts
-from activerank.design.sampling import expected_squared_error
-from activerank.experiments.harness import (
-    METHODS,
-    SCENARIOS,
-    SamplingMethod,
-    build_problem,
-    fit_fold,
-    label_savings,
-    simulate,
-)
+from activerank.design.design import build_design
+from activerank.design.methods import Method, get_method, register_method, unregister_method
+from activerank.design.targets import make_target
+from activerank.experiments.harness import SCENARIOS, build_problem, fit_fold, label_savings, simulate
+from activerank.inference.estimators import Estimator
 from activerank.inference.snis import BatchEstimate, snis_prefix
 
 BUDGETS = (2, 3, 5, 7, 10, 15, 20, 30, 50, 75, 100, 150, 200, 300)
 REF = 100.0
 
 
-class CensusMethod(SamplingMethod):
-    """Draw undetermined queries only; estimate = mass * SNIS (determined queries are 0)."""
+class CensusSNIS(Estimator):
+    """``share * SNIS`` over the drawn (undetermined) queries; the determined ones add exactly 0."""
 
-    def __init__(self, name, design):
-        self.name = name
-        self.design = design
+    def __init__(self, share: float):
+        self.share = share
 
-    def distribution(self, problem, *, defensive=0.1):
-        return self.design.q
+    def prefix(self, values, weights, stops, *, predictions=None, pool_prediction=None):
+        est = snis_prefix(values, weights, stops)
+        return BatchEstimate(self.share * est.estimate, self.share * est.standard_error,
+                             est.effective_sample_size, est.n_draws)
 
-    def estimate(self, problem, q, plan, stops):
-        x = plan.queries
-        with np.errstate(divide="ignore", invalid="ignore"):
-            w = np.where(plan.valid, problem.p[x] / np.where(q[x] > 0, q[x], 1.0), 0.0)
-        est = snis_prefix(problem.values[x], w, stops)
-        m = self.design.mass
-        return BatchEstimate(m * est.estimate, m * est.standard_error, est.effective_sample_size, est.n_draws)
+
+def changeable_method(name: str, prob, base: str) -> tuple:
+    """The engine's changeable design of method ``base`` on ``prob``, registered as ``name``."""
+    target = make_target("difference", list(prob.rankings), prob.metric, judge="changeable")
+    dsg = build_design(target, prob.probs, method=get_method(base), p=prob.p, doc_costs=np.ones(prob.probs.shape[0]),
+                       cost_model="constant", per_query_cost=False, defensive=0.1)
+    assert abs(dsg.costs.scale - prob.costs.scale) < 1e-9 * prob.costs.scale  # same budget unit
+    share = 1.0 - float(prob.p[dsg.census].sum())
+    register_method(Method(name, lambda *args, q=dsg.q: q, CensusSNIS(share)), replace=True)
+    return dataclasses.replace(prob, costs=dsg.costs), dsg
 
 
 def main():
@@ -84,21 +89,12 @@ def main():
         fm = fit_fold("mq2008", fold, cfg)
         for metric in args.metrics.split(","):
             prob = build_problem(fm, inst, metric, cost_model="constant", rng=np.random.default_rng([0, fold, 99]))
-            n_docs = fm.pool.n_docs
-            cs = changeable_documents(list(prob.rankings), n_docs=n_docs, metric=metric)
-            cc = changeable_costs(np.ones(n_docs), cs, scale=prob.costs.scale, model="constant")
-            cheap = dataclasses.replace(prob, costs=QueryCosts(cost=cc.cost, raw=cc.raw, model=cc.model))
-            mean, var = prob.moments["model"]
-            sq = expected_squared_error(mean, var, prob.p)
-            designs = {
-                "passive": (prob, METHODS["passive"]),
-                "active": (prob, METHODS["active"]),
-                "passive_cancel": (cheap, CensusMethod("passive_cancel", census_distribution(
-                    np.ones_like(sq), cc, prob.p, defensive=1.0))),
-                "active_cancel": (cheap, CensusMethod("active_cancel", census_distribution(sq, cc, prob.p))),
-            }
-            stats.append(dict(fold=fold, metric=metric, determined=float(cs.determined.mean()),
-                              full_docs=float(prob.costs.raw.mean()), changeable_docs=float(cc.raw.mean()),
+            cheap, dsg = changeable_method("active_cancel", prob, "active")
+            cheap_p, _ = changeable_method("passive_cancel", prob, "passive")
+            designs = {"passive": (prob, "passive"), "active": (prob, "active"),
+                       "passive_cancel": (cheap_p, "passive_cancel"), "active_cancel": (cheap, "active_cancel")}
+            stats.append(dict(fold=fold, metric=metric, determined=float(dsg.target.determined.mean()),
+                              full_docs=float(prob.costs.raw.mean()), changeable_docs=float(dsg.costs.raw.mean()),
                               true_delta=prob.target))
             for mi, (name, (pb, method)) in enumerate(designs.items()):
                 summ, loss = simulate(pb, method, BUDGETS, args.reps, np.random.SeedSequence([1, fold, mi]))
@@ -108,6 +104,8 @@ def main():
                 rows.append(summ)
                 losses.setdefault((metric, name), []).append(loss["abs_error"])
         print(f"fold {fold} done {time.perf_counter() - t0:.0f}s", flush=True)
+    for name in ("active_cancel", "passive_cancel"):
+        unregister_method(name)
     curves = pd.concat(rows, ignore_index=True)
     curves.to_csv(RESULTS / "cancellation.csv", index=False)
     st = pd.DataFrame(stats)

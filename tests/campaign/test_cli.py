@@ -108,10 +108,18 @@ def test_cli_trec_mode_compare(tmp_path, capsys):
     assert code == 0, err
     code, out, err = run_cli(["campaign", "estimate", db, "--json"], capsys)
     assert "warning: effective sample size" in err  # budget 4: ESS < 10, reported on stderr
-    got = json.loads(out)
+    got = json.loads(out, parse_constant=lambda c: pytest.fail(f"not strict JSON: {c}"))
     assert code == 0 and "difference" in got and "estimate_a" in got
+    # only the documents that can change the difference were judged: the rankers' own means are unknown
+    assert got["estimate_a"] is None and got["estimate_b"] is None
     with Campaign.open(db) as c:
-        assert c.names == ("sysA", "sysB") and c.n_grades == 3
+        assert c.names == ("sysA", "sysB") and c.n_grades == 3 and c.design().judge == "changeable"
+    db2 = str(tmp_path / "t2.db")
+    code, out, _ = run_cli(["campaign", "init", db2, "--run", str(run), "--budget", "4", "--metric", "err@3",
+                            "--seed", "0", "--grades", "3", "--judge", "all"], capsys)
+    assert code == 0, (out, _)
+    with Campaign.open(db2) as c:
+        assert code == 0 and c.design().judge == "all"
 
 
 @pytest.mark.filterwarnings("ignore::activerank.inference.snis.LowEffectiveSampleSizeWarning")

@@ -89,19 +89,34 @@ def test_round_trip_equals_activerank_estimate(tmp_path, data, probs, camp, fmt)
     assert camp.export_tasks(tmp_path / "rest.jsonl").n_rows == 0
 
 
-def test_round_trip_compare_passive(tmp_path, data, probs):
+@pytest.mark.parametrize("judge", ["changeable", "all"])
+@pytest.mark.parametrize("metric", ["err@10", "dcg@5"])
+def test_round_trip_compare_passive(tmp_path, data, probs, judge, metric):
     with Campaign.create(tmp_path / "c.db", data, {"f1": data.X[:, 0], "f5": data.X[:, 4]}, probs,
-                         budget=10, metric="err@10", method="passive", seed=11) as c:
+                         budget=10, metric=metric, method="passive", seed=11, judge=judge) as c:
         c.export_tasks(tmp_path / "t.jsonl")
         answer(tmp_path / "t.jsonl", tmp_path / "a.jsonl", data)
         c.import_judgments(tmp_path / "a.jsonl")
         res = _quiet(c.estimate)
         assert c.names == ("f1", "f5")
-    ref = _quiet(ar.compare, data, data.X[:, 0], data.X[:, 4], probs, ar.KnownLabels.from_data(data),
-                 budget=10, metric="err@10", method="passive", rng=11)
+        tasks = {q: set(c.tasks(q)) for q in c.status().queries_done}
+    seen = {}
+
+    def labeler(qid, docs):
+        seen[str(qid)] = set(docs)
+        return ar.KnownLabels.from_data(data)(qid, docs)
+
+    ref = _quiet(ar.compare, data, data.X[:, 0], data.X[:, 4], probs, labeler,
+                 budget=10, metric=metric, method="passive", rng=11, judge=judge)
     assert isinstance(res, ar.ComparisonResult)
     assert res.difference == ref.difference and res.standard_error == ref.standard_error
-    assert res.estimate_a == ref.estimate_a and res.estimate_b == ref.estimate_b
+    assert res.cost_spent == ref.cost_spent and res.n_queries == ref.n_queries
+    # the campaign asks annotators for exactly what compare asks its labeler for
+    assert tasks == seen
+    if judge == "all":
+        assert res.estimate_a == ref.estimate_a and res.estimate_b == ref.estimate_b
+    else:
+        assert np.isnan([res.estimate_a, res.estimate_b, ref.estimate_a, ref.estimate_b]).all()
 
 
 def test_reopen_reproduces_design_and_plan(tmp_path, data, probs, camp):

@@ -27,7 +27,7 @@ def test_t_interval_is_the_cluster_covariance_over_distinct_queries():
     labels = pool.sample_labels(rng)
     lab = ar.KnownLabels(pool.query_ids, pool.offsets, labels)
     res = ar.compare(pool, a, b, pool.probs, lab, budget=25, metric="dcg@5", rng=4, method="passive",
-                     ci="t")
+                     ci="t", judge="all")
     tr = res.trace
     x = tr["query"].to_numpy()
     # passive: the model prior is the only difference to the plain cluster formula, and it can only
@@ -36,7 +36,7 @@ def test_t_interval_is_the_cluster_covariance_over_distinct_queries():
     assert res.difference == pytest.approx(float(plain.estimate[0]), rel=1e-12)
     assert res.dof == np.unique(x).size - 1 == plain.dof
     normal = ar.compare(pool, a, b, pool.probs, lab, budget=25, metric="dcg@5", rng=4, method="passive",
-                        ci="normal")
+                        ci="normal", judge="all")
     assert normal.difference == res.difference and normal.dof == np.inf and normal.ci == "normal"
     lo, hi = res.confidence_interval()
     assert hi - res.difference == pytest.approx(stats.t.ppf(0.975, res.dof) * res.standard_error, rel=1e-9)

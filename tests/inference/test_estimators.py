@@ -38,7 +38,7 @@ def _simulate(pool, rankings, budget, reps, method, metric, seed, model_probs=No
     """
     rng = np.random.default_rng(seed)
     probs = pool.probs if model_probs is None else model_probs
-    dsg = design(pool, rankings, probs, metric=metric, method=method)
+    dsg = design(pool, rankings, probs, metric=metric, method=method, judge="all")
     pool_pred = float(np.dot(dsg.p, dsg.predicted_mean))
     ymax = pool.n_grades - 1
     est, se, truth, n_draws = [], [], [], []

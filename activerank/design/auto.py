@@ -1,0 +1,104 @@
+"""``method="auto"``: pick the design with the smaller predicted variance at the budget.
+
+Candidates: the query-level ``active`` design (Sawade et al. 2012; for
+comparisons with ``judge="changeable"`` paying only for documents that can
+change the difference) and, for metrics that add over documents, the
+document-level ``doc_dyn`` design (:mod:`activerank.engine.documents`).
+ERR, RR and normalized metrics stay query-level.
+
+Predicted variances, summed over the target's contrasts, under the relevance
+model, at the budget ``B`` (in the unit of judging whole queries):
+
+* query level: ``share^2 * sum_x p'(x)^2 / q(x) E[(theta - Theta)^2 | x] * (sum_x q(x) lambda(x)) / B``
+  -- the asymptotic variance of the self-normalized estimator with the
+  expected number of draws ``B / E_q[lambda]`` (``p'`` = ``p`` renormalized on
+  the sampled stratum, ``share`` its mass; repeated draws, which are free, are
+  ignored, so this is conservative at budgets near the pool's size);
+* document level: ``sum_z (1 / pi_z - 1) ||W_z||^2 Var[g(y_z)]``, the exact
+  variance of the difference estimator of the Poisson design spending ``B``
+  (:func:`activerank.inference.documents.expected_poisson_variance`).
+
+Both take the model's label distribution as the truth; in particular the
+document-level prediction treats labels within a query as independent given
+the model, so it ignores a shared query effect of the residuals
+(``docs/document_level.md``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ["AutoChoice", "choose_method", "predicted_query_variance"]
+
+
+@dataclass(frozen=True)
+class AutoChoice:
+    """What ``method="auto"`` chose and why.
+
+    Attributes
+    ----------
+    method : str
+        The chosen registered method.
+    predicted_variance : dict
+        ``{method: predicted summed variance at the budget}`` of every
+        candidate considered (``inf`` when the budget cannot run it).
+    reason : str
+    """
+
+    method: str
+    predicted_variance: dict
+    reason: str
+
+    def as_dict(self) -> dict:
+        return {"method": self.method, "predicted_variance": dict(self.predicted_variance), "reason": self.reason}
+
+
+def predicted_query_variance(design, budget: float) -> float:
+    """Predicted summed variance of a query-level design's estimate at ``budget`` (see the module notes)."""
+    q, p = design.q, design.p
+    census = design.census
+    live = q > 0
+    share = 1.0 - float(p[census].sum()) if census.size else 1.0
+    if not live.any() or share <= 0:
+        return 0.0
+    p_rest = np.where(live, p, 0.0)
+    p_rest = p_rest / p_rest.sum()
+    per_draw = float(np.sum(p_rest[live] ** 2 / q[live] * design.prediction.sq_error[live]))
+    cost_per_draw = float(np.dot(q, design.costs.cost))
+    return share**2 * per_draw * cost_per_draw / float(budget)
+
+
+def choose_method(query_design, doc_design, budget: float) -> AutoChoice:
+    """Compare the query-level design with the document-level one (``None`` when not applicable).
+
+    Parameters
+    ----------
+    query_design : Design
+        The ``active`` design.
+    doc_design : Design or None
+        The ``doc_dyn`` design (additive metrics only).
+    budget : float
+    """
+    from ..engine.documents import document_target_of, unit_costs
+    from ..inference.documents import expected_poisson_variance
+    from .documents import inclusion_probabilities
+
+    v_query = predicted_query_variance(query_design, budget)
+    if doc_design is None:
+        return AutoChoice(query_design.method, {query_design.method: v_query},
+                          f"{query_design.metric.family} metric: only query-level designs apply")
+    dt = document_target_of(doc_design)
+    try:
+        est = doc_design.method_spec.estimator
+        pd_ = inclusion_probabilities(dt, doc_design.probs, budget, utility=est.utility,
+                                      costs=unit_costs(doc_design, dt), defensive=doc_design.defensive)
+        v_doc = expected_poisson_variance(dt, pd_, doc_design.probs, control_variate=est.control_variate)
+    except ValueError as exc:  # e.g. the budget buys fewer than 2 documents in expectation
+        return AutoChoice(query_design.method, {query_design.method: v_query, doc_design.method: np.inf},
+                          f"{doc_design.method} not applicable: {exc}")
+    pred = {query_design.method: v_query, doc_design.method: v_doc}
+    if v_doc < v_query:
+        return AutoChoice(doc_design.method, pred, "smaller predicted variance at the budget")
+    return AutoChoice(query_design.method, pred, "smaller predicted variance at the budget")

@@ -1,0 +1,160 @@
+"""Document-level methods (doc_dyn, doc_stat) through the engine."""
+
+import numpy as np
+import pytest
+
+import activerank as ar
+from activerank._validation import pool_iv
+from activerank.engine import FixedBudget, run
+from activerank.engine.documents import document_target_of
+from activerank.metrics import pool_metric_values
+from activerank.relevance.rankers import rank_by_scores
+
+from ..conftest import SyntheticPool, stat_reps
+
+
+def _problem(seed, n_queries=200):
+    rng = np.random.default_rng(seed)
+    pool = SyntheticPool(rng, n_queries=n_queries)
+    base = pool.probs @ np.arange(pool.n_grades)
+    a = rank_by_scores(base + rng.random(base.size), pool.offsets)
+    b = rank_by_scores(base + 1.5 * rng.random(base.size), pool.offsets)
+    return pool, a, b, rng
+
+
+def _truth(pool, labels, rankings, metric):
+    vals = [pool_metric_values(labels, r.truncate(ar.metrics.parse_metric(metric).k), metric=metric, ymax=2)
+            for r in rankings]
+    return float(np.mean(vals[0] if len(vals) == 1 else vals[0] - vals[1]))
+
+
+class Recording:
+    def __init__(self, pool, labels):
+        self.inner = ar.KnownLabels(pool.query_ids, pool.offsets, labels)
+        self.asked: dict = {}
+
+    def __call__(self, qid, docs):
+        assert qid not in self.asked
+        self.asked[qid] = [int(d) for d in docs]
+        return self.inner(qid, docs)
+
+
+@pytest.mark.parametrize("method", ["doc_dyn", "doc_stat"])
+@pytest.mark.parametrize("metric", ["dcg@5", "p@3", "rbp(p=0.8)@5"])
+def test_enough_budget_judges_every_document_that_matters_and_is_exact(method, metric):
+    pool, a, b, rng = _problem(0, n_queries=30)
+    labels = pool.sample_labels(rng)
+    for rankings in ((a,), (a, b)):
+        lab = Recording(pool, labels)
+        fn = ar.estimate if len(rankings) == 1 else ar.compare
+        res = fn(pool, *rankings, pool.probs, lab, budget=1e6, metric=metric, method=method, rng=1)
+        point = res.estimate if len(rankings) == 1 else res.difference
+        assert point == pytest.approx(_truth(pool, labels, rankings, metric), abs=1e-12)
+        assert res.exact and res.standard_error == 0.0 and res.method == method
+        dsg = ar.make_design(pool, rankings, pool.probs, metric=metric, method=method)
+        dt = document_target_of(dsg)
+        matters = {(int(x), int(r)) for x, r in zip(dt.query[dt.matters], dt.rows[dt.matters])}
+        index = {q: x for x, q in enumerate(pool.query_ids.tolist())}
+        asked = {(index[q], d) for q, docs in lab.asked.items() for d in docs}
+        assert asked == matters  # every document that can change a target, and only those
+        assert res.n_draws == len(matters) == len(res.trace)
+
+
+def test_labeler_is_asked_only_for_drawn_documents_once_per_query():
+    pool, a, b, rng = _problem(1, n_queries=60)
+    labels = pool.sample_labels(rng)
+    lab = Recording(pool, labels)
+    res = ar.compare(pool, a, b, pool.probs, lab, budget=10, metric="dcg@5", method="doc_dyn", rng=2)
+    t = res.trace
+    assert set(t.columns) >= {"query", "query_id", "doc_row", "doc_id", "pi", "weight", "new", "cost", "grade"}
+    by_query = {q: sorted(g["doc_row"].tolist()) for q, g in t.groupby("query_id")}
+    assert {q: sorted(d) for q, d in lab.asked.items()} == by_query
+    assert np.array_equal(t["grade"].to_numpy(), labels[t["doc_row"].to_numpy()])
+    assert (t["pi"] > 0).all() and (t["pi"] <= 1).all()
+    assert res.cost_spent == pytest.approx(t["cost"].sum()) and res.n_queries == len(by_query)
+    assert np.isnan(res.estimate_a) and np.isfinite(res.difference) and res.standard_error > 0
+    # expected cost = budget (Poisson sampling spends it in expectation)
+    assert t.attrs["expected_cost"] == pytest.approx(10.0)
+
+
+def test_earlier_judgments_are_a_census_and_never_asked_again():
+    pool, a, b, rng = _problem(2, n_queries=20)
+    labels = pool.sample_labels(rng)
+    known = ar.KnownLabels(pool.query_ids, pool.offsets, labels)
+    dsg = ar.make_design(pool, (a, b), pool.probs, metric="dcg@5", method="doc_dyn")
+    dt = document_target_of(dsg)
+    judgments = {}
+    for x, r in zip(dt.query[dt.matters].tolist(), dt.rows[dt.matters].tolist()):
+        judgments.setdefault(int(pool.query_ids[x]), {})[r] = int(labels[r])
+
+    def never(qid, docs):
+        raise AssertionError("already judged")
+
+    res = ar.compare(pool, a, b, pool.probs, never, budget=5, metric="dcg@5", method="doc_dyn", rng=0,
+                     judgments=judgments)
+    assert res.exact and res.cost_spent == 0.0
+    assert res.difference == pytest.approx(_truth(pool, labels, (a, b), "dcg@5"), abs=1e-12)
+    assert (res.trace["stratum"] == "census").all()
+    assert known.n_calls == 0
+
+
+def test_k_systems_targets_run_document_level():
+    pool, a, b, rng = _problem(3, n_queries=40)
+    c = rank_by_scores(pool.probs @ np.arange(3) + 2 * rng.random(pool.probs.shape[0]), pool.offsets)
+    labels = pool.sample_labels(rng)
+    lab = ar.KnownLabels(pool.query_ids, pool.offsets, labels)
+    many = ar.compare_many(pool, [a, c], b, pool.probs, lab, budget=1e6, metric="dcg@5", method="doc_dyn", rng=0)
+    vals = [pool_metric_values(labels, r.truncate(5), metric="dcg@5", ymax=2).mean() for r in (a, c, b)]
+    np.testing.assert_allclose(many.differences, [vals[0] - vals[2], vals[1] - vals[2]], atol=1e-12)
+    rank = ar.rank_systems(pool, [a, b, c], pool.probs, lab, budget=1e6, metric="dcg@5", method="doc_dyn", rng=0)
+    np.testing.assert_allclose(rank.relative, np.array([vals[0], vals[2], vals[1]]) - np.mean(vals), atol=1e-12)
+    assert rank.ranking[0] == ("system_0", "system_1", "system_2")[int(np.argmax([vals[0], vals[2], vals[1]]))]
+
+
+def test_document_level_errors_are_clear():
+    pool, a, b, rng = _problem(4, n_queries=20)
+    lab = ar.KnownLabels(pool.query_ids, pool.offsets, pool.sample_labels(rng))
+    for metric in ("err@10", "rr", "ndcg@5", "ap"):
+        with pytest.raises(ValueError, match=r"`method`='doc_dyn' samples single documents and needs a metric "
+                                             r"that adds over documents"):
+            ar.compare(pool, a, b, pool.probs, lab, budget=5, metric=metric, method="doc_dyn")
+    with pytest.raises(ValueError, match="too small"):
+        ar.estimate(pool, a, pool.probs, lab, budget=1e-3, metric="dcg@5", method="doc_dyn")
+    with pytest.raises(ValueError, match="`method` must be one of"):
+        ar.estimate_sequential(pool, a, pool.probs, lab, target_half_width=0.1, budget=5, metric="dcg@5",
+                               method="doc_dyn")
+    with pytest.raises(ValueError, match="`method` must be one of"):
+        ar.campaign.Campaign.create(":memory:x", pool, [a, b], pool.probs, budget=5, metric="dcg@5",
+                                    method="doc_dyn", seed=0)
+    with pytest.raises(ValueError, match="`predicted`"):
+        ar.estimate(pool, a, pool.probs, lab, budget=5, metric="dcg@5", method="doc_dyn",
+                    predicted=(np.zeros(20), np.ones(20)))
+    from activerank.design.methods import get_method
+
+    with pytest.raises(TypeError, match="document-level estimator"):
+        get_method("doc_dyn").estimator(np.zeros((3, 1)), np.ones(3))
+
+
+@pytest.mark.statistical
+@pytest.mark.parametrize("method,metric,pair,budget", [("doc_dyn", "dcg@5", True, 16.0),
+                                                       ("doc_stat", "p@3", False, 30.0)])
+def test_document_level_engine_is_unbiased_with_nominal_coverage(method, metric, pair, budget):
+    pool, a, b, rng = _problem(5, n_queries=120)
+    rankings = (a, b) if pair else (a,)
+    dsg = ar.make_design(pool, rankings, pool.probs, metric=metric, method=method)
+    pool_ = pool_iv(pool)
+    reps = stat_reps(2000)
+    err, se, n = np.empty(reps), np.empty(reps), np.empty(reps)
+    for i in range(reps):
+        labels = pool.sample_labels(rng)
+        res = run(dsg, pool_, ar.KnownLabels(pool.query_ids, pool.offsets, labels), FixedBudget(budget, rng))
+        err[i] = (res.difference if pair else res.estimate) - _truth(pool, labels, rankings, metric)
+        se[i] = res.standard_error
+        n[i] = res.n_draws
+    assert n.min() >= 50
+    assert abs(err.mean()) <= 3 * err.std(ddof=1) / np.sqrt(reps)
+    # the variance estimator is unbiased: mean estimated variance near the empirical one
+    assert np.mean(se**2) == pytest.approx(err.var(ddof=1), rel=0.15)
+    cover = np.mean(np.abs(err) <= 1.959964 * se)
+    lo, hi = (0.93, 0.97) if reps >= 2000 else (0.88, 0.99)
+    assert lo <= cover <= hi, cover
