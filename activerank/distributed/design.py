@@ -14,8 +14,14 @@ unchanged, and no undrawn query's documents ever reach the driver.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..design.costs import QueryCosts
+    from ..design.methods import Method
+    from ..design.targets import Prediction
 
 __all__ = ["TableDesign", "drawn_design", "table_design"]
 
@@ -43,10 +49,10 @@ class TableDesign:
     n_docs: np.ndarray
     p: np.ndarray
     q: np.ndarray
-    costs: object
-    prediction: object
+    costs: QueryCosts
+    prediction: Prediction
     n_grades: int
-    method: object
+    method: Method
     defensive: float
 
     @property

@@ -20,10 +20,14 @@ from __future__ import annotations
 
 import types
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .frame import DaskPool, query_values
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..metrics.registry import Metric
 
 __all__ = ["TableSpec", "partition_table", "query_table", "table_columns"]
 
@@ -55,10 +59,10 @@ class TableSpec:
     """
 
     kind: str
-    metric: object
+    metric: Metric
     scores: tuple
     probs: tuple | None
-    model: object
+    model: Any
     features: tuple | None
     cost_model: str
     query: str
@@ -78,7 +82,7 @@ def _meta(frame_meta, spec: TableSpec):
 
     qdtype = frame_meta.index.dtype if spec.query_in_index else frame_meta[spec.query].dtype
     cols = table_columns(spec.query, 1, len(spec.scores))
-    dtypes = {c: np.float64 for c in cols}
+    dtypes: dict[str, Any] = {c: np.float64 for c in cols}
     dtypes.update({spec.query: qdtype, "partition": np.int64, "n_docs": np.int64, "n_grades": np.int64})
     return pd.DataFrame({c: pd.Series([], dtype=dtypes[c]) for c in cols})
 
@@ -112,7 +116,7 @@ def _probs(df, spec: TableSpec) -> np.ndarray:
 
     if spec.probs is not None:
         return probs_iv(df[list(spec.probs)].to_numpy(np.float64), name=f"probs columns {list(spec.probs)}")
-    X = df[list(spec.features)].to_numpy(np.float64)
+    X = df[list(spec.features or ())].to_numpy(np.float64)
     return probs_iv(spec.model.predict_proba(X), name="probs (the model's predict_proba)", n_rows=len(df))
 
 
@@ -174,7 +178,9 @@ def partition_table(df, spec: TableSpec, partition_info=None):
             "n_docs": np.diff(grouped.offsets), "n_grades": np.full(m, P.shape[1], dtype=np.int64), "raw_cost": raw}
     cols.update({f"mean_{j}": pred.mean[:, j] for j in range(pred.mean.shape[1])})
     cols["variance"] = pred.variance
-    cols.update({f"system_{i}": pred.system_mean[:, i] for i in range(pred.system_mean.shape[1])})
+    system = pred.system_mean
+    assert system is not None  # every target predicts its systems' means
+    cols.update({f"system_{i}": system[:, i] for i in range(system.shape[1])})
     return pd.DataFrame(cols)
 
 
