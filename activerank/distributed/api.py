@@ -7,8 +7,8 @@ The pipeline (one pass over the pool, then a fetch of the drawn queries):
 2. on the driver: ``p``, costs, ``Theta``, ``q`` from the table
    (:func:`.design.table_design`), and the budgeted draws
    (:func:`activerank.design.sampling.draw_budgeted`);
-3. the drawn queries' documents only, by a filter on the query id in the
-   partitions that hold them (:func:`.frame.fetch_queries`);
+3. the drawn queries' documents only, by a filter on the query id
+   (:func:`.frame.fetch_queries`; only the id, score and cost columns are read);
 4. the engine (:func:`activerank.engine.run` with the
    :class:`~activerank.engine.FixedBudget` schedule) on a pool that lists every
    query but holds the drawn queries' documents only (:func:`.design.drawn_design`):
@@ -148,7 +148,9 @@ def _run(pool, kind, scores, probs, labeler, *, budget, metric, k, method, costs
     # the engine's draws, found ahead on a copy of the generator: which queries' documents to fetch
     plan = draw_budgeted(td.q, td.costs.cost, budget, copy.deepcopy(rng))
     drawn = np.unique(plan.queries)
-    docs = fetch_queries(pool, np.unique(td.partition[drawn]), td.query_ids[drawn])
+    # labeling needs ids, scores and costs: the probabilities stay where they are
+    needed = [pool.document, *spec.scores, *(c for c in (pool.cost, pool.length) if c is not None)]
+    docs = fetch_queries(pool, td.query_ids[drawn], needed)
     design, mem_pool = drawn_design(td, docs, query=pool.query, query_in_index=pool.query_in_index,
                                     document=pool.document, scores=spec.scores, kind=kind, metric=spec.metric,
                                     names=names, cost_model=spec.cost_model, cost=pool.cost, length=pool.length)

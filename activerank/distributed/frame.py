@@ -60,9 +60,15 @@ class DaskPool:
     @classmethod
     def from_parquet(cls, path, *, query: str = "query_id", document: str = "doc_id", features=None,
                      cost: str | None = None, length: str | None = None, **read_parquet) -> "DaskPool":
-        """Open Parquet files (one partition per file or row group, see ``dask.dataframe.read_parquet``)."""
+        """Open Parquet files, one partition per file (a file must hold whole queries).
+
+        ``read_parquet`` options pass through to ``dask.dataframe.read_parquet``;
+        ``split_row_groups`` defaults to False there, since splitting a file by row
+        groups may cut a query in two.
+        """
         import dask.dataframe as dd
 
+        read_parquet.setdefault("split_row_groups", False)
         return cls(dd.read_parquet(path, **read_parquet), query, document, features, cost, length)
 
     @property
@@ -83,20 +89,26 @@ def _select_queries(df, query: str, in_index: bool, ids):
     return df[np.isin(query_values(df, query, in_index), ids)]
 
 
-def fetch_queries(pool: DaskPool, partitions, query_ids):
-    """The rows of ``query_ids`` (pandas), read only from ``partitions``, in the frame's order.
+def fetch_queries(pool: DaskPool, query_ids, columns=None):
+    """The rows of ``query_ids`` (pandas), in the frame's order: a filter by query id on every partition.
+
+    Every partition is scanned (Dask may fuse or split a Parquet pool's partitions differently from one
+    read to the next, so partition numbers are not kept); with ``columns``, a Parquet pool reads only
+    those columns.
 
     Parameters
     ----------
     pool : DaskPool
-    partitions : array-like of int
-        Partitions holding the queries (from the per-query table), ascending.
     query_ids : array-like
         The queries to fetch.
+    columns : sequence of str, optional
+        Only these columns (plus the query id).
     """
     ids = np.asarray(query_ids)
-    sub = pool.frame.partitions[[int(i) for i in partitions]]
-    return sub.map_partitions(_select_queries, pool.query, pool.query_in_index, ids, meta=sub._meta).compute()
+    frame = pool.frame
+    if columns is not None:
+        frame = frame[list(dict.fromkeys(([] if pool.query_in_index else [pool.query]) + list(columns)))]
+    return frame.map_partitions(_select_queries, pool.query, pool.query_in_index, ids, meta=frame._meta).compute()
 
 
 def in_memory(pool, *, scores, probs):

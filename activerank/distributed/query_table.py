@@ -1,6 +1,7 @@
 """The per-query table: what the driver needs of a pool, computed partition by partition.
 
-For every query: its id, the partition holding it, its number of documents,
+For every query: its id, the partition holding it (numbered as Dask ran the
+pass: a Parquet pool's files may be fused into fewer partitions), its number of documents,
 its raw labeling cost (the union of the rankings' top-k documents, in the
 cost model's unit) and the relevance model's predictions for the target
 (per-query means of the contrasts, their summed variance, every ranking's
@@ -196,7 +197,11 @@ def query_table(pool: DaskPool, spec: TableSpec):
     from .._validation import py_scalar
 
     meta = _meta(pool.frame._meta, spec)
-    table = pool.frame.map_partitions(partition_table, spec, meta=meta).compute()
+    # only the columns the kernels read: a Parquet pool reads no others (document ids stay on disk)
+    needed = ([] if spec.query_in_index else [spec.query]) + list(spec.scores) + list(spec.probs or spec.features or ())
+    needed += [c for c in (spec.cost, spec.length) if c is not None]
+    frame = pool.frame[list(dict.fromkeys(needed))]
+    table = frame.map_partitions(partition_table, spec, meta=meta).compute()
     table = table.reset_index(drop=True)
     if len(table) == 0:
         raise ValueError("`pool` holds no rows: the frame is empty.")

@@ -93,7 +93,9 @@ def test_only_the_drawn_queries_are_labeled_and_fetched(data):
     res = ard.estimate(frame, "score_a", PROBS, labeler, budget=8, metric="err@10", rng=0)
     assert sorted(asked) == sorted(set(res.trace["query_id"].tolist()))
     assert len(asked) == len(set(asked)) == res.n_queries
-    got = ard.frame.fetch_queries(ard.DaskPool(frame), [0, 4], [df["query_id"].iloc[0], df["query_id"].iloc[-1]])
+    got = ard.frame.fetch_queries(ard.DaskPool(frame), [df["query_id"].iloc[0], df["query_id"].iloc[-1]],
+                                 ["doc_id"])
+    assert list(got.columns) == ["query_id", "doc_id"]
     assert set(got["query_id"]) == {df["query_id"].iloc[0], df["query_id"].iloc[-1]}
     assert len(got) == int((df["query_id"] == df["query_id"].iloc[0]).sum() + (df["query_id"] == df["query_id"].iloc[-1]).sum())
 
