@@ -22,8 +22,8 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING
 
-_EXPORTS = {"estimate": "api", "compare": "api", "query_table_of": "api", "DaskPool": "frame",
-            "in_memory": "frame"}
+_EXPORTS = {"estimate": "api", "compare": "api", "query_table_of": "api", "ColumnLabels": "frame",
+            "DaskPool": "frame", "in_memory": "frame"}
 
 __all__ = sorted(_EXPORTS)
 
@@ -42,4 +42,4 @@ def __dir__():
 
 if TYPE_CHECKING:  # pragma: no cover - for static analysis only
     from .api import compare, estimate, query_table_of
-    from .frame import DaskPool, in_memory
+    from .frame import ColumnLabels, DaskPool, in_memory

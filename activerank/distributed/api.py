@@ -22,6 +22,7 @@ import copy
 import numpy as np
 
 from ..design.sampling import DEFAULT_DEFENSIVE
+from .frame import ColumnLabels
 
 __all__ = ["compare", "estimate", "query_table_of"]
 
@@ -129,7 +130,7 @@ def _judgments_iv(judgments, td, drawn: np.ndarray) -> dict | None:
 
 def _run(pool, kind, scores, probs, labeler, *, budget, metric, k, method, costs, query_weights, defensive, rng,
          judgments, names=None):
-    from .._validation import budget_iv, defensive_iv, labeler_iv, rng_iv
+    from .._validation import budget_iv, defensive_iv, frame_columns_iv, labeler_iv, rng_iv
     from ..design.sampling import draw_budgeted
     from ..engine import FixedBudget, Judgments, run
     from .design import drawn_design, table_design
@@ -138,9 +139,13 @@ def _run(pool, kind, scores, probs, labeler, *, budget, metric, k, method, costs
 
     budget = budget_iv(budget)
     rng = rng_iv(rng)
-    labeler = labeler_iv(labeler)
+    from_column = isinstance(labeler, ColumnLabels)
+    if not from_column:
+        labeler = labeler_iv(labeler)
     defensive = defensive_iv(defensive)
     pool, spec, spec_method = _spec(pool, kind, scores, probs, metric=metric, k=k, method=method, costs=costs)
+    if from_column:
+        frame_columns_iv(pool, labeler.column, "ColumnLabels.column")
     table = query_table(pool, spec)
     td = table_design(table, query=pool.query, kind=kind, method=spec_method,
                       cost_model="array" if spec.cost_model == "column" else spec.cost_model,
@@ -150,7 +155,9 @@ def _run(pool, kind, scores, probs, labeler, *, budget, metric, k, method, costs
     drawn = np.unique(plan.queries)
     # labeling needs ids, scores and costs: the probabilities stay where they are
     needed = [pool.document, *spec.scores, *(c for c in (pool.cost, pool.length) if c is not None)]
-    docs = fetch_queries(pool, td.query_ids[drawn], needed)
+    docs = fetch_queries(pool, td.query_ids[drawn], needed + ([labeler.column] if from_column else []))
+    if from_column:
+        labeler = labeler.labeler(docs, pool.query, pool.query_in_index, pool.document)
     design, mem_pool = drawn_design(td, docs, query=pool.query, query_in_index=pool.query_in_index,
                                     document=pool.document, scores=spec.scores, kind=kind, metric=spec.metric,
                                     names=names, cost_model=spec.cost_model, cost=pool.cost, length=pool.length)
@@ -184,9 +191,10 @@ def estimate(pool, scores, probs, labeler, *, budget, metric="err@10", k=None, m
         The probability columns ``p(y = 0 | x, z), ..., p(y = G - 1 | x, z)``,
         or a model with ``predict_proba`` applied to the pool's ``features``
         columns partition by partition.
-    labeler : callable
+    labeler : callable or ColumnLabels
         ``labeler(query_id, doc_ids) -> grades`` (document ids from the
-        pool's ``document`` column).
+        pool's ``document`` column), or :class:`ColumnLabels` to answer from
+        a grade column of the pool (a simulation).
     budget : float
         Labeling budget in units of the pool's mean query cost.
     metric, k

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["DaskPool", "fetch_queries", "in_memory"]
+__all__ = ["ColumnLabels", "DaskPool", "fetch_queries", "in_memory"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -78,6 +78,44 @@ class DaskPool:
     def __repr__(self) -> str:
         return (f"DaskPool(npartitions={self.frame.npartitions}, query={self.query!r}, document={self.document!r}, "
                 f"cost={self.cost!r}, length={self.length!r})")
+
+
+@dataclass(frozen=True)
+class ColumnLabels:
+    """A simulated annotator: the grades stored in a column of the pool.
+
+    Pass it as ``labeler`` to :func:`activerank.distributed.estimate` or
+    :func:`~activerank.distributed.compare`: the column is read with the drawn
+    queries' documents only, and answers as
+    :class:`~activerank.labelers.KnownLabels` does for an in-memory pool (what
+    would the estimate have been with this budget?).
+
+    Parameters
+    ----------
+    column : str
+        Integer grades ``0 .. n_grades - 1``.
+    """
+
+    column: str
+
+    def labeler(self, docs, query: str, in_index: bool, document: str):
+        """A :class:`~activerank.labelers.KnownLabels` over the fetched rows ``docs``."""
+        from .._validation import py_scalar
+        from ..labelers import KnownLabels
+        from ..pool import Pool
+
+        grades = np.asarray(docs[self.column], dtype=np.float64)
+        bad = np.flatnonzero(~np.isfinite(grades) | (grades != np.round(grades)))
+        if bad.size:
+            i = int(bad[0])
+            raise ValueError(
+                f"labels column {self.column!r} must hold integer grades; query "
+                f"{py_scalar(query_values(docs, query, in_index)[i])!r}, document "
+                f"{py_scalar(np.asarray(docs[document])[i])!r} has {grades[i].item()!r}.")
+        if len(docs) == 0:
+            return KnownLabels([], [0], [])
+        held = Pool.from_qids(query_values(docs, query, in_index))
+        return KnownLabels(held.query_ids, held.offsets, grades.astype(np.int64), np.asarray(docs[document]))
 
 
 def query_values(df, query: str, in_index: bool) -> np.ndarray:

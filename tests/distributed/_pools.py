@@ -21,6 +21,7 @@ def synthetic_frame(seed=0, n_queries=120, max_docs=25, n_grades=3, query_offset
                        "cost": rng.uniform(0.5, 3.0, n), "length": rng.integers(1, 4000, n).astype(float)})
     for g in range(n_grades):
         df[f"p{g}"] = probs[:, g]
+    df["label"] = labels
     return df, dict(zip(df["doc_id"], labels.tolist()))
 
 

@@ -130,6 +130,20 @@ def test_interrupted_run_resumes_with_its_judgments(data):
                     judgments={"nope": {}})
 
 
+def test_labels_from_a_column(data):
+    df, labels, frame = data
+    res = ard.compare(frame, "score_a", "score_b", PROBS, ard.ColumnLabels("label"), budget=15, rng=1)
+    ref = ard.compare(frame, "score_a", "score_b", PROBS, labeler_of(labels), budget=15, rng=1)
+    assert res.difference == ref.difference and res.standard_error == ref.standard_error
+    with pytest.raises(ValueError, match="`ColumnLabels.column`: the pool's frame has no column 'grade'"):
+        ard.estimate(frame, "score_a", PROBS, ard.ColumnLabels("grade"), budget=5)
+    bad = df.assign(label=df["label"].astype(float))
+    bad.loc[:, "label"] = np.nan
+    with pytest.raises(ValueError, match=r"labels column 'label' must hold integer grades; query \d+, document "
+                                         r"'d\d+' has nan"):
+        ard.estimate(dask_frame(bad, boundaries(df, 2)), "score_a", PROBS, ard.ColumnLabels("label"), budget=5)
+
+
 # --------------------------------------------------------------------------- errors at the boundary
 
 
