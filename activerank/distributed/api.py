@@ -158,7 +158,7 @@ def _run(pool, kind, scores, probs, labeler, *, budget, metric, k, method, costs
     docs = fetch_queries(pool, td.query_ids[drawn], needed + ([labeler.column] if from_column else []))
     if from_column:
         labeler = labeler.labeler(docs, pool.query, pool.query_in_index, pool.document)
-    design, mem_pool = drawn_design(td, docs, query=pool.query, query_in_index=pool.query_in_index,
+    design, mem_pool = drawn_design(td, drawn, docs, query=pool.query, query_in_index=pool.query_in_index,
                                     document=pool.document, scores=spec.scores, kind=kind, metric=spec.metric,
                                     names=names, cost_model=spec.cost_model, cost=pool.cost, length=pool.length)
     store = Judgments(mem_pool, design.n_grades)

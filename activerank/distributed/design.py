@@ -33,8 +33,6 @@ class TableDesign:
     Attributes
     ----------
     query_ids : ndarray of shape (n_queries,)
-    partition : ndarray of shape (n_queries,)
-        Partition holding each query.
     n_docs : ndarray of shape (n_queries,)
     p, q : ndarray of shape (n_queries,)
     costs : QueryCosts
@@ -45,7 +43,6 @@ class TableDesign:
     """
 
     query_ids: np.ndarray
-    partition: np.ndarray
     n_docs: np.ndarray
     p: np.ndarray
     q: np.ndarray
@@ -96,18 +93,19 @@ def table_design(table, *, query: str, kind: str, method, cost_model: str, query
     raw = table["raw_cost"].to_numpy(np.float64)
     costs = QueryCosts(cost=raw / raw.mean(), raw=raw, model=cost_model)
     q = method.distribution(prediction, costs.cost, p, defensive=defensive)
-    return TableDesign(table[query].to_numpy(), table["partition"].to_numpy(np.int64),
-                       table["n_docs"].to_numpy(np.int64), p, q, costs, prediction,
+    return TableDesign(table[query].to_numpy(), table["n_docs"].to_numpy(np.int64), p, q, costs, prediction,
                        int(table["n_grades"].iloc[0]), method, defensive)
 
 
-def drawn_design(td: TableDesign, docs, *, query: str, query_in_index: bool, document: str, scores, kind: str,
+def drawn_design(td: TableDesign, drawn: np.ndarray, docs, *, query: str, query_in_index: bool, document: str, scores, kind: str,
                  metric, names, cost_model: str, cost: str | None, length: str | None):
     """The design and pool the engine runs on: every query, the drawn queries' documents only.
 
     Parameters
     ----------
     td : TableDesign
+    drawn : ndarray of int
+        Pool positions of the drawn queries, ascending.
     docs : pandas.DataFrame
         The drawn queries' rows (:func:`activerank.distributed.frame.fetch_queries`), in the frame's order.
     query, query_in_index, document, cost, length : column names
@@ -124,7 +122,6 @@ def drawn_design(td: TableDesign, docs, *, query: str, query_in_index: bool, doc
     """
     import types
 
-    from .._validation import py_scalar
     from ..design.costs import document_costs
     from ..design.design import Design
     from ..design.targets import make_target
@@ -133,17 +130,16 @@ def drawn_design(td: TableDesign, docs, *, query: str, query_in_index: bool, doc
     from .frame import query_values
 
     qids = query_values(docs, query, query_in_index)
-    index = {q: i for i, q in enumerate(td.query_ids.tolist())}
     starts = np.r_[0, np.flatnonzero(qids[1:] != qids[:-1]) + 1] if qids.size else np.zeros(0, dtype=np.int64)
-    positions = np.array([index[q] for q in qids[starts].tolist()], dtype=np.int64)
     counts = np.diff(np.r_[starts, qids.size])
+    # the fetched rows come in the frame's order, which is the table's: query blocks in position order.
+    # The frame is read twice (table, then documents): a pool that changed in between is refused.
+    if not (np.array_equal(qids[starts], td.query_ids[drawn]) and np.array_equal(counts, td.n_docs[drawn])):
+        raise ValueError("the pool changed between reading the per-query table and fetching the drawn queries' "
+                         f"documents ({counts.size} query blocks fetched for {drawn.size} drawn queries); "
+                         "recompute on a stable frame.")
     lengths = np.zeros(td.n_queries, dtype=np.int64)
-    lengths[positions] = counts
-    # the frame is read twice (table, then documents): a pool that changed in between is refused
-    if np.any(np.diff(positions) <= 0) or not np.array_equal(counts, td.n_docs[positions]):
-        bad = positions[0] if positions.size else 0
-        raise ValueError(f"the pool changed between reading the per-query table and fetching the drawn queries' "
-                         f"documents (query {py_scalar(td.query_ids[bad])!r}); recompute on a stable frame.")
+    lengths[drawn] = counts
     offsets = offsets_from_lengths(lengths)
     doc_length = None if length is None else docs[length].to_numpy(np.float64)
     pool = Pool(td.query_ids, offsets, docs[document].to_numpy(), doc_length)

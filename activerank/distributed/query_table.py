@@ -84,7 +84,8 @@ def _meta(frame_meta, spec: TableSpec):
     qdtype = frame_meta.index.dtype if spec.query_in_index else frame_meta[spec.query].dtype
     cols = table_columns(spec.query, 1, len(spec.scores))
     dtypes: dict[str, Any] = {c: np.float64 for c in cols}
-    dtypes.update({spec.query: qdtype, "partition": np.int64, "n_docs": np.int64, "n_grades": np.int64})
+    # small integer columns: the driver holds this table for millions of queries
+    dtypes.update({spec.query: qdtype, "partition": np.int32, "n_docs": np.int32, "n_grades": np.int16})
     return pd.DataFrame({c: pd.Series([], dtype=dtypes[c]) for c in cols})
 
 
@@ -175,8 +176,9 @@ def partition_table(df, spec: TableSpec, partition_info=None):
         if not msg.startswith("partition "):
             msg = f"partition {part} (rows and queries counted within it): {msg}"
         raise type(exc)(msg) from None
-    cols = {spec.query: grouped.query_ids, "partition": np.full(m, part, dtype=np.int64),
-            "n_docs": np.diff(grouped.offsets), "n_grades": np.full(m, P.shape[1], dtype=np.int64), "raw_cost": raw}
+    cols = {spec.query: grouped.query_ids, "partition": np.full(m, part, dtype=np.int32),
+            "n_docs": np.diff(grouped.offsets).astype(np.int32), "n_grades": np.full(m, P.shape[1], dtype=np.int16),
+            "raw_cost": raw}
     cols.update({f"mean_{j}": pred.mean[:, j] for j in range(pred.mean.shape[1])})
     cols["variance"] = pred.variance
     system = pred.system_mean
@@ -194,6 +196,8 @@ def query_table(pool: DaskPool, spec: TableSpec):
         A query's rows are split across partitions (or not adjacent within one),
         or any per-document input is invalid (named by partition and row).
     """
+    import pandas as pd
+
     from .._validation import py_scalar
 
     meta = _meta(pool.frame._meta, spec)
@@ -202,7 +206,7 @@ def query_table(pool: DaskPool, spec: TableSpec):
     needed += [c for c in (spec.cost, spec.length) if c is not None]
     frame = pool.frame[list(dict.fromkeys(needed))]
     table = frame.map_partitions(partition_table, spec, meta=meta).compute()
-    table = table.reset_index(drop=True)
+    table.index = pd.RangeIndex(len(table))  # not reset_index: no copy of a table of millions of queries
     if len(table) == 0:
         raise ValueError("`pool` holds no rows: the frame is empty.")
     dup = table[pool.query].duplicated(keep=False).to_numpy()
