@@ -150,6 +150,7 @@ def _run(pool, kind, scores, probs, labeler, *, budget, metric, k, method, costs
     td = table_design(table, query=pool.query, kind=kind, method=spec_method,
                       cost_model="array" if spec.cost_model == "column" else spec.cost_model,
                       query_weights=query_weights, defensive=defensive, n_systems=len(spec.scores))
+    del table  # its columns live on in `td`; the driver's memory is per query, kept to one copy
     # the engine's draws, found ahead on a copy of the generator: which queries' documents to fetch
     plan = draw_budgeted(td.q, td.costs.cost, budget, copy.deepcopy(rng))
     drawn = np.unique(plan.queries)

@@ -82,6 +82,21 @@ def test_query_id_as_the_index(data):
     _same(res_d, res_m, ["estimate", "standard_error"])
 
 
+@pytest.mark.filterwarnings("ignore:The inplace keyword")
+def test_string_query_ids_from_parquet(data, tmp_path):
+    df, labels, _ = data
+    df = df.assign(query_id="q" + df["query_id"].astype(str))
+    cuts = boundaries(df, 2)
+    for i, (a, b) in enumerate(zip(cuts[:-1], cuts[1:])):
+        df.iloc[a:b].to_parquet(tmp_path / f"part.{i}.parquet", index=False)
+    pool = ard.DaskPool.from_parquet(str(tmp_path))
+    res_d = ard.compare(pool, "score_a", "score_b", PROBS, labeler_of(labels), budget=15, rng=1)
+    mem, (sa, sb), probs, _ = ard.in_memory(pool, scores=["score_a", "score_b"], probs=PROBS)
+    res_m = ar.compare(mem, sa, sb, probs, labeler_of(labels), budget=15, costs="constant", rng=1)
+    assert res_d.trace["query_id"].str.startswith("q").all()
+    _same(res_d, res_m, ["difference", "standard_error"])
+
+
 def test_only_the_drawn_queries_are_labeled_and_fetched(data):
     df, labels, frame = data
     asked = []
