@@ -192,7 +192,7 @@ def report(rows: list, args, load: str) -> str:
         "the same pool loaded into one process (call time alone; loading the Parquet files is listed apart).",
         "",
         f"Machine: {os.cpu_count()} cores shared with other jobs (load average at the start: {load}), "
-        f"Python {platform.python_version()}.",
+        f"Python {platform.python_version()}, moment kernels: {args.kernels} (`ACTIVERANK_KERNELS`).",
         "",
         "| documents | queries | partitions | dask wall (s) | of which table / fetch (s) | dask docs/s | driver peak "
         "RSS (MiB) | worker peak RSS (MiB) | in-memory call (s) | in-memory docs/s | dask / in-memory throughput "
@@ -230,10 +230,17 @@ def main(argv=None) -> int:
     ap.add_argument("--metric", default="err@10")
     ap.add_argument("--budget", type=float, default=200.0)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--kernels", default="numpy", choices=("auto", "numpy", "numba"),
+                    help="moment-kernel backend (ACTIVERANK_KERNELS) of the driver and the workers")
     ap.add_argument("--out", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "results",
                                                   "dask_scale.md"))
     ap.add_argument("--path", help=argparse.SUPPRESS)  # internal: one measured run in its own process
     args = ap.parse_args(argv)
+    # the workers inherit the environment; benchmarks/ holds modules (coverage.py) that would shadow
+    # installed packages of the same name in the workers, which inherit sys.path
+    os.environ["ACTIVERANK_KERNELS"] = args.kernels
+    here = os.path.dirname(os.path.abspath(__file__))
+    sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != here]
     if args.path:
         print(json.dumps(run_once(args)))
         return 0
@@ -251,6 +258,7 @@ def main(argv=None) -> int:
                   file=sys.stderr)
             cmd = [sys.executable, os.path.abspath(__file__), "--path", path, "--workers", str(args.workers),
                    "--metric", args.metric, "--budget", str(args.budget), "--seed", str(args.seed),
+                   "--kernels", args.kernels,
                    *(["--in-memory", "yes"] if size in in_memory else ["--in-memory", ""])]
             done = subprocess.run(cmd, capture_output=True, text=True, check=False)
             if done.returncode != 0:
