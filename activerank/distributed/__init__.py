@@ -11,7 +11,9 @@ never comes to the driver.  The pipeline, one module per step:
 :mod:`.design`        on the driver: ``p``, costs, ``q`` from the table; then a pool holding
                       only the drawn queries' documents
 :mod:`.api`           :func:`estimate`, :func:`compare`: draws (the engine's draw loop),
-                      fetch of the drawn queries, the engine's labeling and estimate
+                      fetch of the drawn queries, the engine's labeling and estimate;
+                      :func:`create_campaign`: a labeling campaign storing only the
+                      per-query table and the drawn queries' documents
 
 Dask is imported only when one of these functions runs (the ``dask`` extra:
 ``pip install "activerank[dask]"``).  See ``docs/distributed.md``.
@@ -22,7 +24,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING
 
-_EXPORTS = {"estimate": "api", "compare": "api", "query_table_of": "api", "ColumnLabels": "frame",
+_EXPORTS = {"estimate": "api", "compare": "api", "create_campaign": "api", "query_table_of": "api", "ColumnLabels": "frame",
             "DaskPool": "frame", "in_memory": "frame"}
 
 __all__ = sorted(_EXPORTS)
@@ -41,5 +43,5 @@ def __dir__():
 
 
 if TYPE_CHECKING:  # pragma: no cover - for static analysis only
-    from .api import compare, estimate, query_table_of
+    from .api import compare, create_campaign, estimate, query_table_of
     from .frame import ColumnLabels, DaskPool, in_memory

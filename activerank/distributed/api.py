@@ -24,7 +24,7 @@ import numpy as np
 from ..design.sampling import DEFAULT_DEFENSIVE
 from .frame import ColumnLabels
 
-__all__ = ["compare", "estimate", "query_table_of"]
+__all__ = ["compare", "create_campaign", "estimate", "query_table_of"]
 
 COST_MODELS = ("auto", "column", "log_length", "constant", "uniform")
 
@@ -128,24 +128,16 @@ def _judgments_iv(judgments, td, drawn: np.ndarray) -> dict | None:
     return out
 
 
-def _run(pool, kind, scores, probs, labeler, *, budget, metric, k, method, costs, query_weights, defensive, rng,
-         judgments, names=None):
-    from .._validation import budget_iv, defensive_iv, frame_columns_iv, labeler_iv, rng_iv
+def _drawn_pool(pool, spec, spec_method, kind, *, budget, query_weights, defensive, rng, names, extra_columns=()):
+    """Table, design, draws and the drawn queries' documents: everything before labeling.
+
+    Returns ``(td, plan, docs, design, mem_pool)``; ``rng`` is not advanced (the draws are made on a copy).
+    """
     from ..design.sampling import draw_budgeted
-    from ..engine import FixedBudget, Judgments, run
     from .design import drawn_design, table_design
     from .frame import fetch_queries
     from .query_table import query_table
 
-    budget = budget_iv(budget)
-    rng = rng_iv(rng)
-    from_column = isinstance(labeler, ColumnLabels)
-    if not from_column:
-        labeler = labeler_iv(labeler)
-    defensive = defensive_iv(defensive)
-    pool, spec, spec_method = _spec(pool, kind, scores, probs, metric=metric, k=k, method=method, costs=costs)
-    if from_column:
-        frame_columns_iv(pool, labeler.column, "ColumnLabels.column")
     table = query_table(pool, spec)
     td = table_design(table, query=pool.query, kind=kind, method=spec_method,
                       cost_model="array" if spec.cost_model == "column" else spec.cost_model,
@@ -156,20 +148,108 @@ def _run(pool, kind, scores, probs, labeler, *, budget, metric, k, method, costs
     drawn = np.unique(plan.queries)
     # labeling needs ids, scores and costs: the probabilities stay where they are
     needed = [pool.document, *spec.scores, *(c for c in (pool.cost, pool.length) if c is not None)]
-    docs = fetch_queries(pool, td.query_ids[drawn], needed + ([labeler.column] if from_column else []))
-    if from_column:
-        labeler = labeler.labeler(docs, pool.query, pool.query_in_index, pool.document)
+    docs = fetch_queries(pool, td.query_ids[drawn], needed + list(extra_columns))
     design, mem_pool = drawn_design(td, drawn, docs, query=pool.query, query_in_index=pool.query_in_index,
                                     document=pool.document, scores=spec.scores, kind=kind, metric=spec.metric,
                                     names=names, cost_model=spec.cost_model, cost=pool.cost, length=pool.length)
+    return td, plan, docs, design, mem_pool
+
+
+def _run(pool, kind, scores, probs, labeler, *, budget, metric, k, method, costs, query_weights, defensive, rng,
+         judgments, names=None):
+    from .._validation import budget_iv, defensive_iv, frame_columns_iv, labeler_iv, rng_iv
+    from ..engine import FixedBudget, Judgments, run
+
+    budget = budget_iv(budget)
+    rng = rng_iv(rng)
+    from_column = isinstance(labeler, ColumnLabels)
+    if not from_column:
+        labeler = labeler_iv(labeler)
+    defensive = defensive_iv(defensive)
+    pool, spec, spec_method = _spec(pool, kind, scores, probs, metric=metric, k=k, method=method, costs=costs)
+    if from_column:
+        frame_columns_iv(pool, labeler.column, "ColumnLabels.column")
+    td, plan, docs, design, mem_pool = _drawn_pool(
+        pool, spec, spec_method, kind, budget=budget, query_weights=query_weights, defensive=defensive, rng=rng,
+        names=names, extra_columns=[labeler.column] if from_column else [])
+    if from_column:
+        labeler = labeler.labeler(docs, pool.query, pool.query_in_index, pool.document)
     store = Judgments(mem_pool, design.n_grades)
-    earlier = _judgments_iv(judgments, td, drawn)
+    earlier = _judgments_iv(judgments, td, np.unique(plan.queries))
     if earlier:
         store.load(earlier, name="judgments")
     result = run(design, mem_pool, labeler, FixedBudget(budget, rng), judgments=store)
     if not np.array_equal(result.trace["query"].to_numpy(), plan.queries):  # pragma: no cover - invariant
         raise RuntimeError("internal error: the engine's draws differ from the draws whose documents were fetched.")
     return result
+
+
+def create_campaign(path, pool, scores, probs, *, budget, metric="err@10", k=None, method="active", costs="auto",
+                    query_weights=None, defensive=DEFAULT_DEFENSIVE, seed=None, names=None, combine="mean_gain",
+                    overwrite=False, description=""):
+    """A labeling campaign (:class:`activerank.campaign.Campaign`) on a pool in a Dask DataFrame.
+
+    The store keeps the per-query table (``p``, ``q``, costs, predictions of every
+    query) and the drawn queries' documents, rankings and probabilities only --
+    not the whole pool -- so a campaign works on pools of any size.  The draw
+    sequence is fixed at creation, as for an in-memory campaign: once every
+    drawn query is judged, ``Campaign.estimate()`` equals
+    :func:`activerank.distributed.estimate` / :func:`compare` with ``rng=seed``.
+    Judgments of documents of undrawn queries (``scope="pool"`` imports) are
+    refused: the store does not know those documents.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The SQLite file to create.
+    pool, probs, budget, metric, k, method, costs, query_weights, defensive
+        As in :func:`estimate`.
+    scores : str or sequence of one or two str
+        One score column (the campaign estimates its metric) or two (``R_a - R_b``).
+    seed : int or None
+        Seed of the draw sequence (stored; ``None`` picks one).
+    names : sequence of str, optional
+        Ranker names (default ``"ranker"`` or ``"a"``, ``"b"``).
+    combine, overwrite, description
+        As in :meth:`activerank.campaign.Campaign.create`.
+
+    Returns
+    -------
+    Campaign
+    """
+    import os
+
+    from .._validation import budget_iv, defensive_iv, path_iv, rng_iv, seed_iv
+    from ..campaign.store import COMBINE_RULES, Campaign, _pool_ids
+    from ..design.targets import default_names
+
+    path = path_iv(path)
+    if combine not in COMBINE_RULES:
+        raise ValueError(f"`combine` must be one of {list(COMBINE_RULES)}; got {combine!r}.")
+    if os.path.exists(path) and not overwrite:
+        raise FileExistsError(f"{path} already exists; pass overwrite=True to replace it.")
+    budget = budget_iv(budget)
+    seed = seed_iv(seed)
+    defensive = defensive_iv(defensive)
+    scores = (scores,) if isinstance(scores, str) else tuple(scores)
+    kind = {1: "mean", 2: "difference"}.get(len(scores))
+    if kind is None:
+        raise ValueError(f"`scores` must name one or two score columns; got {len(scores)}.")
+    names = [str(n) for n in (default_names(kind, len(scores)) if names is None else names)]
+    if len(names) != len(scores) or len(set(names)) != len(names):
+        raise ValueError(f"`names` must give {len(scores)} distinct names; got {names}.")
+    pool, spec, spec_method = _spec(pool, kind, scores, probs, metric=metric, k=k, method=method, costs=costs)
+    prob_columns = list(spec.probs or spec.features or ())
+    td, plan, docs, design, mem_pool = _drawn_pool(
+        pool, spec, spec_method, kind, budget=budget, query_weights=query_weights, defensive=defensive,
+        rng=rng_iv(seed), names=tuple(names), extra_columns=prob_columns)
+    X = docs[prob_columns].to_numpy(np.float64)
+    P = X if spec.probs is not None else np.asarray(spec.model.predict_proba(X), dtype=np.float64)
+    qkeys, id_kind, dkeys = _pool_ids(mem_pool)
+    extra = {"pool": "distributed", "pool_n_docs": int(td.n_docs.sum())}
+    return Campaign._write_new(path, design, mem_pool, plan, P.reshape(len(docs), -1), qkeys=qkeys, kind=id_kind,
+                               dkeys=dkeys, texts={}, names=names, target=kind, seed=seed, budget=budget,
+                               defensive=defensive, combine=combine, description=description, extra_meta=extra)
 
 
 def estimate(pool, scores, probs, labeler, *, budget, metric="err@10", k=None, method="active", costs="auto",
