@@ -13,7 +13,7 @@ unchanged, and no undrawn query's documents ever reach the driver.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -89,7 +89,11 @@ def table_design(table, *, query: str, kind: str, method, cost_model: str, query
     variance = table["variance"].to_numpy(np.float64)
     system = np.ascontiguousarray(table[[f"system_{i}" for i in range(n_systems)]].to_numpy(np.float64))
     # the one pool-wide term of the prediction: Theta = sum_x p(x) E[theta | x]
-    prediction = Prediction(mean, variance, expected_squared_error(mean[:, 0], variance, p), system)
+    # one contrast: its variance is the per-contrast variance.  Newer engines keep it as
+    # `Prediction.output_variance` (the prior of the small-sample intervals, issue 15); pass it when the
+    # field exists (after the merge with that engine this is simply the fifth argument)
+    per_output = (variance[:, None],) if "output_variance" in {f.name for f in fields(Prediction)} else ()
+    prediction = Prediction(mean, variance, expected_squared_error(mean[:, 0], variance, p), system, *per_output)
     raw = table["raw_cost"].to_numpy(np.float64)
     costs = QueryCosts(cost=raw / raw.mean(), raw=raw, model=cost_model)
     q = method.distribution(prediction, costs.cost, p, defensive=defensive)
