@@ -41,8 +41,8 @@ _EXPORTS = {
     "METHODS": "design.methods", "Method": "design.methods", "register_method": "design.methods",
     "Rankings": "ragged",
 }
-_SUBPACKAGES = ("api", "campaign", "datasets", "design", "engine", "experiments", "inference", "io", "labelers",
-                "metrics", "pool", "ragged", "relevance")
+_SUBPACKAGES = ("api", "campaign", "datasets", "design", "distributed", "engine", "experiments", "inference", "io",
+                "labelers", "metrics", "pool", "ragged", "relevance")
 
 __all__ = sorted(_EXPORTS) + ["__version__"]
 

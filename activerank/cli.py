@@ -155,7 +155,8 @@ def _model(args, data):
 
 
 def _common(p):
-    p.add_argument("pool", help="LETOR/SVMlight file with the queries to evaluate (its labels act as the annotator)")
+    p.add_argument("pool", help="LETOR/SVMlight file with the queries to evaluate (its labels act as the annotator), "
+                                "or a Parquet file or directory of them (a distributed pool, see --probs-columns)")
     p.add_argument("--train", help="labeled LETOR file to fit the relevance model on")
     p.add_argument("--model", default="lightgbm",
                    help="relevance model: lightgbm, rf_regression, rf_classifier, ordered_logit, logistic, uniform")
@@ -179,6 +180,14 @@ def _common(p):
     p.add_argument("--force", action="store_true",
                    help="replace an existing --trace file even if it is not a previous trace (inputs never)")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
+    dist = p.add_argument_group("Parquet pools (activerank.distributed; needs the 'dask' extra)")
+    dist.add_argument("--scheduler", help="Dask scheduler address (default: Dask's local threads)")
+    dist.add_argument("--probs-columns", help="comma-separated probability columns, one per grade (required)")
+    dist.add_argument("--labels-column", default="label", help="grade column acting as the annotator (default label)")
+    dist.add_argument("--query-column", default="query_id", help="query id column (default query_id)")
+    dist.add_argument("--doc-column", default="doc_id", help="document id column (default doc_id)")
+    dist.add_argument("--cost-column", help="per-document cost column")
+    dist.add_argument("--length-column", help="document length column (for --costs log_length)")
 
 
 def _report(res, args, point_name):
@@ -203,10 +212,54 @@ def _report(res, args, point_name):
               f"of {res.budget:g}; method {res.method}; ESS {res.effective_sample_size:.1f}")
 
 
+def _is_parquet(path) -> bool:
+    import os
+
+    return os.path.isdir(path) or str(path).lower().endswith(".parquet")
+
+
+def _column_spec(spec: str, option: str) -> str:
+    kind, _, name = spec.partition(":")
+    if kind != "column" or not name:
+        raise CLIError(f"{option} must be 'column:NAME' for a Parquet pool; got {spec!r}.")
+    return name
+
+
+def _distributed(args, kind: str):
+    """``estimate``/``compare`` on a Parquet pool: the per-query table on the Dask workers."""
+    if not args.probs_columns:
+        raise CLIError("a Parquet pool needs --probs-columns (the probability columns, one per grade).")
+    try:
+        import activerank.distributed as ard
+        from dask.distributed import Client
+    except ImportError as exc:  # pragma: no cover - the extra is not installed
+        raise CLIError(f"Parquet pools need the 'dask' extra (pip install \"activerank[dask]\"): {exc}") from None
+    pool = ard.DaskPool.from_parquet(args.pool, query=args.query_column, document=args.doc_column,
+                                     cost=args.cost_column, length=args.length_column)
+    probs = [c.strip() for c in args.probs_columns.split(",") if c.strip()]
+    common = dict(budget=args.budget, metric=args.metric, method=args.method, costs=args.costs, rng=args.seed,
+                  ci=args.ci)
+    if kind == "difference" and args.judge == "changeable":
+        raise CLIError("--judge changeable is not available on Parquet pools yet (a distributed comparison judges "
+                       "every document of a drawn query); pass --judge all or omit it.")
+    labeler = ard.ColumnLabels(args.labels_column)
+    client = Client(args.scheduler) if args.scheduler else None
+    try:
+        if kind == "mean":
+            return ard.estimate(pool, _column_spec(args.scores, "--scores"), probs, labeler, **common)
+        return ard.compare(pool, _column_spec(args.scores_a, "--scores-a"), _column_spec(args.scores_b, "--scores-b"),
+                           probs, labeler, **common)
+    finally:
+        if client is not None:
+            client.close()
+
+
 def _cmd_estimate(args):
     from .api import estimate
     from .labelers import KnownLabels
 
+    if _is_parquet(args.pool):
+        return _report(_distributed(args, "mean"), args, "estimate")
     data = _load(args.pool, args.grades)
     model = _model(args, data)
     probs = model.predict_proba(data.X)
@@ -220,13 +273,16 @@ def _cmd_compare(args):
     from .api import compare
     from .labelers import KnownLabels
 
+    if _is_parquet(args.pool):
+        return _report(_distributed(args, "difference"), args, "difference")
     data = _load(args.pool, args.grades)
     model = _model(args, data)
     probs = model.predict_proba(data.X)
     res = compare(data, scores_from_spec(args.scores_a, data, probs, option="--scores-a"),
                   scores_from_spec(args.scores_b, data, probs, option="--scores-b"),
                   probs, KnownLabels.from_data(data), budget=args.budget,
-                  metric=args.metric, method=args.method, costs=args.costs, rng=args.seed, judge=args.judge,
+                  metric=args.metric, method=args.method, costs=args.costs, rng=args.seed,
+                  judge=args.judge or "changeable",
                   ci=args.ci)
     _report(res, args, "difference")
 
@@ -251,15 +307,17 @@ def build_parser() -> argparse.ArgumentParser:
 
     est = sub.add_parser("estimate", help="estimate one ranker's mean metric from a label budget")
     _common(est)
-    est.add_argument("--scores", default="model", help="model | feature:N | file:PATH | run:PATH[#TAG] (default model)")
+    est.add_argument("--scores", default="model",
+                     help="model | feature:N | file:PATH | run:PATH[#TAG] (default model); column:NAME for Parquet")
     est.set_defaults(func=_cmd_estimate)
 
     cmp = sub.add_parser("compare", help="estimate the difference between two rankers")
     _common(cmp)
-    cmp.add_argument("--scores-a", required=True, help="model | feature:N | file:PATH")
-    cmp.add_argument("--scores-b", required=True, help="model | feature:N | file:PATH")
-    cmp.add_argument("--judge", default="changeable", choices=("changeable", "all"),
-                     help="judge only the documents that can change the difference (default), or all")
+    cmp.add_argument("--scores-a", required=True, help="model | feature:N | file:PATH; column:NAME for Parquet")
+    cmp.add_argument("--scores-b", required=True, help="model | feature:N | file:PATH; column:NAME for Parquet")
+    cmp.add_argument("--judge", default=None, choices=("changeable", "all"),
+                     help="judge only the documents that can change the difference (default for LETOR pools), "
+                          "or all (Parquet pools: all)")
     cmp.set_defaults(func=_cmd_compare)
 
     try:

@@ -96,3 +96,31 @@ def test_warnings_clean_in_a_real_process(tmp_path):
     assert proc.returncode == 0, proc.stderr
     lines = proc.stderr.splitlines()
     assert len(lines) == 1 and lines[0].startswith("activerank estimate: warning: "), proc.stderr
+
+
+# the pandas 3.1 deprecation that dask's Parquet reader triggers is not ours
+@pytest.mark.filterwarnings("ignore:The inplace keyword")
+def test_parquet_pool_through_the_distributed_path(capsys, tmp_path):
+    pytest.importorskip("dask.dataframe")
+    import activerank.distributed as ard
+
+    from .distributed._pools import boundaries, synthetic_frame
+
+    df, _ = synthetic_frame(seed=2, n_queries=60)
+    cuts = boundaries(df, 2)
+    for i, (a, b) in enumerate(zip(cuts[:-1], cuts[1:])):
+        df.iloc[a:b].to_parquet(tmp_path / f"part.{i}.parquet", index=False)
+    argv = ["compare", str(tmp_path), "--probs-columns", "p0,p1,p2", "--scores-a", "column:score_a",
+            "--scores-b", "column:score_b", "--budget", "20", "--metric", "dcg@5", "--seed", "3", "--json"]
+    assert main(argv) == 0
+    out = json.loads(capsys.readouterr().out)
+    ref = ard.compare(ard.DaskPool.from_parquet(str(tmp_path)), "score_a", "score_b", ["p0", "p1", "p2"],
+                      ard.ColumnLabels("label"), budget=20, metric="dcg@5", rng=3)
+    assert out["difference"] == ref.difference and out["standard_error"] == ref.standard_error
+    assert main(argv[:1] + argv[1:2] + argv[4:-1]) == 2
+    assert "a Parquet pool needs --probs-columns" in capsys.readouterr().err
+    assert main(["estimate", str(tmp_path), "--probs-columns", "p0,p1,p2", "--scores", "feature:3",
+                 "--budget", "5"]) == 2
+    assert "--scores must be 'column:NAME' for a Parquet pool; got 'feature:3'" in capsys.readouterr().err
+    assert main(argv[:-1] + ["--judge", "changeable"]) == 2
+    assert "--judge changeable is not available on Parquet pools" in capsys.readouterr().err

@@ -8,6 +8,10 @@ Layout (schema version :data:`SCHEMA_VERSION`)
     ``documents``       pool documents: global row, query, document id, length.
     ``rankers``/``ranked``  the evaluated rankings truncated at the cutoff.
     ``arrays``          numeric arrays as raw little-endian bytes (``probs``).
+
+A campaign on a distributed pool (:func:`activerank.distributed.create_campaign`)
+stores every query's row but the documents, rankings and probabilities of the
+drawn queries only (the other queries have ``n_docs = 0``).
     ``draws``           the complete draw sequence, fixed at creation.
     ``batches``         one per imported file (SHA-256 of its content).
     ``import_lines``    one per processed data line of a batch: accepted,
@@ -577,11 +581,21 @@ class Campaign:
         if not dsg.q.any():
             raise ValueError("no document can change the compared values in any query (every difference is "
                              "exactly 0): there is nothing to judge.")
-        pool = pool_
         plan = draw_budgeted(dsg.q, dsg.costs.cost, budget, seed)
+        return cls._write_new(path, dsg, pool_, plan, np.asarray(probs, dtype=np.float64), qkeys=qkeys, kind=kind,
+                              dkeys=dkeys, texts=texts, names=names, target=target, seed=seed, budget=budget,
+                              defensive=defensive, combine=combine, description=description)
+
+    @classmethod
+    def _write_new(cls, path, dsg, pool, plan, P, *, qkeys, kind, dkeys, texts, names, target, seed, budget,
+                   defensive, combine, description, extra_meta=None) -> "Campaign":
+        """Write a new campaign file from a design, its (standardized) pool and draw plan, atomically.
+
+        ``pool`` may hold documents for the drawn queries only (a distributed pool,
+        :func:`activerank.distributed.create_campaign`): every other query then has none.
+        """
         if plan.cost_spent > budget * (1 + _BUDGET_RTOL):  # pragma: no cover - draw_budgeted guarantees it
             raise RuntimeError(f"draw plan costs {plan.cost_spent} > budget {budget}.")
-        P = np.asarray(probs, dtype=np.float64)
         offsets = np.asarray(pool.offsets, dtype=np.int64)
         doc_length = getattr(pool, "doc_length", None)
 
@@ -592,7 +606,7 @@ class Campaign:
             "metric": str(dsg.metric), "method": dsg.method, "budget": budget, "seed": seed,
             "defensive": float(defensive), "cost_model": dsg.costs.model, "n_grades": dsg.n_grades,
             "query_id_kind": kind, "combine": combine, "rankers": names, "target": target, "judge": dsg.judge,
-            "n_queries": len(qkeys), "n_docs": len(dkeys),
+            "n_queries": len(qkeys), "n_docs": len(dkeys), **(extra_meta or {}),
         }
         directory = os.path.dirname(os.path.abspath(path))
         tmp = os.path.join(directory, f".{os.path.basename(path)}.{os.getpid()}.{secrets.token_hex(4)}.creating")

@@ -1,0 +1,338 @@
+"""Public entry points for pools in a Dask DataFrame: :func:`estimate` and :func:`compare`.
+
+The pipeline (one pass over the pool, then a fetch of the drawn queries):
+
+1. per partition (``map_partitions``, on the workers): the per-query table
+   (:mod:`.query_table`) -- the in-memory kernels on whole queries;
+2. on the driver: ``p``, costs, ``Theta``, ``q`` from the table
+   (:func:`.design.table_design`), and the budgeted draws
+   (:func:`activerank.design.sampling.draw_budgeted`);
+3. the drawn queries' documents only, by a filter on the query id
+   (:func:`.frame.fetch_queries`; only the id, score and cost columns are read);
+4. the engine (:func:`activerank.engine.run` with the
+   :class:`~activerank.engine.FixedBudget` schedule) on a pool that lists every
+   query but holds the drawn queries' documents only (:func:`.design.drawn_design`):
+   the same draws, labeling step and estimate as :func:`activerank.estimate`.
+"""
+
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+
+from ..design.sampling import DEFAULT_DEFENSIVE
+from .frame import ColumnLabels
+
+__all__ = ["compare", "create_campaign", "estimate", "query_table_of"]
+
+COST_MODELS = ("auto", "column", "log_length", "constant", "uniform")
+
+
+def _cost_model(pool, costs) -> str:
+    if not isinstance(costs, str) or costs not in COST_MODELS:
+        raise ValueError(f"`costs` must be one of {list(COST_MODELS)} for a distributed pool (per-document "
+                         f"costs come from the pool's `cost` column); got {costs!r}.")
+    if costs == "auto":
+        return "column" if pool.cost is not None else "log_length" if pool.length is not None else "constant"
+    if costs == "column" and pool.cost is None:
+        raise ValueError("`costs`='column' needs the pool's `cost` column (DaskPool(frame, cost=...)).")
+    if costs == "log_length" and pool.length is None:
+        raise ValueError("`costs`='log_length' needs the pool's `length` column (DaskPool(frame, length=...)).")
+    return costs
+
+
+def _spec(pool, kind, scores, probs, *, metric, k, method, costs):
+    """Validate everything that can be checked before reading a row."""
+    from .._validation import dask_pool_iv, frame_columns_iv
+    from ..design.methods import get_method
+    from ..metrics.registry import parse_metric
+    from .query_table import TableSpec
+
+    pool = dask_pool_iv(pool)
+    names = ("scores",) if kind == "mean" else ("scores_a", "scores_b")
+    cols = tuple(frame_columns_iv(pool, s, n)[0] if isinstance(s, str) else _not_a_column(s, n)
+                 for s, n in zip(scores, names))
+    model = None
+    if isinstance(probs, str) or (isinstance(probs, (list, tuple)) and all(isinstance(c, str) for c in probs)):
+        probs = tuple(frame_columns_iv(pool, probs, "probs"))
+        if len(probs) < 2:
+            raise ValueError(f"`probs` must name at least 2 grade columns; got {list(probs)}.")
+    elif hasattr(probs, "predict_proba"):
+        if pool.features is None:
+            raise ValueError("`probs` is a relevance model: the pool must name its feature columns "
+                             "(DaskPool(frame, features=[...])).")
+        model, probs = probs, None
+    else:
+        raise TypeError("`probs` must be the list of probability columns (one per grade) or a fitted relevance "
+                        f"model with predict_proba; got {type(probs).__name__}.")
+    m = parse_metric(metric, k, require_moments="exact")
+    spec_method = get_method(method)
+    cost_model = _cost_model(pool, costs)
+    spec = TableSpec(kind, m, cols, probs, model, pool.features, cost_model, pool.query, pool.query_in_index,
+                     pool.cost, pool.length, uniform=spec_method.relevance == "uniform")
+    return pool, spec, spec_method
+
+
+def _not_a_column(scores, name):
+    raise TypeError(f"`{name}` must be the name of a score column of the pool; got {type(scores).__name__}.")
+
+
+def query_table_of(pool, scores, probs, *, metric="err@10", k=None, method="active", costs="auto"):
+    """The per-query table of a distributed pool (pandas; what the driver holds).
+
+    Parameters
+    ----------
+    pool : DaskPool or dask.dataframe.DataFrame
+    scores : str or sequence of one or two str
+        Score column(s): one ranker, or two (a comparison).
+    probs, metric, k, method, costs
+        As in :func:`estimate`.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per query: query id, partition, ``n_docs``, ``n_grades``,
+        ``raw_cost``, ``mean_0`` (predicted value of the target), ``variance``,
+        ``system_<i>`` (predicted mean metric of ranking ``i``).
+    """
+    from .query_table import query_table
+
+    scores = (scores,) if isinstance(scores, str) else tuple(scores)
+    kind = {1: "mean", 2: "difference"}.get(len(scores))
+    if kind is None:
+        raise ValueError(f"`scores` must name one or two score columns; got {len(scores)}.")
+    pool, spec, _ = _spec(pool, kind, scores, probs, metric=metric, k=k, method=method, costs=costs)
+    return query_table(pool, spec)
+
+
+def _judgments_iv(judgments, td, drawn: np.ndarray) -> dict | None:
+    """Earlier judgments, restricted to the drawn queries (the others' documents are not on the driver)."""
+    from collections.abc import Mapping
+
+    from .._validation import py_scalar
+
+    if judgments is None:
+        return None
+    if not isinstance(judgments, Mapping):
+        raise TypeError(f"`judgments` must be a dict {{query_id: {{doc_id: grade}}}}; got {type(judgments).__name__}.")
+    known = set(td.query_ids.tolist())
+    keep = set(td.query_ids[drawn].tolist())
+    out = {}
+    for qid, docs in judgments.items():
+        key = py_scalar(qid)
+        if key not in known:
+            raise ValueError(f"`judgments` names query {key!r}, which is not in the pool.")
+        if key in keep:
+            out[qid] = docs
+    return out
+
+
+def _drawn_pool(pool, spec, spec_method, kind, *, budget, query_weights, defensive, rng, names, extra_columns=()):
+    """Table, design, draws and the drawn queries' documents: everything before labeling.
+
+    Returns ``(td, plan, docs, design, mem_pool)``; ``rng`` is not advanced (the draws are made on a copy).
+    """
+    from ..design.sampling import draw_budgeted
+    from .design import drawn_design, table_design
+    from .frame import fetch_queries
+    from .query_table import query_table
+
+    table = query_table(pool, spec)
+    td = table_design(table, query=pool.query, kind=kind, method=spec_method,
+                      cost_model="array" if spec.cost_model == "column" else spec.cost_model,
+                      query_weights=query_weights, defensive=defensive, n_systems=len(spec.scores))
+    del table  # its columns live on in `td`; the driver's memory is per query, kept to one copy
+    # the engine's draws, found ahead on a copy of the generator: which queries' documents to fetch
+    plan = draw_budgeted(td.q, td.costs.cost, budget, copy.deepcopy(rng))
+    drawn = np.unique(plan.queries)
+    # labeling needs ids, scores and costs: the probabilities stay where they are
+    needed = [pool.document, *spec.scores, *(c for c in (pool.cost, pool.length) if c is not None)]
+    docs = fetch_queries(pool, td.query_ids[drawn], needed + list(extra_columns))
+    design, mem_pool = drawn_design(td, drawn, docs, query=pool.query, query_in_index=pool.query_in_index,
+                                    document=pool.document, scores=spec.scores, kind=kind, metric=spec.metric,
+                                    names=names, cost_model=spec.cost_model, cost=pool.cost, length=pool.length)
+    return td, plan, docs, design, mem_pool
+
+
+def _run(pool, kind, scores, probs, labeler, *, budget, metric, k, method, costs, query_weights, defensive, rng,
+         judgments, names=None, ci="auto"):
+    from .._validation import budget_iv, ci_iv, defensive_iv, frame_columns_iv, labeler_iv, rng_iv
+    from ..engine import FixedBudget, Judgments, run
+
+    budget = budget_iv(budget)
+    ci = ci_iv(ci)
+    rng = rng_iv(rng)
+    from_column = isinstance(labeler, ColumnLabels)
+    if not from_column:
+        labeler = labeler_iv(labeler)
+    defensive = defensive_iv(defensive)
+    pool, spec, spec_method = _spec(pool, kind, scores, probs, metric=metric, k=k, method=method, costs=costs)
+    if from_column:
+        frame_columns_iv(pool, labeler.column, "ColumnLabels.column")
+    td, plan, docs, design, mem_pool = _drawn_pool(
+        pool, spec, spec_method, kind, budget=budget, query_weights=query_weights, defensive=defensive, rng=rng,
+        names=names, extra_columns=[labeler.column] if from_column else [])
+    if from_column:
+        labeler = labeler.labeler(docs, pool.query, pool.query_in_index, pool.document)
+    store = Judgments(mem_pool, design.n_grades)
+    earlier = _judgments_iv(judgments, td, np.unique(plan.queries))
+    if earlier:
+        store.load(earlier, name="judgments")
+    result = run(design, mem_pool, labeler, FixedBudget(budget, rng), judgments=store, ci=ci)
+    if not np.array_equal(result.trace["query"].to_numpy(), plan.queries):  # pragma: no cover - invariant
+        raise RuntimeError("internal error: the engine's draws differ from the draws whose documents were fetched.")
+    return result
+
+
+def create_campaign(path, pool, scores, probs, *, budget, metric="err@10", k=None, method="active", costs="auto",
+                    query_weights=None, defensive=DEFAULT_DEFENSIVE, seed=None, names=None, combine="mean_gain",
+                    overwrite=False, description=""):
+    """A labeling campaign (:class:`activerank.campaign.Campaign`) on a pool in a Dask DataFrame.
+
+    The store keeps the per-query table (``p``, ``q``, costs, predictions of every
+    query) and the drawn queries' documents, rankings and probabilities only --
+    not the whole pool -- so a campaign works on pools of any size.  The draw
+    sequence is fixed at creation, as for an in-memory campaign: once every
+    drawn query is judged, ``Campaign.estimate()`` equals
+    :func:`activerank.distributed.estimate` / :func:`compare` with ``rng=seed``.
+    Judgments of documents of undrawn queries (``scope="pool"`` imports) are
+    refused: the store does not know those documents.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The SQLite file to create.
+    pool, probs, budget, metric, k, method, costs, query_weights, defensive
+        As in :func:`estimate`.
+    scores : str or sequence of one or two str
+        One score column (the campaign estimates its metric) or two (``R_a - R_b``).
+    seed : int or None
+        Seed of the draw sequence (stored; ``None`` picks one).
+    names : sequence of str, optional
+        Ranker names (default ``"ranker"`` or ``"a"``, ``"b"``).
+    combine, overwrite, description
+        As in :meth:`activerank.campaign.Campaign.create`.
+
+    Returns
+    -------
+    Campaign
+    """
+    import os
+
+    from .._validation import budget_iv, defensive_iv, path_iv, rng_iv, seed_iv
+    from ..campaign.store import COMBINE_RULES, Campaign, _pool_ids
+    from ..design.targets import default_names
+
+    path = path_iv(path)
+    if combine not in COMBINE_RULES:
+        raise ValueError(f"`combine` must be one of {list(COMBINE_RULES)}; got {combine!r}.")
+    if os.path.exists(path) and not overwrite:
+        raise FileExistsError(f"{path} already exists; pass overwrite=True to replace it.")
+    budget = budget_iv(budget)
+    seed = seed_iv(seed)
+    defensive = defensive_iv(defensive)
+    scores = (scores,) if isinstance(scores, str) else tuple(scores)
+    kind = {1: "mean", 2: "difference"}.get(len(scores))
+    if kind is None:
+        raise ValueError(f"`scores` must name one or two score columns; got {len(scores)}.")
+    names = [str(n) for n in (default_names(kind, len(scores)) if names is None else names)]
+    if len(names) != len(scores) or len(set(names)) != len(names):
+        raise ValueError(f"`names` must give {len(scores)} distinct names; got {names}.")
+    pool, spec, spec_method = _spec(pool, kind, scores, probs, metric=metric, k=k, method=method, costs=costs)
+    prob_columns = list(spec.probs or spec.features or ())
+    td, plan, docs, design, mem_pool = _drawn_pool(
+        pool, spec, spec_method, kind, budget=budget, query_weights=query_weights, defensive=defensive,
+        rng=rng_iv(seed), names=tuple(names), extra_columns=prob_columns)
+    X = docs[prob_columns].to_numpy(np.float64)
+    P = X if spec.probs is not None else np.asarray(spec.model.predict_proba(X), dtype=np.float64)
+    qkeys, id_kind, dkeys = _pool_ids(mem_pool)
+    extra = {"pool": "distributed", "pool_n_docs": int(td.n_docs.sum())}
+    return Campaign._write_new(path, design, mem_pool, plan, P.reshape(len(docs), -1), qkeys=qkeys, kind=id_kind,
+                               dkeys=dkeys, texts={}, names=names, target=kind, seed=seed, budget=budget,
+                               defensive=defensive, combine=combine, description=description, extra_meta=extra)
+
+
+def estimate(pool, scores, probs, labeler, *, budget, metric="err@10", k=None, method="active", costs="auto",
+             query_weights=None, defensive=DEFAULT_DEFENSIVE, rng=None, judgments=None, ci="auto"):
+    """Estimate a ranker's mean metric on a pool in a Dask DataFrame.
+
+    The same estimate as :func:`activerank.estimate` on the same data (equal
+    to rounding for the same ``rng``), with only the per-query table and the
+    drawn queries' documents on the driver.
+
+    Parameters
+    ----------
+    pool : DaskPool or dask.dataframe.DataFrame
+        One row per (query, document), partitioned by whole queries (a frame
+        is read with the default column names ``query_id`` and ``doc_id``).
+    scores : str
+        The ranker's score column (ranked descending per query, ties to the
+        earlier row).
+    probs : sequence of str or fitted relevance model
+        The probability columns ``p(y = 0 | x, z), ..., p(y = G - 1 | x, z)``,
+        or a model with ``predict_proba`` applied to the pool's ``features``
+        columns partition by partition.
+    labeler : callable or ColumnLabels
+        ``labeler(query_id, doc_ids) -> grades`` (document ids from the
+        pool's ``document`` column), or :class:`ColumnLabels` to answer from
+        a grade column of the pool (a simulation).
+    budget : float
+        Labeling budget in units of the pool's mean query cost.
+    metric, k
+        A metric with exact moments (``"dcg@k"``, ``"err@k"``, ...).
+    method : str, default "active"
+        A registered method (:mod:`activerank.design.methods`).
+    costs : {"auto", "column", "log_length", "constant", "uniform"}
+        ``"auto"``: the pool's ``cost`` column if it has one, else
+        log-length costs from its ``length`` column, else one unit per
+        document.
+    query_weights : array-like of shape (n_queries,), optional
+        Target distribution over the queries in the per-query table's order
+        (:func:`query_table_of`); uniform by default.
+    defensive : float, default 0.1
+    rng : None, int or numpy.random.Generator
+    judgments : dict, optional
+        Judgments already bought, ``{query_id: {doc_id: grade}}``; those of
+        drawn queries are not asked for again.
+    ci : {"auto", "t", "normal"}, default "auto"
+        As in :func:`activerank.estimate`.
+
+    Returns
+    -------
+    EstimateResult
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd, dask.dataframe as dd
+    >>> import activerank.distributed as ard
+    >>> rng = np.random.default_rng(0)
+    >>> df = pd.DataFrame({"query_id": np.repeat(np.arange(40), 5), "doc_id": np.arange(200),
+    ...                    "score": rng.random(200), "p0": 0.6, "p1": 0.3, "p2": 0.1})
+    >>> pool = ard.DaskPool(dd.from_pandas(df, npartitions=4, sort=False))
+    >>> labels = rng.integers(0, 3, 200)
+    >>> res = ard.estimate(pool, "score", ["p0", "p1", "p2"], lambda q, docs: labels[docs],
+    ...                    budget=10, metric="dcg@3", rng=0)
+    >>> res.n_queries > 1
+    True
+    """
+    return _run(pool, "mean", (scores,), probs, labeler, budget=budget, metric=metric, k=k, method=method,
+                costs=costs, query_weights=query_weights, defensive=defensive, rng=rng, judgments=judgments, ci=ci)
+
+
+def compare(pool, scores_a, scores_b, probs, labeler, *, budget, metric="err@10", k=None, method="active",
+            costs="auto", query_weights=None, defensive=DEFAULT_DEFENSIVE, rng=None, judgments=None, ci="auto"):
+    """Estimate ``Delta = R_a - R_b`` between two rankers on a pool in a Dask DataFrame.
+
+    Same parameters as :func:`estimate`, with two score columns; the same
+    result as :func:`activerank.compare` with ``judge="all"`` on the same data
+    and ``rng``: every document of a drawn query is judged (judging only the
+    documents that can change the difference is not distributed yet).
+
+    Returns
+    -------
+    ComparisonResult
+    """
+    return _run(pool, "difference", (scores_a, scores_b), probs, labeler, budget=budget, metric=metric, k=k,
+                method=method, costs=costs, query_weights=query_weights, defensive=defensive, rng=rng,
+                judgments=judgments, ci=ci)

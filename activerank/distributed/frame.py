@@ -1,0 +1,186 @@
+"""A pool that lives in a Dask DataFrame (or Parquet files), one row per (query, document).
+
+Every partition holds whole queries: the rows of a query are adjacent rows of
+one partition.  That is the only layout rule; it lets every per-query
+quantity be computed inside a partition (:mod:`.query_table`) and the
+documents of a set of queries be fetched by a filter (:func:`fetch_queries`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+__all__ = ["ColumnLabels", "DaskPool", "fetch_queries", "in_memory"]
+
+
+@dataclass(frozen=True, eq=False)
+class DaskPool:
+    """A pool in a Dask DataFrame: which columns mean what.
+
+    Parameters
+    ----------
+    frame : dask.dataframe.DataFrame
+        One row per (query, document), partitioned by whole queries.
+    query : str, default "query_id"
+        Query id column (or the frame's index name, e.g. after
+        ``frame.set_index("query_id")``).
+    document : str, default "doc_id"
+        Document id column (what a labeler is asked about).
+    features : sequence of str, optional
+        Feature columns, the input of a relevance model passed as ``probs``.
+    cost : str, optional
+        Per-document labeling cost column (``costs="auto"`` then uses it).
+    length : str, optional
+        Document length column (``costs="log_length"``; ``"auto"`` uses it when
+        there is no ``cost`` column).
+
+    Examples
+    --------
+    >>> import pandas as pd, dask.dataframe as dd
+    >>> df = pd.DataFrame({"query_id": [1, 1, 2], "doc_id": ["a", "b", "c"], "score": [0.3, 0.9, 0.1],
+    ...                    "p0": [0.5, 0.2, 0.9], "p1": [0.5, 0.8, 0.1]})
+    >>> DaskPool(dd.from_pandas(df, npartitions=1, sort=False))
+    DaskPool(npartitions=1, query='query_id', document='doc_id', cost=None, length=None)
+    """
+
+    frame: Any
+    query: str = "query_id"
+    document: str = "doc_id"
+    features: tuple | None = None
+    cost: str | None = None
+    length: str | None = None
+
+    def __post_init__(self):
+        if self.features is not None and not isinstance(self.features, str):
+            object.__setattr__(self, "features", tuple(self.features))
+
+    @classmethod
+    def from_parquet(cls, path, *, query: str = "query_id", document: str = "doc_id", features=None,
+                     cost: str | None = None, length: str | None = None, **read_parquet) -> "DaskPool":
+        """Open Parquet files, one partition per file (a file must hold whole queries).
+
+        ``read_parquet`` options pass through to ``dask.dataframe.read_parquet``;
+        ``split_row_groups`` defaults to False there, since splitting a file by row
+        groups may cut a query in two.
+        """
+        import dask.dataframe as dd
+
+        read_parquet.setdefault("split_row_groups", False)
+        return cls(dd.read_parquet(path, **read_parquet), query, document, features, cost, length)
+
+    @property
+    def query_in_index(self) -> bool:
+        return self.query not in self.frame.columns
+
+    def __repr__(self) -> str:
+        return (f"DaskPool(npartitions={self.frame.npartitions}, query={self.query!r}, document={self.document!r}, "
+                f"cost={self.cost!r}, length={self.length!r})")
+
+
+@dataclass(frozen=True)
+class ColumnLabels:
+    """A simulated annotator: the grades stored in a column of the pool.
+
+    Pass it as ``labeler`` to :func:`activerank.distributed.estimate` or
+    :func:`~activerank.distributed.compare`: the column is read with the drawn
+    queries' documents only, and answers as
+    :class:`~activerank.labelers.KnownLabels` does for an in-memory pool (what
+    would the estimate have been with this budget?).
+
+    Parameters
+    ----------
+    column : str
+        Integer grades ``0 .. n_grades - 1``.
+    """
+
+    column: str
+
+    def labeler(self, docs, query: str, in_index: bool, document: str):
+        """A :class:`~activerank.labelers.KnownLabels` over the fetched rows ``docs``."""
+        from .._validation import py_scalar
+        from ..labelers import KnownLabels
+        from ..pool import Pool
+
+        grades = np.asarray(docs[self.column], dtype=np.float64)
+        bad = np.flatnonzero(~np.isfinite(grades) | (grades != np.round(grades)))
+        if bad.size:
+            i = int(bad[0])
+            raise ValueError(
+                f"labels column {self.column!r} must hold integer grades; query "
+                f"{py_scalar(query_values(docs, query, in_index)[i])!r}, document "
+                f"{py_scalar(np.asarray(docs[document])[i])!r} has {grades[i].item()!r}.")
+        if len(docs) == 0:
+            return KnownLabels([], [0], [])
+        held = Pool.from_qids(query_values(docs, query, in_index))
+        return KnownLabels(held.query_ids, held.offsets, grades.astype(np.int64), np.asarray(docs[document]))
+
+
+def query_values(df, query: str, in_index: bool) -> np.ndarray:
+    """The query id of every row of a pandas partition."""
+    return np.asarray(df.index if in_index else df[query])
+
+
+def _select_queries(df, query: str, in_index: bool, ids):
+    return df[np.isin(query_values(df, query, in_index), ids)]
+
+
+def fetch_queries(pool: DaskPool, query_ids, columns=None):
+    """The rows of ``query_ids`` (pandas), in the frame's order: a filter by query id on every partition.
+
+    Every partition is scanned (Dask may fuse or split a Parquet pool's partitions differently from one
+    read to the next, so partition numbers are not kept); with ``columns``, a Parquet pool reads only
+    those columns.
+
+    Parameters
+    ----------
+    pool : DaskPool
+    query_ids : array-like
+        The queries to fetch.
+    columns : sequence of str, optional
+        Only these columns (plus the query id).
+    """
+    ids = np.asarray(query_ids)
+    frame = pool.frame
+    if columns is not None:
+        frame = frame[list(dict.fromkeys(([] if pool.query_in_index else [pool.query]) + list(columns)))]
+    return frame.map_partitions(_select_queries, pool.query, pool.query_in_index, ids, meta=frame._meta).compute()
+
+
+def in_memory(pool, *, scores, probs):
+    """Collect a (small) pool into the in-memory inputs of :func:`activerank.estimate`.
+
+    For checks and benchmarks: the same data, in the same order, as the
+    distributed path sees it.
+
+    Parameters
+    ----------
+    pool : DaskPool or dask.dataframe.DataFrame
+    scores : sequence of str
+        Score columns, one per ranker.
+    probs : sequence of str
+        Probability columns.
+
+    Returns
+    -------
+    pool : activerank.Pool
+        With ``doc_ids`` (and ``doc_length`` when the pool names a length column).
+    scores : list of ndarray of shape (n_docs,)
+    probs : ndarray of shape (n_docs, n_grades)
+    costs : ndarray of shape (n_docs,) or None
+        The cost column, when the pool names one.
+    """
+    from .._validation import dask_pool_iv, frame_columns_iv
+    from ..pool import Pool
+
+    pool = dask_pool_iv(pool)
+    scores = frame_columns_iv(pool, scores, "scores")
+    probs = frame_columns_iv(pool, probs, "probs")
+    df = pool.frame.compute()
+    length = None if pool.length is None else df[pool.length].to_numpy(np.float64)
+    mem = Pool.from_qids(query_values(df, pool.query, pool.query_in_index), doc_ids=df[pool.document].to_numpy(),
+                         doc_length=length)
+    costs = None if pool.cost is None else df[pool.cost].to_numpy(np.float64)
+    return mem, [df[c].to_numpy(np.float64) for c in scores], df[probs].to_numpy(np.float64), costs
