@@ -97,7 +97,16 @@ def worker(args) -> int:
     """One figure in this process; prints a JSON line with its timing and a checksum of its results."""
     from threadpoolctl import threadpool_limits
 
-    from activerank.design import draws as sim
+    try:  # this layout: the draw loop in design.draws, estimators in inference
+        from types import SimpleNamespace
+
+        from activerank.design import draws
+        from activerank.inference.snis import snis_prefix
+
+        sim = SimpleNamespace(draw_budgeted_batch=draws.draw_budgeted_batch, budget_stops=draws.budget_stops,
+                              snis_prefix=snis_prefix, __file__=draws.__file__)
+    except ImportError:  # an older checkout (--before): everything in experiments.simulation
+        from activerank.experiments import simulation as sim  # type: ignore[no-redef]
 
     problems = make_problems(args.seed)
     with threadpool_limits(1):
