@@ -305,6 +305,16 @@ class ExportReport:
     cost: float
 
 
+def _create_args_iv(path, combine, overwrite, budget, seed):
+    """The arguments every new campaign checks first (in-memory and distributed pools alike)."""
+    path = path_iv(path)
+    if combine not in COMBINE_RULES:
+        raise ValueError(f"`combine` must be one of {list(COMBINE_RULES)}; got {combine!r}.")
+    if os.path.exists(path) and not overwrite:
+        raise FileExistsError(f"{path} already exists; pass overwrite=True (CLI: --force) to replace it.")
+    return path, budget_iv(budget), seed_iv(seed)
+
+
 @dataclass(frozen=True)
 class CampaignStatus:
     """Progress of a campaign.
@@ -556,13 +566,7 @@ class Campaign:
         FileExistsError
             ``path`` exists and ``overwrite`` is False.
         """
-        path = path_iv(path)
-        if combine not in COMBINE_RULES:
-            raise ValueError(f"`combine` must be one of {list(COMBINE_RULES)}; got {combine!r}.")
-        if os.path.exists(path) and not overwrite:
-            raise FileExistsError(f"{path} already exists; pass overwrite=True (CLI: --force) to replace it.")
-        budget = budget_iv(budget)
-        seed = seed_iv(seed)
+        path, budget, seed = _create_args_iv(path, combine, overwrite, budget, seed)
         pool_ = pool_iv(pool)
         target, names, rankings = _rankers_iv(rankers, names, pool_, target)
         qkeys, kind, dkeys = _pool_ids(pool)

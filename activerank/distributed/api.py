@@ -218,19 +218,11 @@ def create_campaign(path, pool, scores, probs, *, budget, metric="err@10", k=Non
     -------
     Campaign
     """
-    import os
-
-    from .._validation import budget_iv, defensive_iv, path_iv, rng_iv, seed_iv
-    from ..campaign.store import COMBINE_RULES, Campaign, _pool_ids
+    from .._validation import defensive_iv, rng_iv
+    from ..campaign.store import Campaign, _create_args_iv, _pool_ids
     from ..design.targets import default_names
 
-    path = path_iv(path)
-    if combine not in COMBINE_RULES:
-        raise ValueError(f"`combine` must be one of {list(COMBINE_RULES)}; got {combine!r}.")
-    if os.path.exists(path) and not overwrite:
-        raise FileExistsError(f"{path} already exists; pass overwrite=True to replace it.")
-    budget = budget_iv(budget)
-    seed = seed_iv(seed)
+    path, budget, seed = _create_args_iv(path, combine, overwrite, budget, seed)
     defensive = defensive_iv(defensive)
     scores = (scores,) if isinstance(scores, str) else tuple(scores)
     kind = {1: "mean", 2: "difference"}.get(len(scores))
