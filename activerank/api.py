@@ -245,8 +245,9 @@ def compare(pool, scores_a, scores_b, probs, labeler, *, budget, metric="err@10"
 Estimate ``Delta = R_a - R_b`` between two rankers from a labeling budget.
 
     Same parameters as :func:`estimate`, with two rankers, plus ``judge``.
-    Judging a query costs the union of both rankings' top-k documents; a
-    shared document is judged once and counts for both.
+    Judging a query costs the documents of the union of both rankings'
+    top-k lists that can change the difference (all of them with
+    ``judge="all"``); a shared document is judged once and counts for both.
 
     Parameters
     ----------
