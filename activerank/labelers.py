@@ -50,17 +50,25 @@ def check_grades(grades, query_id, doc_ids, n_grades: int) -> np.ndarray:
             f"labeler returned {arr.size if arr.ndim == 1 else arr.shape} grades for query "
             f"{query_id!r}, which has {len(doc_ids)} documents to judge."
         )
-    items = arr.tolist()
-    values = np.array([_grade_value(g) for g in items], dtype=np.float64)
+    if arr.dtype.kind in "iuf":  # a numeric array: checked whole, no per-grade Python calls
+        values, items = arr.astype(np.float64, copy=False), arr
+    else:
+        items = arr.tolist()
+        values = np.array([_grade_value(g) for g in items], dtype=np.float64)
     bad = np.flatnonzero(~np.isfinite(values) | (values != np.round(values))
                          | (values < 0) | (values > n_grades - 1))
     if bad.size:
         i = int(bad[0])
         raise ValueError(
             f"labeler grades must be integers on the scale 0..{n_grades - 1}: query {query_id!r}, "
-            f"document {doc_ids[i]!r} got {items[i]!r}."
+            f"document {doc_ids[i]!r} got {_shown(items[i])!r}."
         )
     return values.astype(np.int64)
+
+
+def _shown(g):
+    """A grade as the labeler gave it (a NumPy scalar as the Python number it holds)."""
+    return g.item() if isinstance(g, np.generic) else g
 
 
 def _grade_value(g) -> float:

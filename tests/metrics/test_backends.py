@@ -101,8 +101,10 @@ def _check(got, ref, fields):
 def test_numba_equals_numpy(metric, n_grades, shared_rows):
     rng = np.random.default_rng([n_grades, int(shared_rows), len(metric)])
     probs, ra, rb = _pool(rng, 140, n_grades, 60, shared_rows=shared_rows)
-    _check(ar.pool_moments(probs, ra, metric=metric, backend="numba"),
-           ar.pool_moments(probs, ra, metric=metric, backend="numpy"), SINGLE)
+    # rb holds sparse subsets of a query's rows too: both the compact-row-block and the direct read path
+    for r in (ra, rb):
+        _check(ar.pool_moments(probs, r, metric=metric, backend="numba"),
+               ar.pool_moments(probs, r, metric=metric, backend="numpy"), SINGLE)
     for order in (None, False):
         got = ar.pool_pair_moments(probs, ra, rb, metric=metric, backend="numba", order_preserving=order)
         ref = ar.pool_pair_moments(probs, ra, rb, metric=metric, backend="numpy", order_preserving=order)
