@@ -34,7 +34,7 @@ this checkout (``numpy``, ``numba`` via ``ACTIVERANK_KERNELS``); ``--before DIR`
 adds another checkout (e.g. ``git archive <commit> | tar -x -C DIR``).  BLAS is
 limited to one thread around every timed call.
 
-Run:  python benchmarks/end_to_end.py [--scales 1,4,16:0.25] [--before DIR] [--repeats 5]
+Run:  python benchmarks/end_to_end.py [--scales 1,4,16:0.25] [--interleave] [--before DIR] [--repeats 5]
 Writes benchmarks/results/end_to_end.csv and benchmarks/results/end_to_end.md.
 """
 
@@ -257,6 +257,8 @@ def main(argv=None) -> int:
     ap.add_argument("--before-label", default="before")
     ap.add_argument("--before-scales", default="1", help="scales at which --before runs too")
     ap.add_argument("--tasks", default=",".join(TASKS))
+    ap.add_argument("--interleave", action="store_true",
+                    help="hold every scale's workers at once and alternate runs across scales (linearity)")
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--loop-queries", type=int, default=200)
     ap.add_argument("--seed", type=int, default=0)
@@ -274,55 +276,28 @@ def main(argv=None) -> int:
     before_scales = {s for s, _ in parse_scales(args.before_scales)} if args.before else set()
     rows = []
     loads = [os.getloadavg()[0]]
-    for scale, length_scale in parse_scales(args.scales):
-        impls = [(f"after ({b})", ROOT, {"ACTIVERANK_KERNELS": b}) for b in args.impls.split(",")]
-        if scale in before_scales:
-            impls.append((args.before_label, os.path.abspath(args.before), {}))
+    scales = parse_scales(args.scales)
+    # --interleave: every scale's workers live at once and the timed runs alternate across scales too,
+    # so per-query times of 1x/4x/16x see the same machine load (linearity under a drifting load)
+    groups = [scales] if args.interleave else [[sc] for sc in scales]
+    for group in groups:
         workers = []
         try:
-            for name, tree, env in impls:  # one at a time: pool construction is memory-heavy
-                workers.append(Worker(name, tree, env, scale, length_scale, args.seed))
-            info = workers[0].info
-            print(f"\nscale {scale:g} (lists x{length_scale:g}): {info['n_queries']:,} queries, "
-                  f"{info['n_docs']:,} documents; load {os.getloadavg()[0]:.1f}", flush=True)
-            floor = workers[0].ask(cmd="floor")["seconds"]
+            for scale, length_scale in group:
+                impls = [(f"after ({b})", ROOT, {"ACTIVERANK_KERNELS": b}) for b in args.impls.split(",")]
+                if scale in before_scales:
+                    impls.append((args.before_label, os.path.abspath(args.before), {}))
+                for name, tree, env in impls:  # one at a time: pool construction is memory-heavy
+                    w = Worker(name, tree, env, scale, length_scale, args.seed)
+                    w.scale, w.length_scale = scale, length_scale
+                    workers.append(w)
+                info = workers[-1].info
+                print(f"\nscale {scale:g} (lists x{length_scale:g}): {info['n_queries']:,} queries, "
+                      f"{info['n_docs']:,} documents; load {os.getloadavg()[0]:.1f}", flush=True)
+            for w in workers:
+                w.floor = w.ask(cmd="floor")["seconds"]
             for task in tasks:
-                times = {w.name: [] for w in workers}
-                errors = {}
-                for w in workers:  # untimed warm-up: numba's compiled-code cache, first-touch pages
-                    res = w.ask(cmd="time", task=task)
-                    if "error" in res:
-                        errors[w.name] = res["error"]
-                        print(f"  {task} {w.name}: {res['error']}", flush=True)
-                for r in range(repeats):
-                    for w in (workers if r % 2 == 0 else workers[::-1]):
-                        if w.name in errors:
-                            continue
-                        res = w.ask(cmd="time", task=task)
-                        if "error" in res:
-                            errors[w.name] = res["error"]
-                            print(f"  {task} {w.name}: {res['error']}", flush=True)
-                        else:
-                            times[w.name].append(res)
-                loop = workers[0].ask(cmd="loop", task=task, n=args.loop_queries, seed=args.seed)["seconds"]
-                for w in workers:
-                    if w.name in errors:
-                        continue
-                    mem = w.ask(cmd="mem", task=task)["maxrss_gib"]
-                    wall = [t["wall"] for t in times[w.name]]
-                    cpu = [t["cpu"] for t in times[w.name]]
-                    med = statistics.median(wall)
-                    row = dict(scale=scale, length_scale=length_scale, n_queries=info["n_queries"],
-                               n_docs=info["n_docs"], implementation=w.name, task=task, runs=len(wall),
-                               wall_median_s=med, wall_min_s=min(wall), wall_max_s=max(wall),
-                               spread=max(wall) / min(wall), cpu_median_s=statistics.median(cpu),
-                               us_per_query=1e6 * med / info["n_queries"], loop_s=loop, x_loop=loop / med,
-                               floor_s=floor, x_floor=med / floor, peak_rss_gib=mem,
-                               load_avg=os.getloadavg()[0])
-                    rows.append(row)
-                    print(f"  {task:15s} {w.name:22s} {med:8.3f} s (cpu {row['cpu_median_s']:.3f}, spread "
-                          f"{row['spread']:.2f})  {row['us_per_query']:7.2f} us/query  loop x{row['x_loop']:6.1f}"
-                          f"  floor x{row['x_floor']:6.0f}  peak {mem:.2f} GiB", flush=True)
+                _time_task(task, workers, repeats, args, rows)
                 write(rows, args, loads + [os.getloadavg()[0]])
         finally:
             for w in workers:
@@ -330,6 +305,50 @@ def main(argv=None) -> int:
         loads.append(os.getloadavg()[0])
     write(rows, args, loads)
     return 0
+
+
+def _time_task(task, workers, repeats, args, rows) -> None:
+    """Warm up, then ``repeats`` timed runs alternating over ``workers``; one result row per worker."""
+    times = {id(w): [] for w in workers}
+    errors = {}
+    for w in workers:  # untimed warm-up: numba's compiled-code cache, first-touch pages
+        res = w.ask(cmd="time", task=task)
+        if "error" in res:
+            errors[id(w)] = res["error"]
+            print(f"  {task} {w.name}: {res['error']}", flush=True)
+    for r in range(repeats):
+        for w in (workers if r % 2 == 0 else workers[::-1]):
+            if id(w) in errors:
+                continue
+            res = w.ask(cmd="time", task=task)
+            if "error" in res:
+                errors[id(w)] = res["error"]
+                print(f"  {task} {w.name}: {res['error']}", flush=True)
+            else:
+                times[id(w)].append(res)
+    loops = {}
+    for w in workers:
+        if id(w) in errors:
+            continue
+        key = (w.scale, w.length_scale)
+        if key not in loops:  # the per-query loop once per scale, by the first worker of that scale
+            loops[key] = w.ask(cmd="loop", task=task, n=args.loop_queries, seed=args.seed)["seconds"]
+        info, loop = w.info, loops[key]
+        mem = w.ask(cmd="mem", task=task)["maxrss_gib"]
+        wall = [t["wall"] for t in times[id(w)]]
+        cpu = [t["cpu"] for t in times[id(w)]]
+        med = statistics.median(wall)
+        row = dict(scale=w.scale, length_scale=w.length_scale, n_queries=info["n_queries"],
+                   n_docs=info["n_docs"], implementation=w.name, task=task, runs=len(wall),
+                   wall_median_s=med, wall_min_s=min(wall), wall_max_s=max(wall),
+                   spread=max(wall) / min(wall), cpu_median_s=statistics.median(cpu),
+                   us_per_query=1e6 * med / info["n_queries"], loop_s=loop, x_loop=loop / med,
+                   floor_s=w.floor, x_floor=med / w.floor, peak_rss_gib=mem,
+                   load_avg=os.getloadavg()[0])
+        rows.append(row)
+        print(f"  {task:15s} {w.scale:g}x {w.name:22s} {med:8.3f} s (cpu {row['cpu_median_s']:.3f}, spread "
+              f"{row['spread']:.2f})  {row['us_per_query']:7.2f} us/query  loop x{row['x_loop']:6.1f}"
+              f"  floor x{row['x_floor']:6.0f}  peak {mem:.2f} GiB", flush=True)
 
 
 def write(rows, args, loads) -> None:
@@ -354,12 +373,36 @@ def write(rows, args, loads) -> None:
         "|---|---|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in rows:
-        sc = f"{r['scale']:g}x" + (f" (lists x{r['length_scale']:g})" if r["length_scale"] != 1 else "")
-        lines.append(f"| {sc} | {r['task']} | {r['implementation']} | {r['wall_median_s']:.3f} | "
+        lines.append(f"| {_scale_label(r)} | {r['task']} | {r['implementation']} | {r['wall_median_s']:.3f} | "
                      f"{r['spread']:.2f} | {r['cpu_median_s']:.3f} | {r['us_per_query']:.2f} | "
                      f"{r['x_loop']:.1f} | {r['x_floor']:.0f} | {r['peak_rss_gib']:.2f} |")
+    lines += _linearity_lines(rows)
     with open(os.path.join(args.out, "end_to_end.md"), "w") as fh:
         fh.write("\n".join(lines) + "\n")
+
+
+def _scale_label(r) -> str:
+    return f"{r['scale']:g}x" + (f" (lists x{r['length_scale']:g})" if r["length_scale"] != 1 else "")
+
+
+def _linearity_lines(rows) -> list:
+    """Time per query at every scale of each (task, implementation), and max/min of those."""
+    per = {}
+    for r in rows:
+        per.setdefault((r["task"], r["implementation"]), []).append(r)
+    out = []
+    for (task, impl), rs in per.items():
+        if len(rs) < 2:
+            continue
+        if not out:
+            out = ["", "Time per query across scales (linear in the pool: max/min near 1; CPU time per query in "
+                   "brackets):", "", "| task | implementation | us/query by scale | max/min (wall) | max/min (CPU) |",
+                   "|---|---|---|---:|---:|"]
+        wall = [r["us_per_query"] for r in rs]
+        cpu = [1e6 * r["cpu_median_s"] / r["n_queries"] for r in rs]
+        cells = ", ".join(f"{_scale_label(r)}: {w:.2f} [{c:.2f}]" for r, w, c in zip(rs, wall, cpu))
+        out.append(f"| {task} | {impl} | {cells} | {max(wall) / min(wall):.2f} | {max(cpu) / min(cpu):.2f} |")
+    return out
 
 
 if __name__ == "__main__":
