@@ -429,6 +429,8 @@ def savings(results, names, ref, n_boot=300, seed=0):
         pooled_bias = np.mean([p["bias"] for p in parts], axis=0)  # (nb, T)
         pooled_se = np.sqrt(np.mean([p["bias_se"] ** 2 for p in parts], axis=0)) / np.sqrt(len(parts))
         z = np.abs(pooled_bias) / np.where(pooled_se > 0, pooled_se, np.inf)
+        # budgets where some run judged nothing have no estimate (its 0 is constant: SE ~ 1e-17)
+        z = np.where(valid.reshape(valid.shape + (1,) * (z.ndim - 1)), z, np.nan)
         rows.append(dict(method=name, savings=float(1 - b / ref), low=float(np.quantile(boot, 0.025)),
                          high=float(np.quantile(boot, 0.975)), censored=int(cens), error_ref=float(t0),
                          max_bias_z=float(np.nanmax(z)),
