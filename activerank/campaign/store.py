@@ -530,6 +530,11 @@ class Campaign:
     :meth:`estimate` computes the estimate and its standard error from the
     judgments so far.
 
+    With a document-level method (``method="doc_dyn"``, ``"doc_stat"``, or
+    any registered method of ``unit="document"``) the tasks are single
+    (query, document) pairs: the Poisson sample the engine would judge
+    (:mod:`activerank.campaign.documents`); the estimate needs all of them.
+
     Judgments of one pair by several annotators are all kept.  Per annotator
     the latest judgment (import order) counts; across annotators they are
     combined by the campaign's ``combine`` rule (see :func:`combine_grades`).
@@ -564,7 +569,15 @@ class Campaign:
         budget : float
             Labeling budget in units of the pool's mean query cost.
         metric, k, method, costs, query_weights, defensive
-            As in :func:`activerank.estimate`.
+            As in :func:`activerank.estimate` (``method="auto"`` is not
+            offered: a campaign's design is chosen once, by name).  A
+            document-level method (``unit="document"``: ``doc_dyn``,
+            ``doc_stat``; additive metrics) plans the engine's Poisson sample
+            of single documents instead of a query draw sequence: the
+            tasks are the documents ``activerank.estimate(..., method=method,
+            rng=seed)`` would send to its labeler, the budget is spent in
+            expectation (the realized cost of the sample may exceed it), and
+            the estimate needs every sampled document judged.
         seed : int or None
             Seed of the draw sequence (stored).  ``None`` picks one at random
             (and stores it).  The same seed gives the same draws as
