@@ -4,7 +4,10 @@ A campaign freezes a pool, the ranker(s) being evaluated, the sampling design
 and the complete draw sequence in one SQLite file (:class:`Campaign`), hands
 out tasks as JSONL/CSV files, takes judgments back from JSONL/CSV/qrels
 files (validated row by row, idempotent, crash-safe), and estimates the
-metric at any time from what has been judged.
+metric at any time from what has been judged.  With a document-level method
+(``method="doc_dyn"``/``"doc_stat"``) the tasks are the engine's Poisson
+sample of single (query, document) pairs
+(:mod:`activerank.campaign.documents`).
 
 Examples
 --------

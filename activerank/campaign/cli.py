@@ -5,7 +5,8 @@ A labeling campaign for real annotators, kept in one SQLite file:
 1. ``init`` freezes a pool, the ranker(s), the sampling design and the draw
    sequence (from LETOR files, or from TREC run files).
 2. ``export`` writes the next tasks (query-document pairs, in draw order) as
-   JSONL or CSV.
+   JSONL or CSV.  With a document-level method (``--method doc_dyn``) the
+   tasks are the engine's sample of single documents.
 3. ``import`` reads judgments back (JSONL/CSV/qrels), row by row; bad rows are
    reported with their line numbers, good rows are stored; re-importing a
    file is harmless.
@@ -168,9 +169,13 @@ def _cmd_init(args):
         print(f"created campaign {args.store}: {len(camp.query_ids)} queries, "
               f"{int(camp.pool().offsets[-1])} documents; rankers {list(camp.names)}")
         print(f"  metric {camp.metric}, method {camp.method}, seed {camp.seed}, combine {camp.combine}")
-        print(f"  budget {camp.budget:g}: {st.n_draws} draws over "
-              f"{len(st.queries_done) + len(st.queries_partial) + len(st.queries_pending)} queries "
-              f"({st.n_documents_needed} documents to judge), planned cost {st.cost_planned:.4g}")
+        n_queries = len(st.queries_done) + len(st.queries_partial) + len(st.queries_pending)
+        if st.unit == "document":
+            print(f"  budget {camp.budget:g}: {st.n_documents_needed} sampled documents to judge over {n_queries} "
+                  f"queries, cost {st.cost_planned:.4g} (Poisson sampling spends the budget in expectation)")
+        else:
+            print(f"  budget {camp.budget:g}: {st.n_draws} draws over {n_queries} queries "
+                  f"({st.n_documents_needed} documents to judge), planned cost {st.cost_planned:.4g}")
     return EXIT_OK
 
 
@@ -228,8 +233,13 @@ def _cmd_status(args):
           f"{len(st.queries_pending)} pending, of {n_planned} planned")
     print(f"documents: {st.n_documents_judged} of {st.n_documents_needed} judged; {st.n_judgments} judgments "
           f"stored, {st.n_conflicts} pairs with disagreeing annotators (combined by {st.combine})")
-    print(f"draws usable for the estimate: {st.draws_usable} of {st.n_draws}"
-          + (f" (waiting for query {st.blocking_query!r})" if st.blocking_query is not None else ""))
+    if st.unit == "document":
+        missing = st.n_documents_needed - st.n_documents_judged
+        print("sampled documents: " + (f"{missing} still to judge before an estimate (waiting for query "
+                                       f"{st.blocking_query!r})" if missing else "all judged"))
+    else:
+        print(f"draws usable for the estimate: {st.draws_usable} of {st.n_draws}"
+              + (f" (waiting for query {st.blocking_query!r})" if st.blocking_query is not None else ""))
     if st.queries_partial:
         print("partially judged: " + ", ".join(st.queries_partial))
     return EXIT_OK
@@ -387,8 +397,9 @@ def add_campaign_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--budget", type=positive_float, required=True,
                    help="labeling budget in units of the mean query cost")
     p.add_argument("--metric", default="err@10", help="dcg@k or err@k (default err@10)")
-    p.add_argument("--method", default="active", choices=method_names(unit="query"), help="sampling/estimation method "
-                   "(default active)")
+    p.add_argument("--method", default="active", choices=method_names(),
+                   help="sampling/estimation method (default active); a document-level method (doc_dyn, doc_stat; "
+                   "additive metrics such as dcg@k) samples single documents instead of whole queries")
     p.add_argument("--costs", default="auto", choices=("auto", "log_length", "constant", "uniform"))
     p.add_argument("--judge", default="changeable", choices=("changeable", "all"),
                    help="comparisons: judge only the documents that can change a difference (default), or all")
@@ -439,7 +450,8 @@ def add_campaign_parser(subparsers) -> argparse.ArgumentParser:
 
     p = sub.add_parser("estimate", help="estimate (and CI) from the judgments so far",
                        description="Estimate from the longest prefix of the draw sequence whose queries are "
-                       "fully judged; partially judged queries are listed.", epilog=_EPILOG)
+                       "fully judged; partially judged queries are listed. A document-level campaign needs every "
+                       "sampled document judged.", epilog=_EPILOG)
     p.add_argument("store", help="campaign file")
     p.add_argument("--confidence", type=probability_open, default=0.95, help="confidence level (default 0.95)")
     p.add_argument("--combine", choices=COMBINE_RULES, help="override the campaign's combination rule")

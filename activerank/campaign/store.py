@@ -20,6 +20,16 @@ drawn queries only (the other queries have ``n_docs = 0``).
                         judging time, import time, batch and line.
     ``exports``/``export_queries``  which task files were written.
 
+A campaign of a document-level method (``unit="document"``, e.g. ``doc_dyn``;
+:mod:`activerank.campaign.documents`) has schema version
+:data:`DOCUMENT_SCHEMA_VERSION` (so that an activerank that cannot plan
+documents refuses the file instead of misreading it), ``meta`` ``unit =
+"document"`` and ``expected_cost``, the sampled units in ``draws`` (one row
+per task: query, cost), and in ``arrays`` the linear target over units
+(``unit_rows``, ``unit_query``, ``unit_weights``, ``unit_gains``,
+``unit_offsets``), the Poisson design (``unit_pi``, ``unit_costs``) and the
+sampled units (``unit_sample``): the estimate needs nothing else.
+
 Durability: the database runs in WAL mode with ``synchronous=FULL``; every
 write is an explicit ``BEGIN IMMEDIATE ... COMMIT`` transaction.  Imports commit
 in chunks of lines and record each processed line under the key
@@ -50,16 +60,19 @@ from ..design.costs import QueryCosts
 from ..design.design import Design
 from ..design.sampling import DEFAULT_DEFENSIVE, DrawPlan, draw_budgeted
 from ..design.design import prepare_design
-from ..design.methods import method_names
+from ..design.methods import get_method, method_names
 from ..design.targets import Prediction, default_names, make_target
 from ..engine import estimate_from_plan
 from ..metrics import parse_metric
 from ..pool import Pool
 from ..ragged import Rankings, offsets_from_lengths
 from . import io as cio
+from .documents import ARRAY_NAMES as _UNIT_ARRAYS
+from .documents import DocumentPlan, estimate_documents, plan_documents
 
 __all__ = [
     "SCHEMA_VERSION",
+    "DOCUMENT_SCHEMA_VERSION",
     "COMBINE_RULES",
     "Campaign",
     "CampaignStatus",
@@ -70,7 +83,8 @@ __all__ = [
 ]
 
 SCHEMA_VERSION = 2
-READABLE_VERSIONS = (1, 2)  # version 1: one ranker or a pair, no stored prediction arrays
+DOCUMENT_SCHEMA_VERSION = 3  # the layout of version 2 plus a document sample (campaigns of document-level methods)
+READABLE_VERSIONS = (1, 2, 3)  # version 1: one ranker or a pair, no stored prediction arrays
 COMBINE_RULES = cio.COMBINE_RULES
 MAX_STORED_REJECTIONS = 1000  # per imported file; further rejected lines are counted, not stored
 SCOPES = ("tasks", "pool")
@@ -305,11 +319,21 @@ class ExportReport:
     cost: float
 
 
-def _create_args_iv(path, combine, overwrite, budget, seed):
-    """The arguments every new campaign checks first (in-memory and distributed pools alike)."""
+def _create_args_iv(path, combine, overwrite, budget, seed, *, method=None, documents=True):
+    """The arguments every new campaign checks first (in-memory and distributed pools alike).
+
+    ``method``, if given, must be a registered method; with ``documents=False``
+    (distributed pools, which plan whole queries) a query-level one.
+    """
     path = path_iv(path)
     if combine not in COMBINE_RULES:
         raise ValueError(f"`combine` must be one of {list(COMBINE_RULES)}; got {combine!r}.")
+    if method is not None:
+        spec = get_method(method)
+        if spec.unit == "document" and not documents:
+            raise ValueError(
+                f"`method`={spec.name!r} samples single documents; a campaign on a distributed pool plans whole "
+                f"queries only: use a query-level method ({', '.join(method_names(unit='query'))}).")
     if os.path.exists(path) and not overwrite:
         raise FileExistsError(f"{path} already exists; pass overwrite=True (CLI: --force) to replace it.")
     return path, budget_iv(budget), seed_iv(seed)
@@ -350,6 +374,13 @@ class CampaignStatus:
         The first drawn query that is not fully judged (ends the prefix).
     n_imports, n_exports : int
     combine : str
+    unit : {"query", "document"}
+        What the campaign samples.  Document-level campaigns count tasks in
+        documents: ``n_draws`` = sampled documents, ``cost_spent`` = cost of
+        those judged, ``cost_in_progress`` = 0, ``cost_planned`` = realized
+        cost of the sample (may exceed ``budget``: Poisson sampling spends it
+        in expectation), ``draws_usable`` = ``n_draws`` once all are judged,
+        else 0 (the estimate needs the whole sample).
     """
 
     budget: float
@@ -370,6 +401,7 @@ class CampaignStatus:
     n_imports: int
     n_exports: int
     combine: str
+    unit: str = "query"
 
     def to_dict(self) -> dict:
         return {k: (list(v) if isinstance(v, tuple) else v) for k, v in self.__dict__.items()}
@@ -498,6 +530,11 @@ class Campaign:
     :meth:`estimate` computes the estimate and its standard error from the
     judgments so far.
 
+    With a document-level method (``method="doc_dyn"``, ``"doc_stat"``, or
+    any registered method of ``unit="document"``) the tasks are single
+    (query, document) pairs: the Poisson sample the engine would judge
+    (:mod:`activerank.campaign.documents`); the estimate needs all of them.
+
     Judgments of one pair by several annotators are all kept.  Per annotator
     the latest judgment (import order) counts; across annotators they are
     combined by the campaign's ``combine`` rule (see :func:`combine_grades`).
@@ -532,7 +569,15 @@ class Campaign:
         budget : float
             Labeling budget in units of the pool's mean query cost.
         metric, k, method, costs, query_weights, defensive
-            As in :func:`activerank.estimate`.
+            As in :func:`activerank.estimate` (``method="auto"`` is not
+            offered: a campaign's design is chosen once, by name).  A
+            document-level method (``unit="document"``: ``doc_dyn``,
+            ``doc_stat``; additive metrics) plans the engine's Poisson sample
+            of single documents instead of a query draw sequence: the
+            tasks are the documents ``activerank.estimate(..., method=method,
+            rng=seed)`` would send to its labeler, the budget is spent in
+            expectation (the realized cost of the sample may exceed it), and
+            the estimate needs every sampled document judged.
         seed : int or None
             Seed of the draw sequence (stored).  ``None`` picks one at random
             (and stores it).  The same seed gives the same draws as
@@ -566,7 +611,7 @@ class Campaign:
         FileExistsError
             ``path`` exists and ``overwrite`` is False.
         """
-        path, budget, seed = _create_args_iv(path, combine, overwrite, budget, seed)
+        path, budget, seed = _create_args_iv(path, combine, overwrite, budget, seed, method=method)
         pool_ = pool_iv(pool)
         target, names, rankings = _rankers_iv(rankers, names, pool_, target)
         qkeys, kind, dkeys = _pool_ids(pool)
@@ -581,24 +626,33 @@ class Campaign:
                 texts[_key(q)] = str(t)
         dsg = prepare_design(pool, pool_, target, rankings, probs, metric=metric, k=k, method=method, costs=costs,
                              query_weights=query_weights, defensive=defensive, names=names, judge=judge,
-                             methods=method_names(unit="query"))
-        if not dsg.q.any():
-            raise ValueError("no document can change the compared values in any query (every difference is "
-                             "exactly 0): there is nothing to judge.")
-        plan = draw_budgeted(dsg.q, dsg.costs.cost, budget, seed)
+                             methods=method_names())
+        documents = None
+        if dsg.method_spec.unit == "document":  # the engine's Poisson sample of (query, document) units
+            documents = plan_documents(dsg, pool_, budget, seed)
+            plan = DrawPlan(queries=documents.queries, new=np.ones(documents.n_tasks, dtype=bool),
+                            charged=documents.costs, budget=budget)
+        else:
+            if not dsg.q.any():
+                raise ValueError("no document can change the compared values in any query (every difference is "
+                                 "exactly 0): there is nothing to judge.")
+            plan = draw_budgeted(dsg.q, dsg.costs.cost, budget, seed)
         return cls._write_new(path, dsg, pool_, plan, np.asarray(probs, dtype=np.float64), qkeys=qkeys, kind=kind,
                               dkeys=dkeys, texts=texts, names=names, target=target, seed=seed, budget=budget,
-                              defensive=defensive, combine=combine, description=description)
+                              defensive=defensive, combine=combine, description=description, documents=documents)
 
     @classmethod
     def _write_new(cls, path, dsg, pool, plan, P, *, qkeys, kind, dkeys, texts, names, target, seed, budget,
-                   defensive, combine, description, extra_meta=None) -> "Campaign":
+                   defensive, combine, description, extra_meta=None, documents=None) -> "Campaign":
         """Write a new campaign file from a design, its (standardized) pool and draw plan, atomically.
 
         ``pool`` may hold documents for the drawn queries only (a distributed pool,
         :func:`activerank.distributed.create_campaign`): every other query then has none.
+        ``documents`` is the document sample of a document-level method (``plan``
+        then lists its units: one draw per task).
         """
-        if plan.cost_spent > budget * (1 + _BUDGET_RTOL):  # pragma: no cover - draw_budgeted guarantees it
+        # a Poisson sample spends the budget in expectation only: its realized cost may exceed it
+        if documents is None and plan.cost_spent > budget * (1 + _BUDGET_RTOL):  # pragma: no cover
             raise RuntimeError(f"draw plan costs {plan.cost_spent} > budget {budget}.")
         offsets = np.asarray(pool.offsets, dtype=np.int64)
         doc_length = getattr(pool, "doc_length", None)
@@ -612,6 +666,8 @@ class Campaign:
             "query_id_kind": kind, "combine": combine, "rankers": names, "target": target, "judge": dsg.judge,
             "n_queries": len(qkeys), "n_docs": len(dkeys), **(extra_meta or {}),
         }
+        if documents is not None:
+            meta.update(unit="document", expected_cost=documents.expected_cost)
         directory = os.path.dirname(os.path.abspath(path))
         tmp = os.path.join(directory, f".{os.path.basename(path)}.{os.getpid()}.{secrets.token_hex(4)}.creating")
         conn = _connect(tmp)
@@ -620,7 +676,8 @@ class Campaign:
             for stmt in _SCHEMA.split(";"):
                 if stmt.strip():
                     conn.execute(stmt)
-            conn.execute("INSERT INTO schema_version VALUES (?)", (SCHEMA_VERSION,))
+            conn.execute("INSERT INTO schema_version VALUES (?)",
+                         (SCHEMA_VERSION if documents is None else DOCUMENT_SCHEMA_VERSION,))
             conn.executemany("INSERT INTO meta VALUES (?, ?)", [(k, json.dumps(v)) for k, v in meta.items()])
             lengths = np.diff(offsets)
             conn.executemany(
@@ -648,6 +705,8 @@ class Campaign:
                       ("prediction_sq_error", dsg.prediction.sq_error)]
             if dsg.target.judged is not None:  # ratio metrics: the judged pool beyond the top-k lists
                 arrays += [("judged_items", dsg.target.judged.items), ("judged_offsets", dsg.target.judged.offsets)]
+            if documents is not None:
+                arrays += list(documents.arrays().items())
             for name, arr in arrays:
                 conn.execute("INSERT INTO arrays VALUES (?, ?, ?, ?)", (name, *_array_blob(np.asarray(arr))))
             conn.executemany(
@@ -794,10 +853,17 @@ class Campaign:
                      dtype=np.float64).reshape(-1, 3)
         self._plan = DrawPlan(queries=d[:, 0].astype(np.int64), new=d[:, 1].astype(bool), charged=d[:, 2],
                               budget=float(self.meta["budget"]))
-        # planned queries in draw order and the documents each needs
-        first = self._plan.queries[self._plan.new]
-        self._planned = [int(x) for x in first]
-        self._needed = {x: self._design.documents(x) for x in self._planned}
+        self._documents = None
+        if self.unit == "document":  # the sampled (query, document) units are the tasks
+            self._documents = DocumentPlan.from_arrays({n: self._array(n) for n in _UNIT_ARRAYS},
+                                                       n_docs=int(self._offsets[-1]),
+                                                       expected_cost=float(self.meta["expected_cost"]))
+            self._needed = self._documents.by_query()
+            self._planned = list(self._needed)
+        else:  # planned queries in draw order and the documents each needs
+            first = self._plan.queries[self._plan.new]
+            self._planned = [int(x) for x in first]
+            self._needed = {x: self._design.documents(x) for x in self._planned}
         self._needed_rows = {int(r): x for x, rows in self._needed.items() for r in rows}
 
     # ------------------------------------------------------------------ properties
@@ -813,6 +879,11 @@ class Campaign:
     @property
     def budget(self) -> float:
         return float(self.meta["budget"])
+
+    @property
+    def unit(self) -> str:
+        """What the campaign samples: ``"query"`` (whole queries) or ``"document"`` (single documents)."""
+        return self.meta.get("unit", "query")
 
     @property
     def seed(self) -> int:
@@ -848,8 +919,12 @@ class Campaign:
         return self._design
 
     def plan(self) -> DrawPlan:
-        """The stored draw sequence."""
+        """The stored draw sequence (document-level campaigns: one draw per sampled document)."""
         return self._plan
+
+    def document_plan(self) -> DocumentPlan | None:
+        """The stored document sample (units, inclusion probabilities) of a document-level campaign, else None."""
+        return self._documents
 
     def probs(self) -> np.ndarray:
         """The stored relevance-model probabilities, shape ``(n_docs, n_grades)``."""
@@ -863,7 +938,8 @@ class Campaign:
         return np.frombuffer(data, dtype=np.dtype(dtype)).reshape(json.loads(shape)).copy()
 
     def tasks(self, query) -> list[str]:
-        """Document ids to judge for a planned query (by id), in ranking order."""
+        """Document ids to judge for a planned query (by id), in ranking order (document-level
+        campaigns: the query's sampled documents, in draw order)."""
         x = self._qindex.get(_key(query))
         if x is None or x not in self._needed:
             raise ValueError(f"`query` {_key(query)!r} is not a planned query of this campaign.")
@@ -939,8 +1015,9 @@ class Campaign:
             Annotator of rows that name none (default ``""``).
         scope : {"tasks", "pool"}, default "tasks"
             ``"tasks"`` accepts only documents the campaign asks for (the
-            top-k documents of planned queries); ``"pool"`` accepts any pool
-            document (pre-existing judgments, e.g. old qrels).
+            top-k documents of planned queries; document-level campaigns:
+            the sampled documents); ``"pool"`` accepts any pool document
+            (pre-existing judgments, e.g. old qrels).
         chunk_size : int, default 500
             Lines per transaction.
         on_commit : callable, optional
@@ -1094,8 +1171,12 @@ class Campaign:
         if row is None:
             return "rejected", f"unknown document id {doc!r} for query {qid!r} (not in the campaign's pool)", None
         if scope == "tasks" and row not in self._needed_rows:
-            why = ("the query is not in the draw sequence" if x not in self._needed
-                   else "the document is not in the evaluated rankings' top documents")
+            if self._documents is not None:
+                why = ("no document of the query was sampled" if x not in self._needed
+                       else "the document was not sampled")
+            else:
+                why = ("the query is not in the draw sequence" if x not in self._needed
+                       else "the document is not in the evaluated rankings' top documents")
             return "rejected", (f"document {doc!r} of query {qid!r} is not a task of this campaign ({why}); "
                                 "import pre-existing judgments with scope='pool'"), None
         grade, err = cio.parse_grade(f.get("grade"), self.n_grades, typed=r.typed)
@@ -1132,6 +1213,9 @@ class Campaign:
             rows = self._needed[x]
             n = sum(1 for r in rows.tolist() if r in grades)
             (done if n == rows.size else partial if n else pending).append(x)
+        if self._documents is not None:  # a Poisson sample is usable only whole (module campaign.documents)
+            prefix = self._plan.n_draws if not (partial or pending) else 0
+            return grades, conflicts, done, partial, pending, prefix
         done_set = set(done)
         bad = np.flatnonzero([int(x) not in done_set for x in self._plan.queries])
         prefix = int(bad[0]) if bad.size else self._plan.n_draws
@@ -1142,17 +1226,32 @@ class Campaign:
         return self.budget if self.budget < cost <= self.budget * (1 + _BUDGET_RTOL) else float(cost)
 
     def status(self, *, combine=None) -> CampaignStatus:
-        """Budget spent and left, queries done / partially judged / pending."""
+        """Budget spent and left, queries done / partially judged / pending.
+
+        A document-level campaign counts its tasks in documents: ``n_draws``
+        and ``n_documents_needed`` are the sampled documents, ``cost_spent``
+        the cost of those judged, ``cost_in_progress`` 0, ``cost_planned``
+        the realized cost of the sample (Poisson sampling spends the budget
+        in expectation: it may exceed it), and ``draws_usable`` is all or
+        nothing (the estimate needs the whole sample).
+        """
         grades, conflicts, done, partial, pending, prefix = self._progress(combine)
-        cost = self._design.costs.cost
         planned = self._clamp(math.fsum(self._plan.charged))
-        spent = self._clamp(math.fsum(cost[x] for x in done))
-        in_prog = min(self._clamp(math.fsum(cost[x] for x in partial)), self.budget - spent)
+        if self._documents is None:
+            cost = self._design.costs.cost
+            spent = self._clamp(math.fsum(cost[x] for x in done))
+            in_prog = min(self._clamp(math.fsum(cost[x] for x in partial)), self.budget - spent)
+            blocking = None if prefix == self._plan.n_draws else self._qkeys[int(self._plan.queries[prefix])]
+        else:
+            judged = np.array([r in grades for r in self._documents.rows.tolist()], dtype=bool)
+            spent, in_prog = self._clamp(math.fsum(self._documents.costs[judged])), 0.0
+            done_set = set(done)
+            waiting = [x for x in self._planned if x not in done_set]
+            blocking = self._qkeys[waiting[0]] if waiting else None
         db = self._db
         n_judg = db.execute("SELECT COUNT(*) FROM judgments").fetchone()[0]
         n_imp = db.execute("SELECT COUNT(*) FROM batches").fetchone()[0]
         n_exp = db.execute("SELECT COUNT(*) FROM exports").fetchone()[0]
-        blocking = None if prefix == self._plan.n_draws else self._qkeys[int(self._plan.queries[prefix])]
         return CampaignStatus(
             budget=self.budget, cost_planned=planned, cost_spent=spent, cost_in_progress=in_prog,
             budget_left=max(0.0, self.budget - spent - in_prog), n_draws=self._plan.n_draws,
@@ -1162,7 +1261,7 @@ class Campaign:
             n_documents_needed=len(self._needed_rows),
             n_documents_judged=sum(1 for r in self._needed_rows if r in grades),
             n_judgments=n_judg, n_conflicts=conflicts, draws_usable=prefix, blocking_query=blocking,
-            n_imports=n_imp, n_exports=n_exp, combine=self.combine if combine is None else combine)
+            n_imports=n_imp, n_exports=n_exp, combine=self.combine if combine is None else combine, unit=self.unit)
 
     def estimate(self, *, combine=None):
         """Estimate from the judgments so far.
@@ -1177,18 +1276,30 @@ class Campaign:
         ``activerank.compare`` with the same pool, probabilities, seed and
         budget (given the same grades).
 
+        A document-level campaign (``unit="document"``) estimates from its
+        whole Poisson sample only, and equals the in-memory engine
+        (``method="doc_dyn"`` etc., same seed) once every sampled document
+        is judged; before that it raises (a sample missing the tasks nobody
+        has answered yet is not a Poisson sample; see
+        :mod:`activerank.campaign.documents`).
+
         Returns
         -------
-        EstimateResult or ComparisonResult
-            As :func:`activerank.estimate` (one ranker) or
-            :func:`activerank.compare` (two).  ``budget`` is the campaign
+        EstimateResult, ComparisonResult, MultiComparisonResult or SystemRankingResult
+            As :func:`activerank.estimate` (one ranker),
+            :func:`activerank.compare` (two), :func:`activerank.compare_many`
+            or :func:`activerank.rank_systems`.  ``budget`` is the campaign
             budget; ``n_draws`` and ``cost_spent`` cover the usable prefix.
 
         Raises
         ------
         ValueError
-            No draw is usable yet (the first drawn query is not fully judged).
+            No draw is usable yet (the first drawn query is not fully judged;
+            document-level: some sampled document is not judged -- the
+            message says how many).  The judgments stay stored.
         """
+        if self._documents is not None:
+            return self._estimate_documents(combine)
         grades, _, done, partial, pending, prefix = self._progress(combine)
         if prefix == 0:
             x = int(self._plan.queries[0])
@@ -1205,6 +1316,22 @@ class Campaign:
             rows = self._needed[x]
             labels[rows] = [grades[r] for r in rows.tolist()]
         return estimate_from_plan(self._design, self.pool(), plan, labels)
+
+    def _estimate_documents(self, combine):
+        grades, _ = self._combined(combine)
+        rows = self._documents.rows.tolist()
+        missing = [r for r in rows if r not in grades]
+        if missing:
+            qidx = np.repeat(np.arange(len(self._qkeys)), np.diff(self._offsets))
+            first = missing[0]
+            raise ValueError(
+                f"nothing to estimate yet: {len(missing)} of {len(rows)} sampled documents (tasks) are not judged "
+                f"(first: document {self._dkeys[first]!r} of query {self._qkeys[int(qidx[first])]!r}); a "
+                f"document-level campaign ({self.method!r}) estimates from its complete Poisson sample only, since "
+                "the documents answered so far are not a valid sample. The judgments are kept: import the "
+                "missing ones.")
+        return estimate_documents(self._design, self.pool(), self._documents, np.array([grades[r] for r in rows]),
+                                  self.probs(), budget=self.budget)
 
     # ------------------------------------------------------------------ export
 
@@ -1223,8 +1350,10 @@ class Campaign:
             At most this many queries (a query's documents are never split).
         max_cost : float, optional
             Stop before the cumulative cost of exported queries exceeds this
-            (budget units).  All tasks lie within the campaign budget anyway:
-            the draw sequence was cut at the budget when it was created.
+            (budget units; document-level campaigns: of the exported
+            documents).  All tasks of a query-level campaign lie within the
+            campaign budget anyway: the draw sequence was cut at the budget
+            when it was created.
         exclude_exported : bool, default False
             Skip queries already written by an earlier export.
         overwrite : bool, default False
@@ -1250,7 +1379,11 @@ class Campaign:
         -----
         Rows have fields ``query_id, query_text, doc_id, draw, grade,
         annotator`` (``grade``/``annotator`` empty, for the annotator to fill
-        in); ``draw`` is the position of the query's first draw.
+        in); ``draw`` is the position of the query's first draw.  A
+        document-level campaign writes the same rows for its sampled
+        documents (query id, document id), grouped by query in draw order;
+        ``draw`` is then the document's own position in the sample (the
+        ``draw`` column of the result's trace).
         """
         path = path_iv(path)
         fmt = cio.detect_format(path, format, allowed=cio.TASK_FORMATS)
@@ -1264,7 +1397,11 @@ class Campaign:
         exported = set()
         if exclude_exported:
             exported = {x for (x,) in self._db.execute("SELECT DISTINCT qx FROM export_queries")}
-        first_draw = {int(x): j for j, x in reversed(list(enumerate(self._plan.queries.tolist())))}
+        if self._documents is None:
+            first_draw = {int(x): j for j, x in reversed(list(enumerate(self._plan.queries.tolist())))}
+        else:  # each task's own draw, and its cost
+            unit_draw = {int(r): j for j, r in enumerate(self._documents.rows.tolist())}
+            unit_cost = self._documents.costs
         rows, queries, total = [], [], 0.0
         kind_int = self.meta["query_id_kind"] == "int"
         for x in self._planned:
@@ -1275,7 +1412,10 @@ class Campaign:
             todo = [r for r in self._needed[x].tolist() if r not in grades]
             if not todo:
                 continue
-            c = float(self._design.costs.cost[x])
+            if self._documents is None:
+                c = float(self._design.costs.cost[x])
+            else:
+                c = math.fsum(unit_cost[unit_draw[r]] for r in todo)
             if max_cost is not None and total + c > max_cost * (1 + _BUDGET_RTOL):
                 break
             total += c
@@ -1283,7 +1423,8 @@ class Campaign:
             qid = int(self._qkeys[x]) if kind_int else self._qkeys[x]
             for r in todo:
                 rows.append({"query_id": qid, "query_text": self._qtext[x] or "", "doc_id": self._dkeys[r],
-                             "draw": first_draw[x], "grade": None, "annotator": None})
+                             "draw": first_draw[x] if self._documents is None else unit_draw[r], "grade": None,
+                             "annotator": None})
         cio.write_tasks(path, rows, fmt, list(cio.TASK_COLUMNS))
         with self._write() as conn:
             cur = conn.execute("INSERT INTO exports (path, format, created_at, n_rows, n_queries) VALUES (?, ?, ?, ?, ?)",
@@ -1300,17 +1441,24 @@ class Campaign:
         Runs SQLite's ``integrity_check``, replays the draw sequence from the
         stored ``q``, costs, budget and seed, and checks that the planned
         cost stays within the budget and that no file line is stored twice.
+        A document-level campaign replays its Poisson sample from the stored
+        inclusion probabilities and seed, and checks the *expected* cost
+        against the budget (the realized cost may exceed it).
         """
         problems = []
         db = self._db
         res = [r[0] for r in db.execute("PRAGMA integrity_check")]
         if res != ["ok"]:
             problems.append("integrity_check: " + "; ".join(res))
-        replay = draw_budgeted(self._design.q, self._design.costs.cost, self.budget, self.seed)
-        if not (np.array_equal(replay.queries, self._plan.queries) and np.array_equal(replay.new, self._plan.new)):
-            problems.append("the stored draw sequence differs from a replay with the stored seed")
-        if self._plan.cost_spent > self.budget * (1 + _BUDGET_RTOL):
-            problems.append(f"planned cost {self._plan.cost_spent} exceeds the budget {self.budget}")
+        if self._documents is not None:
+            problems += self._check_documents()
+        else:
+            replay = draw_budgeted(self._design.q, self._design.costs.cost, self.budget, self.seed)
+            if not (np.array_equal(replay.queries, self._plan.queries)
+                    and np.array_equal(replay.new, self._plan.new)):
+                problems.append("the stored draw sequence differs from a replay with the stored seed")
+            if self._plan.cost_spent > self.budget * (1 + _BUDGET_RTOL):
+                problems.append(f"planned cost {self._plan.cost_spent} exceeds the budget {self.budget}")
         dup = db.execute("SELECT COUNT(*) FROM (SELECT batch_id, line FROM judgments GROUP BY batch_id, line "
                          "HAVING COUNT(*) > 1)").fetchone()[0]
         if dup:
@@ -1318,4 +1466,16 @@ class Campaign:
         fk = db.execute("PRAGMA foreign_key_check").fetchall()
         if fk:
             problems.append(f"{len(fk)} foreign-key violations")
+        return problems
+
+    def _check_documents(self) -> list[str]:
+        dp, problems = self._documents, []
+        if not np.array_equal(dp.replay(self.seed), dp.sample):
+            problems.append("the stored document sample differs from a replay with the stored seed and inclusion "
+                            "probabilities")
+        if not (np.array_equal(self._plan.queries, dp.queries) and np.array_equal(self._plan.charged, dp.costs)):
+            problems.append("the stored draws differ from the stored document sample")
+        expected = float(np.dot(dp.design.pi, dp.design.costs))
+        if expected > self.budget * (1 + _BUDGET_RTOL):
+            problems.append(f"expected cost {expected} of the document sample exceeds the budget {self.budget}")
         return problems

@@ -222,7 +222,7 @@ def create_campaign(path, pool, scores, probs, *, budget, metric="err@10", k=Non
     from ..campaign.store import Campaign, _create_args_iv, _pool_ids
     from ..design.targets import default_names
 
-    path, budget, seed = _create_args_iv(path, combine, overwrite, budget, seed)
+    path, budget, seed = _create_args_iv(path, combine, overwrite, budget, seed, method=method, documents=False)
     defensive = defensive_iv(defensive)
     scores = (scores,) if isinstance(scores, str) else tuple(scores)
     kind = {1: "mean", 2: "difference"}.get(len(scores))

@@ -83,6 +83,67 @@ def test_cli_round_trip_equals_estimate(tmp_path, files, capsys):
     assert code == 0 and (tmp_path / "j.qrels").read_text().count("\n") == st["n_documents_needed"]
 
 
+def _tiny_letor(path, *, n_queries=8, n_docs=6, seed=0):
+    """A tiny labeled LETOR file with document ids."""
+    rng = np.random.default_rng(seed)
+    lines = []
+    for q in range(n_queries):
+        for d in range(n_docs):
+            feats = " ".join(f"{j + 1}:{v:.6f}" for j, v in enumerate(rng.random(3)))
+            lines.append(f"{rng.integers(0, 3)} qid:{100 + q} {feats} #docid = d{q}-{d}")
+    path.write_text("\n".join(lines) + "\n")
+    return str(path)
+
+
+@pytest.mark.parametrize("method", ["doc_dyn", "doc_stat"])
+@pytest.mark.parametrize("rankers", [["feature:1"], ["feature:1", "feature:2"]])
+def test_cli_document_level_campaign_end_to_end(tmp_path, capsys, method, rankers):
+    pool = _tiny_letor(tmp_path / "tiny.txt")
+    db, tasks, ans = str(tmp_path / "c.db"), str(tmp_path / "t.csv"), str(tmp_path / "a.csv")
+    argv = ["campaign", "init", db, "--pool", pool, "--model", "uniform", "--grades", "3", "--budget", "2",
+            "--metric", "dcg@4", "--method", method, "--seed", "8"]
+    for r in rankers:
+        argv += ["--ranker", r]
+    code, out, err = run_cli(argv, capsys)
+    assert code == 0, err
+    assert f"method {method}" in out and "sampled documents to judge" in out
+    code, out, err = run_cli(["campaign", "export", db, tasks], capsys)
+    assert code == 0 and out.startswith("wrote "), err
+    data = ar.load_letor(pool, n_grades=3)
+    lab = ar.KnownLabels.from_data(data)
+    lines = (tmp_path / "t.csv").read_text().splitlines()
+    assert lines[0] == "query_id,query_text,doc_id,draw,grade,annotator" and len(lines) > 2
+    answered = [lines[0]] + [",".join(r.split(",")[:4] + [str(int(lab(int(r.split(",")[0]), [r.split(",")[2]])[0])),
+                                                          "ann"]) for r in lines[1:]]
+    # the first task left for later: no estimate yet, exit code 1, how many are missing
+    (tmp_path / "part.csv").write_text("\n".join([answered[0]] + answered[2:]) + "\n")
+    code, out, err = run_cli(["campaign", "import", db, str(tmp_path / "part.csv")], capsys)
+    assert code == 0, err
+    code, out, err = run_cli(["campaign", "estimate", db], capsys)
+    assert code == 1 and f"nothing to estimate yet: 1 of {len(lines) - 1} sampled documents" in err
+    code, out, _ = run_cli(["campaign", "status", db], capsys)
+    assert code == 0 and "sampled documents: 1 still to judge before an estimate" in out
+    (tmp_path / "a.csv").write_text("\n".join(answered) + "\n")
+    code, out, err = run_cli(["campaign", "import", db, ans], capsys)
+    assert code == 0, err
+    code, out, err = run_cli(["campaign", "estimate", db, "--json"], capsys)
+    assert code == 0, err
+    got = json.loads(out)
+    code, out, _ = run_cli(["campaign", "status", db, "--json"], capsys)
+    st = json.loads(out)
+    assert st["unit"] == "document" and st["n_documents_judged"] == st["n_documents_needed"] == len(lines) - 1
+    probs = np.full((data.n_docs, 3), 1 / 3)
+    scores = [data.X[:, int(r.split(":")[1]) - 1] for r in rankers]
+    if len(rankers) == 1:
+        ref = ar.estimate(data, scores[0], probs, lab, budget=2, metric="dcg@4", method=method, rng=8)
+        assert got["estimate"] == pytest.approx(ref.estimate, rel=1e-12, abs=1e-12)
+    else:
+        ref = ar.compare(data, *scores, probs, lab, budget=2, metric="dcg@4", method=method, rng=8)
+        assert got["difference"] == pytest.approx(ref.difference, rel=1e-12, abs=1e-12)
+    assert got["standard_error"] == pytest.approx(ref.standard_error, rel=1e-12, abs=1e-12)
+    assert got["n_draws"] == ref.n_draws == st["n_draws"] and got["method"] == method
+
+
 def test_cli_trec_mode_compare(tmp_path, capsys):
     run = tmp_path / "runs.txt"
     lines = []

@@ -54,4 +54,9 @@ def test_campaign_on_a_distributed_pool(tmp_path):
         ard.create_campaign(tmp_path / "c.db", frame, "score_a", PROBS, budget=15, seed=9)
     with pytest.raises(ValueError, match="`scores` must name one or two score columns"):
         ard.create_campaign(tmp_path / "d.db", frame, ["score_a"] * 3, PROBS, budget=15, seed=9)
+    with pytest.raises(ValueError, match="`method`='doc_dyn' samples single documents; a campaign on a "
+                                         "distributed pool plans whole queries only"):
+        ard.create_campaign(tmp_path / "e.db", frame, "score_a", PROBS, budget=15, metric="dcg@10", seed=9,
+                            method="doc_dyn")
+    assert not (tmp_path / "e.db").exists()
     assert ar.distributed.create_campaign is ard.create_campaign

@@ -123,9 +123,6 @@ def test_document_level_errors_are_clear():
     with pytest.raises(ValueError, match="`method` must be one of"):
         ar.estimate_sequential(pool, a, pool.probs, lab, target_half_width=0.1, budget=5, metric="dcg@5",
                                method="doc_dyn")
-    with pytest.raises(ValueError, match="`method` must be one of"):
-        ar.campaign.Campaign.create(":memory:x", pool, [a, b], pool.probs, budget=5, metric="dcg@5",
-                                    method="doc_dyn", seed=0)
     with pytest.raises(ValueError, match="`predicted`"):
         ar.estimate(pool, a, pool.probs, lab, budget=5, metric="dcg@5", method="doc_dyn",
                     predicted=(np.zeros(20), np.ones(20)))

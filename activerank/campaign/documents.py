@@ -1,0 +1,231 @@
+"""Document-level campaigns: the engine's (query, document) sample as the task list.
+
+A campaign created with a registered method of ``unit="document"`` (e.g.
+``doc_dyn``, ``doc_stat``; :mod:`activerank.design.methods`) does not plan
+queries: its plan is the Poisson sample of (query, document) units that
+:func:`activerank.estimate` / :func:`activerank.compare` with the same pool,
+probabilities, budget and ``rng=seed`` would send to a labeler
+(:func:`activerank.engine.documents.poisson_documents`).  Creation computes
+the sample with the engine's own functions (:func:`document_target_of`,
+:func:`unit_costs`, :func:`inclusion_probabilities`, :func:`draw_poisson`)
+and then runs the engine itself with a recording labeler to confirm that it
+asks for exactly these documents with exactly these inclusion probabilities;
+a method whose engine draws differ (a design this module does not know) is
+refused rather than silently planned differently.
+
+The store keeps everything the estimate needs, so it never depends on how a
+later activerank would choose inclusion probabilities: the linear target over
+units (rows, queries, weights ``W``, gains, offsets), the inclusion
+probabilities and unit costs of the Poisson design, and the sampled units.
+
+Partial judgments
+-----------------
+A Poisson sample with some units missing is not a Poisson sample: which units
+are missing depends on which tasks annotators answered first, and the
+Horvitz-Thompson weights ``1 / pi`` no longer describe how the judged units
+were selected.  (Nested designs do not rescue it: the inclusion probabilities
+grow with the budget, so the samples of smaller budgets are nested, but the
+largest budget whose sample happens to be judged depends on the sample
+sizes, i.e. on the draw, and conditioning on it biases the weights.)  The
+estimate of a document-level campaign therefore needs every sampled unit
+judged and otherwise raises a ``ValueError`` naming how many are missing;
+the judgments stay stored.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..design.documents import DocumentTarget, PoissonDesign, draw_poisson, inclusion_probabilities
+
+__all__ = ["DocumentPlan", "estimate_documents", "plan_documents"]
+
+# the arrays a document-level campaign stores (table ``arrays``), and how they rebuild the plan
+ARRAY_NAMES = ("unit_rows", "unit_query", "unit_weights", "unit_gains", "unit_offsets", "unit_pi", "unit_costs",
+               "unit_sample")
+
+
+@dataclass(frozen=True, eq=False)
+class DocumentPlan:
+    """The frozen document sample of a campaign.
+
+    Attributes
+    ----------
+    target : DocumentTarget
+        The linear target over (query, document) units.
+    design : PoissonDesign
+        Inclusion probability and cost of every unit.
+    sample : ndarray of int64
+        Sampled unit indices, ascending (the engine's draw order: by query,
+        then document row).
+    """
+
+    target: DocumentTarget
+    design: PoissonDesign
+    sample: np.ndarray
+
+    @property
+    def rows(self) -> np.ndarray:
+        """Document row of every sampled unit (the tasks), in draw order."""
+        return self.target.rows[self.sample]
+
+    @property
+    def queries(self) -> np.ndarray:
+        """Pool query of every sampled unit, in draw order."""
+        return self.target.query[self.sample]
+
+    @property
+    def costs(self) -> np.ndarray:
+        """Cost of every sampled unit (budget units)."""
+        return self.design.costs[self.sample]
+
+    @property
+    def n_tasks(self) -> int:
+        return int(self.sample.size)
+
+    @property
+    def expected_cost(self) -> float:
+        return float(self.design.budget)
+
+    def by_query(self) -> dict:
+        """``{query: rows}`` of the sampled units, queries in draw order."""
+        x = self.queries
+        cuts = np.flatnonzero(np.diff(x)) + 1
+        return {int(part[0]): rows for part, rows in zip(np.split(x, cuts), np.split(self.rows, cuts))}
+
+    def arrays(self) -> dict:
+        """The arrays to store (:data:`ARRAY_NAMES`)."""
+        t, d = self.target, self.design
+        return {"unit_rows": t.rows, "unit_query": t.query, "unit_weights": t.weights, "unit_gains": t.gains,
+                "unit_offsets": t.offsets, "unit_pi": d.pi, "unit_costs": d.costs, "unit_sample": self.sample}
+
+    @classmethod
+    def from_arrays(cls, a: dict, *, n_docs: int, expected_cost: float) -> "DocumentPlan":
+        """Rebuild a plan from stored arrays (``a[name]`` for every name of :data:`ARRAY_NAMES`)."""
+        missing = [n for n in ARRAY_NAMES if a.get(n) is None]
+        if missing:
+            raise ValueError(f"document-level campaign store lacks the arrays {missing}.")
+        offsets = a["unit_offsets"].astype(np.int64)
+        target = DocumentTarget(rows=a["unit_rows"].astype(np.int64), query=a["unit_query"].astype(np.int64),
+                                weights=a["unit_weights"], gains=a["unit_gains"], n_queries=offsets.size - 1,
+                                n_docs=int(n_docs), offsets=offsets)
+        design = PoissonDesign(pi=a["unit_pi"], costs=a["unit_costs"], budget=float(expected_cost), kind="poisson")
+        return cls(target, design, a["unit_sample"].astype(np.int64))
+
+    def replay(self, seed: int) -> np.ndarray:
+        """The sampled units a Poisson draw with ``seed`` gives for the stored ``pi`` (as the engine draws)."""
+        return np.flatnonzero(draw_poisson(self.design, np.random.default_rng(seed)))
+
+
+def plan_documents(design, pool, budget: float, seed: int) -> DocumentPlan:
+    """The engine's document sample for ``design`` at ``budget`` with ``rng=seed``.
+
+    Parameters
+    ----------
+    design : Design
+        A design of a document-level method (``design.probs`` set).
+    pool : Pool
+        The standardized pool.
+    budget : float
+        Expected cost, in the budget unit of the query-level methods.
+    seed : int
+
+    Returns
+    -------
+    DocumentPlan
+
+    Raises
+    ------
+    ValueError
+        No unit can change a target, the budget buys fewer than 2 documents
+        in expectation, or the engine draws this method's documents
+        differently (not a plain Poisson design).
+    """
+    from ..engine.documents import document_target_of, unit_costs
+
+    est = design.method_spec.estimator
+    dt = document_target_of(design)
+    if not dt.matters.any():
+        raise ValueError("no document can change the compared values in any query (every difference is "
+                         "exactly 0): there is nothing to judge.")
+    c = unit_costs(design, dt)
+    pd = inclusion_probabilities(dt, design.probs, budget, utility=est.utility, costs=c,
+                                 defensive=design.defensive, judged=np.zeros(dt.n_units, dtype=bool))
+    plan = DocumentPlan(dt, pd, np.flatnonzero(draw_poisson(pd, np.random.default_rng(seed))))
+    _check_against_engine(plan, design, pool, budget, seed)
+    return plan
+
+
+def _check_against_engine(plan: DocumentPlan, design, pool, budget, seed) -> None:
+    """Run the engine (fixed budget, ``rng=seed``) with a labeler that records what it is asked."""
+    from ..engine import FixedBudget, run
+
+    def record(query_id, doc_ids):
+        return np.zeros(len(doc_ids), dtype=np.int64)
+
+    trace = run(design, pool, record, FixedBudget(budget, np.random.default_rng(seed))).trace
+    rows = trace["doc_row"].to_numpy(np.int64)
+    pi = trace["pi"].to_numpy(np.float64)
+    if not (np.array_equal(rows, plan.rows) and np.array_equal(pi, plan.design.pi[plan.sample])):
+        raise ValueError(
+            f"`method`={design.method!r}: the engine draws this method's documents differently from a Poisson "
+            "design of activerank.design.documents.inclusion_probabilities; campaigns cannot plan it yet.")
+
+
+def estimate_documents(design, pool, plan: DocumentPlan, grades: np.ndarray, probs: np.ndarray, *, budget: float):
+    """The engine's result for a fully judged document sample.
+
+    Parameters
+    ----------
+    design : Design
+        The campaign's design (target, method, ``p``).
+    pool : Pool
+    plan : DocumentPlan
+    grades : ndarray of shape (n_tasks,)
+        Grade of every sampled unit, in draw order.
+    probs : ndarray of shape (n_docs, n_grades)
+        The stored relevance model (the difference estimator's model means).
+    budget : float
+        The campaign budget (reported as the result's ``budget``).
+
+    Returns
+    -------
+    EstimateResult, ComparisonResult, MultiComparisonResult or SystemRankingResult
+        What :func:`activerank.estimate` (and friends) return for the same
+        sample and grades: the estimate through the method's estimator, the
+        result through the engine's one assembly.
+    """
+    import pandas as pd
+
+    from ..engine.assemble import assemble
+    from ..engine.core import Draws, RunContext
+    from ..engine.labeling import Judgments
+    from ..inference.estimators import Estimate
+
+    dt, pdsg, take = plan.target, plan.design, plan.sample
+    rows = plan.rows
+    grades = np.asarray(grades, dtype=np.int64)
+    res = design.method_spec.estimator.estimate(dt, pdsg, rows, grades, probs)
+    pi = pdsg.pi[take]
+    charged = pdsg.costs[take]
+    x = dt.query[take]
+    # no earlier judgments enter a campaign's sample: every unit is sampled and new
+    new = np.ones(take.size, dtype=bool)
+    trace = pd.DataFrame({
+        "draw": np.arange(take.size), "query": x, "query_id": np.asarray(pool.query_ids)[x],
+        "doc_row": rows, "doc_id": pool.doc_keys(rows), "pi": pi, "p": design.p[x], "weight": 1.0 / pi,
+        "stratum": np.full(take.size, "sampled"), "new": new, "cost": charged,
+        "cumulative_cost": np.cumsum(charged), "grade": grades,
+    })
+    trace.attrs["expected_cost"] = plan.expected_cost
+    trace.attrs["n_units"] = int(dt.n_units)
+    trace.attrs["n_units_that_matter"] = int(dt.matters.sum())
+    exact = bool(np.all(pdsg.pi[dt.matters] >= 1.0))
+    draws = Draws(x, new, charged, pi, 1.0 / pi, float(budget), float(charged.sum()),
+                  "all_judged" if exact else "budget", estimate=Estimate(res.estimate, res.covariance,
+                                                                         float(take.size)), trace=trace)
+    labels = Judgments(pool, design.n_grades)
+    return assemble(RunContext(design, pool, None, labels), draws, method=design.method)
+
