@@ -15,7 +15,7 @@ import os
 
 import numpy as np
 
-from .ragged import Rankings, offsets_from_lengths, rank_rows_by_scores, segment_ids
+from .ragged import Rankings, listed_once, offsets_from_lengths, rank_rows_by_scores, segment_ids
 
 PROB_ROW_TOL = 1e-6
 
@@ -321,9 +321,7 @@ def _check_distinct(items: np.ndarray, offsets: np.ndarray, n_items: int, name: 
     """
     if items.size < 2:
         return
-    seen = np.zeros(n_items, dtype=bool)
-    seen[items] = True
-    if np.count_nonzero(seen) == items.size:
+    if listed_once(items, n_items):
         return
     counts = np.bincount(items, minlength=n_items)
     cand = np.flatnonzero(counts[items] > 1)

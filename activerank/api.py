@@ -469,7 +469,7 @@ Label one query at a time until the anytime-valid interval is narrow enough.
         the relevance model meets the target, capped at the number of draws
         the budget buys.
     rng : None, int or numpy.random.Generator
-    sequence : {"windowed", "mixture"}, default "windowed"
+    sequence : {"windowed", "mixture", "fixed_width"}, default "windowed"
         The anytime-valid confidence sequence.  ``"windowed"``: a constant
         boundary on the window of stopping times fixed before the first label
         (``min_draws`` to the draws the budget buys) intersected with a
@@ -479,6 +479,13 @@ Label one query at a time until the anytime-valid interval is narrow enough.
         ``"mixture"`` at 0.99-1.00 coverage (docs/intervals.md).
         ``"mixture"``: the Gaussian-mixture asymptotic sequence of Waudby-Smith
         et al. (2021) on centered importance-sampling terms.
+        ``"fixed_width"``: stop when the Student-t interval of the same terms
+        (at a stricter level, :data:`~activerank.inference.confidence_sequences.FIXED_WIDTH_ALPHA_SHARE`)
+        is narrow enough and report it (Chow & Robbins 1965): valid at this
+        stopping time only, not anytime-valid -- measured 35-50% fewer labels
+        than ``"mixture"`` at 0.95-0.97 coverage (docs/intervals.md). Use it
+        when the run ends at the stop; use a sequence when you may keep
+        labeling and look again.
     judge : {"changeable", "all"}, default "changeable"
         For two rankers, as in :func:`activerank.compare`.
 
@@ -515,7 +522,7 @@ Label one query at a time until the anytime-valid interval is narrow enough.
     dsg = prepare_design(pool, pool_, kind, rankings, probs, metric=metric, k=k, method=method, costs=costs,
                          query_weights=query_weights, defensive=defensive,
                          methods=method_names(estimator=SelfNormalized), judge=judge)
-    sequence = choice_iv(sequence, "sequence", ("windowed", "mixture"))
+    sequence = choice_iv(sequence, "sequence", ("windowed", "mixture", "fixed_width"))
     schedule = Sequential(budget, rng, target_half_width=target, confidence_level=level, min_draws=min_draws,
                           max_draws=max_draws, t_opt=t_opt, sequence=sequence)
     return run(dsg, pool_, labeler, schedule)

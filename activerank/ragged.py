@@ -21,6 +21,13 @@ def segment_ids(offsets: np.ndarray) -> np.ndarray:
     return np.repeat(np.arange(lengths.size, dtype=np.int64), lengths)
 
 
+def listed_once(items: np.ndarray, n_rows: int) -> bool:
+    """Whether no row occurs twice in ``items`` (all below ``n_rows``): one byte scatter, no counting."""
+    seen = np.zeros(n_rows, dtype=bool)
+    seen[items] = True
+    return int(np.count_nonzero(seen)) == items.size
+
+
 def segment_positions(offsets: np.ndarray) -> np.ndarray:
     """0-based position of every flat entry inside its own segment."""
     n = int(offsets[-1])

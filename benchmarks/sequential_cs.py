@@ -1,6 +1,6 @@
 """Target-precision stop: labels to reach the width and coverage at the stop, current vs windowed sequence.
 
-Rules (all anytime-valid at level 0.95 over all times, asymptotically):
+Rules (the sequences anytime-valid at level 0.95 over all times, asymptotically):
 
 * ``current``: the Gaussian-mixture asymptotic CS of ``activerank.sequential``
   (``rho`` tuned by ``sequential._choose_t_opt`` from the model's sigma),
@@ -15,7 +15,11 @@ Rules (all anytime-valid at level 0.95 over all times, asymptotically):
 * ``current_cv``: the current sequence on the control-variate terms;
 * ``fixed_width_t`` (reference, *not* anytime-valid): stop when the fixed-n
   Student-t half-width meets the target -- valid only because this stopping
-  rule looks at the spread, not at the estimate (Chow & Robbins 1965).
+  rule looks at the spread, not at the estimate (Chow & Robbins 1965);
+* ``fixed_width`` (``estimate_sequential(sequence="fixed_width")``, not
+  anytime-valid): the same rule on the control-variate terms with the t
+  quantile at level ``1 - 0.6 alpha``
+  (:func:`~activerank.inference.confidence_sequences.fixed_width_radius`).
 
 A run draws from the active ``q`` one query at a time (batched:
 ``draw_budgeted_batch``) and stops at the first draw ``t >= min_draws`` whose
@@ -51,6 +55,7 @@ from activerank.experiments.harness import default_data_root, method_distributio
 from activerank.design.draws import draw_budgeted_batch  # noqa: E402
 from activerank.inference.confidence_sequences import (  # noqa: E402
     expected_draws,
+    fixed_width_radius,
     gm_radius,
     predictable_terms,
     running_cs,
@@ -137,6 +142,9 @@ def run_pool(name, P, targets, budget, reps, seed):
             "windowed_cv": (z_cv, wcs.radius),
             # not anytime-valid: valid for this width-based rule only (Chow & Robbins 1965), for reference
             "fixed_width_t": (z_plain, _fixed_width_t),
+            # estimate_sequential(sequence="fixed_width"): the same stop on the control-variate terms, its t
+            # interval at level 1 - 0.6 alpha (FIXED_WIDTH_ALPHA_SHARE)
+            "fixed_width": (z_cv, lambda t, s: fixed_width_radius(t, s, LEVEL)),
         }
         base = None
         for rule, (z, rad) in rules.items():

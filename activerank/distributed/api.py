@@ -67,7 +67,10 @@ def _spec(pool, kind, scores, probs, *, metric, k, method, costs):
         raise TypeError("`probs` must be the list of probability columns (one per grade) or a fitted relevance "
                         f"model with predict_proba; got {type(probs).__name__}.")
     m = parse_metric(metric, k, require_moments="exact")
-    spec_method = get_method(method)
+    from ..design.methods import method_names
+
+    # the per-query table holds query-level moments only: document-level designs are not distributed yet
+    spec_method = get_method(method, allowed=method_names(unit="query"))
     cost_model = _cost_model(pool, costs)
     spec = TableSpec(kind, m, cols, probs, model, pool.features, cost_model, pool.query, pool.query_in_index,
                      pool.cost, pool.length, uniform=spec_method.relevance == "uniform")

@@ -32,6 +32,9 @@ __all__ = ["assemble", "build_trace", "value_columns"]
 WINDOWED_KIND = ("anytime-valid windowed confidence sequence (constant boundary on the window of stopping "
                  "times, Gaussian-mixture tail; docs/intervals.md)")
 
+FIXED_WIDTH_KIND = ("fixed-width interval at its stopping time (Chow & Robbins 1965: Student-t at a stricter "
+                    "level; valid at this stop, not anytime-valid; docs/intervals.md)")
+
 _SNIS = SelfNormalized()
 
 
@@ -118,6 +121,12 @@ def _weighted(d, draws, system_values, outputs, ci: str):
     return main, own, dof
 
 
+def _interval_kind(a: dict) -> str:
+    if a.get("sequence") == "fixed_width":
+        return FIXED_WIDTH_KIND
+    return INTERVAL_KIND if a.get("window") is None else WINDOWED_KIND
+
+
 def _anytime(d, draws, system_values, outputs):
     """Centered importance-sampling terms ``Z_j = c + w_j (L_j - c)`` of a target-precision run."""
     a = draws.anytime
@@ -144,7 +153,7 @@ def _anytime(d, draws, system_values, outputs):
         hw = float(a["radius"][-1]) if n else np.inf
     ess = float(w.sum() ** 2 / np.dot(w, w)) if n else 0.0
     fields = dict(stopping_reason=a["reason"], confidence_level=a["confidence_level"], window=a.get("window"),
-                  interval=INTERVAL_KIND if a.get("window") is None else WINDOWED_KIND,
+                  interval=_interval_kind(a), sequence=a.get("sequence", "mixture"),
                   target_half_width=a["target"], half_width=float(hw), rho=float(a["rho"]), sigma=float(sigma),
                   center=float(c[-1]))
     extra_cols = {"is_term": z[:, -1] if n else np.zeros(0), "cs_center": a["center_run"],

@@ -25,7 +25,7 @@ import numpy as np
 
 from .._validation import max_draws_iv, py_scalar
 from ..design.design import build_design
-from ..inference.confidence_sequences import expected_draws, windowed_cs
+from ..inference.confidence_sequences import expected_draws, fixed_width_radius, windowed_cs
 from ..inference.mis import mixture
 from ..inference.model_assisted import tuned_coefficient
 from ..inference.sequences import _alpha, choose_t_opt, rho_for_time
@@ -70,12 +70,14 @@ class FixedBudget(Schedule):
 
 
 class Sequential(Schedule):
-    """Label one draw at a time until the confidence sequence's half-width meets the target.
+    """Label one draw at a time until the interval's half-width meets the target.
 
     The draws are those of :class:`FixedBudget` with the same budget and seed
     (draw ``j`` uses the same uniform number), cut at the first draw at which
-    the half-width of the anytime-valid asymptotic confidence sequence is at
-    most ``target_half_width`` (and at least ``min_draws`` draws were made).
+    the half-width is at most ``target_half_width`` (and at least
+    ``min_draws`` draws were made): of an anytime-valid asymptotic confidence
+    sequence (``sequence="windowed"`` or ``"mixture"``), or of the
+    fixed-width (Chow-Robbins) interval (``"fixed_width"``).
     """
 
     name = "sequential"
@@ -119,11 +121,14 @@ class Sequential(Schedule):
         if not q.any():  # every query is determined: the contrast is exactly 0
             none = Draws.census_only(d, self.budget)
             anytime = dict(centers=c, rho=np.nan, confidence_level=float(self.level), target=float(self.target),
-                           reason="all_judged", center_run=np.zeros(0), radius=np.zeros(0))
+                           reason="all_judged", center_run=np.zeros(0), radius=np.zeros(0),
+                           sequence=self.sequence)
             return Draws(none.queries, none.new, none.charged, none.q, none.weights, none.budget, 0.0,
                          "all_judged", census=none.census, anytime=anytime)
-        window = None
-        if self.sequence == "windowed":
+        window, fixed = None, self.sequence == "fixed_width"
+        if fixed:
+            rho = np.nan
+        elif self.sequence == "windowed":
             # the window of stopping times is known before the first label: min_draws .. draws the budget buys
             t_max = max(self.min_draws + 1,
                         math.ceil(expected_draws(q, d.costs.cost, self.budget, max_draws=max_draws)))
@@ -136,7 +141,7 @@ class Sequential(Schedule):
         share = 1.0 - float(p[d.census].sum()) if d.census.size else 1.0
         plan = ctx.draw(q, d.costs.cost, self.budget, self.rng, max_draws=max_draws)
         cv = None
-        if window:
+        if self.sequence != "mixture":
             # the control variate's centre is the model's mean over the drawn stratum, so that
             # E_q[w (m - C)] = 0 exactly (C = c when nothing is determined, share = 1)
             m = d.prediction.mean[:, 0]
@@ -162,7 +167,9 @@ class Sequential(Schedule):
             delta = z - mean  # Welford running mean / variance (divisor t)
             mean += delta / t
             m2 += delta * (z - mean)
-            if window is not None:
+            if fixed:
+                rad = float(fixed_width_radius(t, math.sqrt(max(m2, 0.0) / t), self.level))
+            elif window is not None:
                 rad = float(cs.radius(t, math.sqrt(max(m2, 0.0) / t)))
             else:
                 v = t * r2 + 1.0
@@ -182,7 +189,7 @@ class Sequential(Schedule):
         draws = Draws.from_plan(plan, d, stop=stop)
         anytime = dict(centers=c, rho=rho, confidence_level=float(self.level), target=float(self.target),
                        reason=reason, center_run=np.asarray(centers), radius=np.asarray(radii), window=window,
-                       terms=None if cv is None else cv.terms())
+                       terms=None if cv is None else cv.terms(), sequence=self.sequence)
         return Draws(draws.queries, draws.new, draws.charged, draws.q, draws.weights, draws.budget,
                      draws.cost_spent, reason, census=draws.census, anytime=anytime)
 

@@ -87,6 +87,8 @@ __all__ = [
     "running_cs",
     "predictable_terms",
     "stop_on_target",
+    "FIXED_WIDTH_ALPHA_SHARE",
+    "fixed_width_radius",
 ]
 
 #: Share of ``alpha`` spent on the all-time Gaussian-mixture tail.
@@ -263,6 +265,58 @@ def windowed_cs(t_min, t_max, confidence_level=0.95, *, tail_share=DEFAULT_TAIL_
     c = window_critical_value(t_min, t_max, a_win)
     return WindowedCS(int(t_min), int(t_max), float(confidence_level), a_win, a_tail, c,
                       rho_for_time(float(t_max), a_tail))
+
+
+#: Share of ``alpha`` the fixed-width (Chow-Robbins) stop spends: its interval uses the Student-t quantile
+#: at ``1 - 0.6 alpha / 2`` (0.985 for a 95% request), calibrated on the target-precision benchmark.
+FIXED_WIDTH_ALPHA_SHARE = 0.6
+
+
+def fixed_width_radius(t, sigma, confidence_level=0.95):
+    """Half-width of the fixed-width stop's interval after ``t`` terms with standard deviation ``sigma``.
+
+    ``t_{1 - a/2, t-1} sigma sqrt(t / (t - 1)) / sqrt(t)`` with ``a =``
+    :data:`FIXED_WIDTH_ALPHA_SHARE` ``* alpha``: the Student-t interval of the
+    mean at a slightly stricter level.  Stopping the first time it is at most
+    a target width is the rule of Chow & Robbins (1965): it looks at the
+    spread only, not at the estimate, and the interval at that stop covers
+    with probability tending to ``1 - a`` as the width shrinks.  It is valid
+    at *its* stopping time, not uniformly over time (not a confidence
+    sequence: do not keep labeling past the stop and re-test).  The stricter
+    level absorbs the finite-sample shortfall of skewed importance-weighted
+    terms (a stop on a small sample spread is a stop on a narrow interval):
+    measured coverage 0.953-0.973 at a 95% request on MQ2008 and the
+    synthetic pools, where the plain 95% t interval covers 0.930-0.956
+    (``benchmarks/results/coverage/sequential.md``).
+
+    Parameters
+    ----------
+    t : int or array-like
+        Number of terms (``>= 1``; ``t = 1`` uses one degree of freedom).
+    sigma : float or array-like
+        Standard deviation of the terms with divisor ``t``.
+    confidence_level : float, default 0.95
+
+    Returns
+    -------
+    ndarray
+
+    References
+    ----------
+    .. [1] Y. S. Chow and H. Robbins. "On the asymptotic theory of fixed-width
+       sequential confidence intervals for the mean." Ann. Math. Statist. 36, 1965.
+
+    Examples
+    --------
+    >>> round(float(fixed_width_radius(100, 1.0)), 4)  # 2.2 sigma / sqrt(100)
+    0.2213
+    """
+    from scipy import stats
+
+    a = FIXED_WIDTH_ALPHA_SHARE * _alpha_iv(confidence_level)
+    t = np.asarray(t, dtype=float)
+    dof = np.maximum(t - 1.0, 1.0)
+    return stats.t.isf(a / 2, dof) * np.asarray(sigma, dtype=float) * np.sqrt(t / dof) / np.sqrt(t)
 
 
 def expected_draws(q, costs, budget, *, max_draws=None) -> float:

@@ -314,15 +314,18 @@ class _Anytime:
     rho: float
     sigma: float
     center: float
-    #: ``(t_min, t_max)`` of the windowed sequence (``sequence="windowed"``), None for the mixture one
+    #: ``(t_min, t_max)`` of the windowed sequence (``sequence="windowed"``), None for the others
     window: tuple | None = None
+    #: the stopping interval: ``"windowed"``, ``"mixture"`` (confidence sequences) or ``"fixed_width"``
+    sequence: str = "mixture"
 
     def confidence_interval(self, confidence_level: float | None = None) -> ConfidenceInterval:
-        """Anytime-valid interval at the stopping time (not the Wald interval).
+        """The stopping rule's interval at the stopping time (not the Wald interval).
 
-        ``confidence_level`` defaults to the level the run stopped on; any other
-        level gives the sequence at that level (same window, or same ``rho``;
-        still anytime-valid).
+        Anytime-valid for the confidence sequences; for ``sequence="fixed_width"``
+        the Chow-Robbins interval, valid at this stop.  ``confidence_level``
+        defaults to the level the run stopped on; any other level gives the
+        same kind of interval at that level (same window, or same ``rho``).
         """
         level = self.confidence_level if confidence_level is None else confidence_level
         _alpha(level)
@@ -330,7 +333,11 @@ class _Anytime:
         if self.stopping_reason == "all_judged":
             return ConfidenceInterval(point, point)
         n = self.n_draws  # type: ignore[attr-defined]
-        if self.window is not None:
+        if self.sequence == "fixed_width":
+            from .confidence_sequences import fixed_width_radius
+
+            r = float(fixed_width_radius(n, self.sigma, level))
+        elif self.window is not None:
             from .confidence_sequences import windowed_cs
 
             t_min, t_max = self.window

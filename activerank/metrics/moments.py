@@ -52,7 +52,7 @@ import numpy as np
 from .._validation import probs_iv, ranking_iv, rankings_iv
 from ._blas import single_blas_thread
 from .registry import Metric, parse_metric
-from ..ragged import PositionMajor, Rankings, offsets_from_lengths, segment_ids
+from ..ragged import PositionMajor, Rankings, listed_once, offsets_from_lengths, segment_ids
 
 __all__ = [
     "BACKENDS",
@@ -387,7 +387,7 @@ def _match(ra: Rankings, rb: Rankings, n_docs: int):
     ordered by ``ib``.
     """
     qa, qb = ra.query_index(), rb.query_index()
-    if ra.items.size and np.bincount(ra.items, minlength=n_docs).max() <= 1:
+    if ra.items.size and listed_once(ra.items, n_docs):
         # every row occurs at most once in ``ra``: an O(n) lookup table row -> entry
         where_a = np.full(n_docs, -1, dtype=np.int64)
         where_a[ra.items] = np.arange(ra.items.size)

@@ -203,6 +203,9 @@ def test_bad_arguments(data):
         ard.estimate(frame, "score_a", PROBS, lab, budget=5, costs="column")
     with pytest.raises(ValueError, match="`method` must be one of"):
         ard.estimate(frame, "score_a", PROBS, lab, budget=5, method="nope")
+    # document-level methods are not distributed: named as not allowed, not an AttributeError deep inside
+    with pytest.raises(ValueError, match=r"`method` must be one of \[.*'active'.*\], got 'doc_dyn'"):
+        ard.estimate(frame, "score_a", PROBS, lab, budget=5, method="doc_dyn")
     with pytest.raises(ValueError, match="`budget`"):
         ard.estimate(frame, "score_a", PROBS, lab, budget=-1)
 
