@@ -18,7 +18,7 @@ scales (``4`` = 4 x 31,531 queries; ``16:0.25`` = 16 x the queries with lists a
 quarter as long, for machines where 16 x the full pool does not fit).  For
 every task it prints
 
-* the median wall time of ``--repeats`` (>= 5) runs, its max/min spread and CPU time;
+* the median wall time of ``--repeats`` (>= 5) runs, its max/min spread, the median CPU time and its spread;
 * the time per query;
 * the ratio to a per-query Python loop (the public per-query functions
   ``query_moments``/``pair_moments`` called once per query -- for estimate and
@@ -342,6 +342,7 @@ def _time_task(task, workers, repeats, args, rows) -> None:
                    n_docs=info["n_docs"], implementation=w.name, task=task, runs=len(wall),
                    wall_median_s=med, wall_min_s=min(wall), wall_max_s=max(wall),
                    spread=max(wall) / min(wall), cpu_median_s=statistics.median(cpu),
+                   cpu_spread=max(cpu) / max(min(cpu), 1e-9),
                    us_per_query=1e6 * med / info["n_queries"], loop_s=loop, x_loop=loop / med,
                    floor_s=w.floor, x_floor=med / w.floor, peak_rss_gib=mem,
                    load_avg=os.getloadavg()[0])
@@ -369,12 +370,13 @@ def write(rows, args, loads) -> None:
         f"{min(loads):.1f}-{max(loads):.1f} on {os.cpu_count()} CPUs (a shared machine: wall times are "
         f"inflated, compare rows side by side). Regenerate with `python benchmarks/end_to_end.py`.",
         "",
-        "| scale | task | implementation | wall (s) | max/min | CPU (s) | us/query | x loop | x floor | peak RSS (GiB) |",
-        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|",
+        "| scale | task | implementation | wall (s) | max/min | CPU (s) | CPU max/min | us/query | x loop | x floor "
+        "| peak RSS (GiB) |",
+        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in rows:
         lines.append(f"| {_scale_label(r)} | {r['task']} | {r['implementation']} | {r['wall_median_s']:.3f} | "
-                     f"{r['spread']:.2f} | {r['cpu_median_s']:.3f} | {r['us_per_query']:.2f} | "
+                     f"{r['spread']:.2f} | {r['cpu_median_s']:.3f} | {r['cpu_spread']:.2f} | {r['us_per_query']:.2f} | "
                      f"{r['x_loop']:.1f} | {r['x_floor']:.0f} | {r['peak_rss_gib']:.2f} |")
     lines += _linearity_lines(rows)
     with open(os.path.join(args.out, "end_to_end.md"), "w") as fh:
