@@ -292,7 +292,10 @@ def _cascade_pair_needed(ra: Rankings, rb: Rankings, n_docs: int, owner) -> np.n
     # equal-length queries line up entry by entry in the two flat arrays
     mis = ra.items[ea] != rb.items[eb]
     t = np.where(same_len, 0, np.maximum(na, nb)).astype(np.int64)
-    np.maximum.at(t, qa[ea][mis], pa[ea][mis] + 1)
+    # the deepest mismatch of a query is its last one (entries run by query, then position): no ufunc.at
+    q_mis, p_mis = qa[ea][mis], pa[ea][mis]
+    last = np.flatnonzero(np.append(q_mis[1:] != q_mis[:-1], True)) if q_mis.size else q_mis
+    t[q_mis[last]] = p_mis[last] + 1
     # shared suffix cancels only if the documents above it form the same set
     top_a = pa < t[qa]
     top_b = pb < t[qb]
