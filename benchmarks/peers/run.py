@@ -29,6 +29,31 @@ Methods
     ar_wor_active sequential Poisson without replacement with scores
                   p sqrt(v / lambda) (defensive 0.1) + tuned GREG
     ar_safe       the two-stage safe design (activerank.design.safe)
+    ar_default    what the public API runs by default: ``method="active"`` (q*, defensive
+                  0.1, self-normalized estimate, the engine's budgeted loop with
+                  replacement); for comparisons ``judge="changeable"``: a query costs only
+                  the documents that can change the difference (in ``documents`` mode;
+                  in ``queries`` mode 1) and queries with none are a census stratum
+                  (contrast exactly 0, cost 0).  Its design is the API's
+                  (``make_design(...).q`` and costs, checked equal on OHSUMED)
+    ar_auto       ``method="auto"``: ``doc_dyn`` where its predicted variance at the
+                  budget is smaller (DCG@10, documents mode), else ``ar_default``
+                  (activerank.design.auto); query-level only in ``queries`` mode
+    ar_cancel     comparisons: ar_default's design and draws, tuned model-assisted
+                  estimator (``mass * MA`` over the undetermined queries)
+    ar_cancel_cf  same draws, the engine's cross-fitted model-assisted estimator
+                  (activerank.inference.crossfit) with its Student-t intervals
+    ar_cancel_wor comparisons: sequential Poisson without replacement over the
+                  undetermined queries (census scores, changeable costs), GREG with
+                  prior coefficient 1
+    ar_doc_dyn    DCG@10, documents mode: the engine's ``doc_dyn`` (Poisson pi-ps on the
+                  model's residual variance over the pooled documents of the compared
+                  lists, model total + Horvitz-Thompson of the residuals; the budget is
+                  spent in expectation; its ``labels`` column is the mean realized cost)
+
+The peers are charged every document of the union of the compared top-10 lists
+in ``documents`` mode: they cannot know which documents cancel (that knowledge
+is activerank's structural advantage; the cost unit is documents judged).
     ppi++         ppi_py ``ppi_mean_pointestimate`` (power tuning, default
                   options): uniform random order, labels while the budget
                   lasts, unlabeled = the rest of the pool
@@ -47,13 +72,17 @@ library calls (``ppi_py.ppi_mean_pointestimate``,
 ``glide.estimators.ASIMeanEstimator.estimate``) on the first runs of every
 cell (the run aborts on any mismatch).
 
-Run (about 15 min on 2 busy cores)::
+Run (MQ2008 9 min, OHSUMED ~15 min wall on 2 heavily loaded cores; the two datasets
+can run as two processes, ``--datasets mq2008`` / ``--datasets ohsumed``, seeds do
+not depend on the split; concatenate their ``results.csv``)::
 
     python benchmarks/peers/run.py --reps 1000 --out benchmarks/peers/results
 
 Writes ``results.csv`` (one row per dataset x scenario x metric x mode x
-budget x method: MSE, its bootstrap interval, coverage, mean labels), the
-ratio table ``results.md`` and ``fig_ratios.png``.
+budget x method: MSE, the ratio to the best peer with its bootstrap interval,
+coverage, bias in Monte-Carlo SE (max over contrasts), mean labels) and the
+``ar_safe`` table ``results_safe.md``; ``report.py`` writes ``results.md`` and
+the figures.
 """
 
 from __future__ import annotations
@@ -84,7 +113,8 @@ from activerank.experiments.harness import (  # noqa: E402
     load_dataset,
 )
 from activerank.design.draws import budget_stops, draw_budgeted_batch  # noqa: E402
-from activerank.inference.crossfit import model_assisted_crossfit_prefix  # noqa: E402
+from activerank.inference.crossfit import expected_distinct, model_assisted_crossfit_prefix  # noqa: E402
+from activerank.inference.small_sample import cluster_slots, predicted_variance, snis_intervals_prefix  # noqa: E402
 from activerank.inference.documents import _ht_kernel, expected_poisson_variance  # noqa: E402
 from activerank.inference.model_assisted import model_assisted_prefix  # noqa: E402
 from activerank.inference.snis import snis_prefix  # noqa: E402
@@ -310,7 +340,11 @@ def run_ar_census(t, lam, budgets, reps, rng):
 
     ``snis``      the API default (method="active": self-normalized), ``mass * SNIS`` over the sampled stratum
     ``ma``        tuned model-assisted (control variate m(x), exact pool mean), ``mass * MA``
-    ``crossfit``  the engine's model_assisted estimator (cross-fitted, jackknifed, t intervals)
+    ``crossfit``  the engine's model_assisted estimator (cross-fitted, jackknifed, t intervals; with the
+                  engine's prior and expected number of distinct queries)
+
+    Coverage flags: the API's Student-t intervals (SNIS: cluster SE moderated by the model's predicted
+    variance; crossfit: its own), on the sampled stratum's mean.
     """
     Y, Mx = t["Y"], t["M"]
     q, pq, mass, sq = census_design(t, lam)
@@ -321,16 +355,28 @@ def run_ar_census(t, lam, budgets, reps, rng):
         w = np.where(plan.valid, pq[x] / np.where(q[x] > 0, q[x], 1.0), 0.0)
     out = {k: (np.empty((Y.shape[0],) + stops.shape), np.empty((Y.shape[0],) + stops.shape))
            for k in ("snis", "ma", "crossfit")}
-    covered = np.empty((Y.shape[0],) + stops.shape, dtype=bool)
+    covered = {k: np.empty((Y.shape[0],) + stops.shape, dtype=bool) for k in ("snis", "crossfit")}
+    # the engine's gates and priors (activerank.engine.small_sample): the model's predicted per-draw
+    # variance and the design's expected number of distinct queries at each budget
+    ed = np.array([expected_distinct(q, lam, float(B)) for B in budgets])
+    slots = cluster_slots(x)
     for j in range(Y.shape[0]):  # loop over contrasts only
         pool_pred = float(pq @ Mx[j])
+        truth = float(pq @ Y[j])  # the sampled stratum's mean (the census part is exact)
+        prior = predicted_variance(pq, q, Mx[j], t["V"][j])
         r = snis_prefix(Y[j][x], w, stops)
         out["snis"][0][j], out["snis"][1][j] = mass * r.estimate, mass * r.standard_error
+        # the API's default interval: Student-t over distinct queries, moderated by the model's prior
+        ri = snis_intervals_prefix(Y[j][x], w, x, stops, ci="t", prior=prior, slots=slots)
+        if not np.allclose(ri.estimate, r.estimate, rtol=1e-9, atol=1e-12, equal_nan=True):
+            raise AssertionError("snis_intervals_prefix and snis_prefix disagree on the estimate")
+        covered["snis"][j] = ri.covers(truth)
         r = model_assisted_prefix(Y[j][x], Mx[j][x], w, pool_pred, stops)
         out["ma"][0][j], out["ma"][1][j] = mass * r.estimate, mass * r.standard_error
-        r = model_assisted_crossfit_prefix(Y[j][x], Mx[j][x], w, pool_pred, x, stops, ci="t")
+        r = model_assisted_crossfit_prefix(Y[j][x], Mx[j][x], w, pool_pred, x, stops, ci="t", prior=prior,
+                                           expected_distinct=ed, slots=slots)
         out["crossfit"][0][j], out["crossfit"][1][j] = mass * r.estimate, mass * r.standard_error
-        covered[j] = r.covers(float(pq @ Y[j]))
+        covered["crossfit"][j] = r.covers(truth)
     nq = np.take_along_axis(np.cumsum(plan.new, axis=1), np.maximum(stops - 1, 0).T, axis=1).T
     # the API's predicted variance of this design at each budget (activerank.design.auto)
     live = q > 0
@@ -575,11 +621,11 @@ def run(args):
                     res["ar_default"] = (*cen["snis"], nq_c)
                     res["ar_auto"] = res["ar_default"]
                     auto_doc = np.zeros(len(budgets), dtype=bool)
-                    cover = {}
+                    cover = {"ar_default": cov_cf["snis"], "ar_auto": cov_cf["snis"]}
                     if scen != "one":
                         res["ar_cancel"] = (*cen["ma"], nq_c)
                         res["ar_cancel_cf"] = (*cen["crossfit"], nq_c)
-                        cover["ar_cancel_cf"] = cov_cf
+                        cover["ar_cancel_cf"] = cov_cf["crossfit"]
                         res["ar_cancel_wor"] = run_ar_cancel_wor(t, lc, budgets, reps, g(11))
                     if "doc_target" in t and mode == "documents":
                         e, s, cost, v_doc = run_doc_dyn(t, budgets, reps, g(12))
@@ -589,6 +635,10 @@ def run(args):
                         pick = lambda a, b: np.where(auto_doc[None, :, None], a, b)  # noqa: E731
                         res["ar_auto"] = (pick(e, cen["snis"][0]), pick(s, cen["snis"][1]),
                                           np.where(auto_doc[:, None], cost, nq_c))
+                        # doc_dyn's own intervals are normal (the engine's document-level estimate)
+                        ok = (np.abs(np.where(np.abs(e - R[:, None, None]) < EXACT, 0.0, e - R[:, None, None]))
+                              <= 1.959964 * s)
+                        cover["ar_auto"] = np.where(auto_doc[None, :, None], ok, cov_cf["snis"])
                     e, n = run_ppi(t, lam, budgets, reps, g(4), N_CHECK)
                     res["ppi++"] = (e, None, n)
                     fb = {}
