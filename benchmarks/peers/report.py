@@ -14,6 +14,7 @@ import pandas as pd
 AR = ("ar_wr_ma", "ar_wor_unif", "ar_wor_unif_b1", "ar_wor_active", "ar_safe", "ar_default", "ar_auto",
       "ar_cancel", "ar_cancel_cf", "ar_cancel_wor", "ar_doc_dyn")
 NEW = ("ar_default", "ar_auto", "ar_cancel", "ar_cancel_cf", "ar_cancel_wor", "ar_doc_dyn")
+FLOOR = 0.02  # figure: ratios below (exact estimates, MSE 0) are drawn here
 FIG = ("ar_wor_active", "ar_default", "ar_auto", "ar_cancel", "ar_cancel_wor", "ar_doc_dyn")
 GOALS = {"one": "≤ 0.95 (≤ 1.0 every budget)", "two": "≤ 0.85", "index": "≤ 0.35 ERR@10 / ≤ 0.5 DCG@10",
          "k_systems": "≤ 0.8"}
@@ -49,8 +50,11 @@ def _range(g):
     r = g.ratio
     if r.empty:
         return "–"
-    return (f"{r.min():.2f}–{r.max():.2f} (gm {np.exp(np.log(r).mean()):.2f}, "
-            f"{int((g.ratio_high < 1).sum())}/{len(g)} wins)")
+    exact = r < 1e-12  # the budget judged every changeable document: MSE is rounding (0)
+    gm = np.exp(np.log(r[~exact]).mean()) if (~exact).any() else 0.0
+    note = f", {int(exact.sum())} exact" if exact.any() else ""
+    return (f"{r.min():.2f}–{r.max():.2f} (gm {gm:.2f}{' w/o exact' if exact.any() else ''}, "
+            f"{int((g.ratio_high < 1).sum())}/{len(g)} wins{note})")
 
 
 def _table(out):
@@ -77,7 +81,7 @@ def goal_table(df):
     for (sc, me, mo), g in df.groupby(["scenario", "metric", "mode"], sort=False):
         n_cells = g[g.method == "ar_default"].shape[0]
         # ar_auto is a per-budget pick between ar_default and ar_doc_dyn, not a variant of its own
-        gm = {m: np.exp(np.log(g[g.method == m].ratio).mean()) for m in AR
+        gm = {m: np.exp(np.log(np.maximum(g[g.method == m].ratio, 1e-3)).mean()) for m in AR
               if m != "ar_auto" and g[g.method == m].shape[0] == n_cells}
         best = min(gm, key=gm.get)
         rows.append({"scenario": sc, "metric": me, "mode": mo, "goal": GOALS[sc],
@@ -97,17 +101,23 @@ def figure(df, path, mode="queries", methods=AR):
     fig, axes = plt.subplots(4, 4, figsize=(16, 13), sharey=True)
     for ax, key in zip(axes.ravel(), keys):
         g = df[(df.dataset == key[0]) & (df.scenario == key[1]) & (df.metric == key[2]) & (df["mode"] == mode)]
-        for m in methods:
+        for i, m in enumerate(methods):
             if not (g.method == m).any():
                 continue
             s = g[g.method == m].sort_values("budget")
-            ax.errorbar(s.budget, s.ratio, yerr=[s.ratio - s.ratio_low, s.ratio_high - s.ratio], label=m,
-                        marker="o", ms=3, capsize=2)
+            # an exact estimate (every changeable document judged) has ratio 0: drawn at the floor
+            r, lo, hi = (np.maximum(s[c].to_numpy(), FLOOR) for c in ("ratio", "ratio_low", "ratio_high"))
+            ax.errorbar(s.budget, r, yerr=[r - lo, hi - r], label=m, color=f"C{i}", marker="o", ms=3, capsize=2)
         ax.axhline(1.0, color="k", lw=0.8)
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_title(" ".join(key), fontsize=9)
-    axes[0, 0].legend(fontsize=7)
+        ax.set_ylim(FLOOR / 1.5, 10)
+    handles = {}
+    for ax in axes.ravel():
+        for h, lab in zip(*ax.get_legend_handles_labels()):
+            handles.setdefault(lab, h)
+    axes[0, 0].legend(handles.values(), handles.keys(), fontsize=7)
     unit = "equal distinct queries" if mode == "queries" else "equal documents judged"
     fig.supylabel(f"MSE ratio activerank method / best peer ({unit})")
     fig.supxlabel("budget (distinct queries)" if mode == "queries" else "budget (documents of a whole query)")
