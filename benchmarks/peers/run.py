@@ -29,6 +29,31 @@ Methods
     ar_wor_active sequential Poisson without replacement with scores
                   p sqrt(v / lambda) (defensive 0.1) + tuned GREG
     ar_safe       the two-stage safe design (activerank.design.safe)
+    ar_default    what the public API runs by default: ``method="active"`` (q*, defensive
+                  0.1, self-normalized estimate, the engine's budgeted loop with
+                  replacement); for comparisons ``judge="changeable"``: a query costs only
+                  the documents that can change the difference (in ``documents`` mode;
+                  in ``queries`` mode 1) and queries with none are a census stratum
+                  (contrast exactly 0, cost 0).  Its design is the API's
+                  (``make_design(...).q`` and costs, checked equal on OHSUMED)
+    ar_auto       ``method="auto"``: ``doc_dyn`` where its predicted variance at the
+                  budget is smaller (DCG@10, documents mode), else ``ar_default``
+                  (activerank.design.auto); query-level only in ``queries`` mode
+    ar_cancel     comparisons: ar_default's design and draws, tuned model-assisted
+                  estimator (``mass * MA`` over the undetermined queries)
+    ar_cancel_cf  same draws, the engine's cross-fitted model-assisted estimator
+                  (activerank.inference.crossfit) with its Student-t intervals
+    ar_cancel_wor comparisons: sequential Poisson without replacement over the
+                  undetermined queries (census scores, changeable costs), GREG with
+                  prior coefficient 1
+    ar_doc_dyn    DCG@10, documents mode: the engine's ``doc_dyn`` (Poisson pi-ps on the
+                  model's residual variance over the pooled documents of the compared
+                  lists, model total + Horvitz-Thompson of the residuals; the budget is
+                  spent in expectation; its ``labels`` column is the mean realized cost)
+
+The peers are charged every document of the union of the compared top-10 lists
+in ``documents`` mode: they cannot know which documents cancel (that knowledge
+is activerank's structural advantage; the cost unit is documents judged).
     ppi++         ppi_py ``ppi_mean_pointestimate`` (power tuning, default
                   options): uniform random order, labels while the budget
                   lasts, unlabeled = the rest of the pool
@@ -47,13 +72,17 @@ library calls (``ppi_py.ppi_mean_pointestimate``,
 ``glide.estimators.ASIMeanEstimator.estimate``) on the first runs of every
 cell (the run aborts on any mismatch).
 
-Run (about 15 min on 2 busy cores)::
+Run (MQ2008 9 min, OHSUMED ~15 min wall on 2 heavily loaded cores; the two datasets
+can run as two processes, ``--datasets mq2008`` / ``--datasets ohsumed``, seeds do
+not depend on the split; concatenate their ``results.csv``)::
 
     python benchmarks/peers/run.py --reps 1000 --out benchmarks/peers/results
 
 Writes ``results.csv`` (one row per dataset x scenario x metric x mode x
-budget x method: MSE, its bootstrap interval, coverage, mean labels), the
-ratio table ``results.md`` and ``fig_ratios.png``.
+budget x method: MSE, the ratio to the best peer with its bootstrap interval,
+coverage, bias in Monte-Carlo SE (max over contrasts), mean labels) and the
+``ar_safe`` table ``results_safe.md``; ``report.py`` writes ``results.md`` and
+the figures.
 """
 
 from __future__ import annotations
@@ -71,7 +100,9 @@ import pandas as pd
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 
+from activerank.design.cancellation import changeable_costs, changeable_documents  # noqa: E402
 from activerank.design.costs import document_costs, query_costs  # noqa: E402
+from activerank.design.documents import document_target, inclusion_probabilities  # noqa: E402
 from activerank.design.safe import candidate_scores, choose_scores, combine_stages, planned_pi  # noqa: E402
 from activerank.design.sampling import expected_squared_error, optimal_distribution  # noqa: E402
 from activerank.design.without_replacement import draw_without_replacement_batch  # noqa: E402
@@ -82,8 +113,13 @@ from activerank.experiments.harness import (  # noqa: E402
     load_dataset,
 )
 from activerank.design.draws import budget_stops, draw_budgeted_batch  # noqa: E402
+from activerank.inference.crossfit import expected_distinct, model_assisted_crossfit_prefix  # noqa: E402
+from activerank.inference.small_sample import cluster_slots, predicted_variance, snis_intervals_prefix  # noqa: E402
+from activerank.inference.documents import _ht_kernel, expected_poisson_variance  # noqa: E402
 from activerank.inference.model_assisted import model_assisted_prefix  # noqa: E402
+from activerank.inference.snis import snis_prefix  # noqa: E402
 from activerank.inference.horvitz_thompson import hajek_kernel  # noqa: E402
+from activerank.metrics import parse_metric  # noqa: E402
 from activerank.relevance.models import fit_with_validation, make_relevance_model  # noqa: E402
 from activerank.relevance.rankers import expected_gain_scores  # noqa: E402
 
@@ -91,9 +127,11 @@ SEED = 20
 RANKERS = {"mq2008": dict(a=25, b=40, extra=(5, 30)), "ohsumed": dict(a=28, b=40, extra=(10, 20))}
 BUDGETS = {"mq2008": (10, 20, 40, 80), "ohsumed": (5, 10, 20, 40)}
 METRICS = ("err@10", "dcg@10")
-AR_METHODS = ("ar_wr_ma", "ar_wor_unif", "ar_wor_unif_b1", "ar_wor_active", "ar_safe")
+AR_METHODS = ("ar_wr_ma", "ar_wor_unif", "ar_wor_unif_b1", "ar_wor_active", "ar_safe", "ar_default", "ar_auto",
+              "ar_cancel", "ar_cancel_cf", "ar_cancel_wor", "ar_doc_dyn")
 PEERS = ("ppi++", "glide_active", "glide_costopt")
 N_CHECK = 15  # runs per cell checked against the peer libraries
+EXACT = 1e-10  # |error| below this is floating-point rounding of an exact (census) estimate
 
 
 # --------------------------------------------------------------------------- data and tasks
@@ -130,10 +168,18 @@ def make_tasks(fm: FoldModels, name: str, metric: str, *, seed=SEED):
                       for j, c in enumerate([b, "model_eg", f"f{r['extra'][0]}", f"f{r['extra'][1]}"])],
     }
     doc_costs, cm = document_costs(fm.pool, fm.pool.n_docs, "constant")
+    pool = fm.pool
     tasks = {}
     for key, lst in insts.items():
         probs = [build_problem(fm, inst, metric, cost_model="constant", rng=np.random.default_rng([seed, 7]))
                  for inst in lst]
+        # the compared systems (k systems: candidates first, the baseline last) and contrasts C @ R
+        if key == "one":
+            systems, contrasts = [probs[0].rankings[0]], None
+        elif key == "k_systems":
+            systems, contrasts = [pr.rankings[0] for pr in probs] + [probs[0].rankings[1]], "baseline"
+        else:
+            systems, contrasts = list(probs[0].rankings), None
         Y = np.stack([pr.values for pr in probs])
         Mx = np.stack([pr.moments["model"][0] for pr in probs])
         V = np.stack([pr.moments["model"][1] for pr in probs])
@@ -143,9 +189,33 @@ def make_tasks(fm: FoldModels, name: str, metric: str, *, seed=SEED):
         tops = []
         for pr in probs:
             tops += list(pr.rankings)
-        doc = query_costs(doc_costs, tops, model=cm).cost  # union of every evaluated top-10 list
+        full = query_costs(doc_costs, tops, model=cm)  # union of every evaluated top-10 list
+        doc = full.cost
         N = Y.shape[1]
-        tasks[key] = dict(Y=Y, M=Mx, V=V, p=probs[0].p, known=UV <= 1e-14, known_values=UM, costs={"queries": np.ones(N), "documents": doc})
+        p = probs[0].p
+        t = dict(Y=Y, M=Mx, V=V, p=p, known=UV <= 1e-14, known_values=UM,
+                 costs={"queries": np.ones(N), "documents": doc})
+        # judge="changeable": a comparison query costs its changeable documents (in the unit of judging the
+        # whole union, so budgets stay comparable); queries with none are a census stratum (contrast 0)
+        det = np.zeros(N, dtype=bool)
+        cancel = {"queries": np.ones(N), "documents": doc}
+        if len(systems) > 1:
+            cs = changeable_documents(systems, n_docs=pool.n_docs, metric=metric)
+            det = cs.determined
+            if not np.all(Y[:, det] == 0.0):
+                raise AssertionError("a determined query has a nonzero contrast")
+            cc = changeable_costs(doc_costs, cs, scale=full.scale)
+            cancel = {"queries": np.where(det, 0.0, 1.0), "documents": cc.cost}
+        t.update(det=det, cancel_costs=cancel, cost_scale=full.scale)
+        if parse_metric(metric).family == "additive":  # document-level designs (doc_dyn)
+            dt = document_target(systems, n_docs=pool.n_docs, metric=metric, n_grades=pool.n_grades,
+                                 contrasts=contrasts, query_weights=p)
+            if not np.allclose(dt.value(pool.labels), p @ Y.T, rtol=1e-9, atol=1e-9):
+                raise AssertionError("document-level target differs from the per-query values")
+            mom = dt.moments(fm.probs["model"])
+            t.update(doc_target=dt, doc_u=dt.utilities(pool.labels[dt.rows]), doc_m=mom.mean,
+                     doc_unit_costs=doc_costs[dt.rows] / full.scale, probs=fm.probs["model"])
+        tasks[key] = t
     return tasks
 
 
@@ -250,6 +320,120 @@ def run_ar_safe(t, lam, budgets, reps, rng, *, share=0.25, min_pilot=4.0):
         out_e.append(np.stack(est)), out_s.append(np.sqrt(np.stack(var)))
         out_n.append(m1.sum(1) + n2), out_choice.append(dec.choice)
     return np.stack(out_e, 1), np.stack(out_s, 1), np.stack(out_n), np.stack(out_choice)
+
+
+def census_design(t, lam):
+    """The public API's ``active`` design with ``judge="changeable"`` (activerank.design.design.build_design):
+    q* = p' sqrt(E[(L - R')^2 | x] / lambda(x)) mixed with p' (defensive 0.1) over the undetermined queries
+    (p' = p renormalized on them, R' their model mean); determined queries get q = 0 (census, value 0)."""
+    Mx, V, p, det = t["M"], t["V"], t["p"], t["det"]
+    mass = float(p[~det].sum())
+    pq = np.where(det, 0.0, p) / mass
+    sq = sum(expected_squared_error(Mx[j], V[j], pq) for j in range(Mx.shape[0]))
+    q = optimal_distribution(sq, np.where(det, 1.0, lam), pq, defensive=0.1)
+    return np.where(det, 0.0, q), pq, mass, sq
+
+
+def run_ar_census(t, lam, budgets, reps, rng):
+    """Active q* with the changeable-document costs ``lam`` and the census stratum, three estimators on
+    the same draws (with replacement, the engine's budgeted loop):
+
+    ``snis``      the API default (method="active": self-normalized), ``mass * SNIS`` over the sampled stratum
+    ``ma``        tuned model-assisted (control variate m(x), exact pool mean), ``mass * MA``
+    ``crossfit``  the engine's model_assisted estimator (cross-fitted, jackknifed, t intervals; with the
+                  engine's prior and expected number of distinct queries)
+
+    Coverage flags: the API's Student-t intervals (SNIS: cluster SE moderated by the model's predicted
+    variance; crossfit: its own), on the sampled stratum's mean.
+    """
+    Y, Mx = t["Y"], t["M"]
+    q, pq, mass, sq = census_design(t, lam)
+    plan = draw_budgeted_batch(q, np.where(t["det"], 1.0, lam), float(max(budgets)), reps, rng)
+    stops = budget_stops(plan, budgets)
+    x = plan.queries
+    with np.errstate(divide="ignore", invalid="ignore"):
+        w = np.where(plan.valid, pq[x] / np.where(q[x] > 0, q[x], 1.0), 0.0)
+    out = {k: (np.empty((Y.shape[0],) + stops.shape), np.empty((Y.shape[0],) + stops.shape))
+           for k in ("snis", "ma", "crossfit")}
+    covered = {k: np.empty((Y.shape[0],) + stops.shape, dtype=bool) for k in ("snis", "crossfit")}
+    # the engine's gates and priors (activerank.engine.small_sample): the model's predicted per-draw
+    # variance and the design's expected number of distinct queries at each budget
+    ed = np.array([expected_distinct(q, lam, float(B)) for B in budgets])
+    slots = cluster_slots(x)
+    for j in range(Y.shape[0]):  # loop over contrasts only
+        pool_pred = float(pq @ Mx[j])
+        truth = float(pq @ Y[j])  # the sampled stratum's mean (the census part is exact)
+        prior = predicted_variance(pq, q, Mx[j], t["V"][j])
+        r = snis_prefix(Y[j][x], w, stops)
+        out["snis"][0][j], out["snis"][1][j] = mass * r.estimate, mass * r.standard_error
+        # the API's default interval: Student-t over distinct queries, moderated by the model's prior
+        ri = snis_intervals_prefix(Y[j][x], w, x, stops, ci="t", prior=prior, slots=slots)
+        if not np.allclose(ri.estimate, r.estimate, rtol=1e-9, atol=1e-12, equal_nan=True):
+            raise AssertionError("snis_intervals_prefix and snis_prefix disagree on the estimate")
+        covered["snis"][j] = ri.covers(truth)
+        r = model_assisted_prefix(Y[j][x], Mx[j][x], w, pool_pred, stops)
+        out["ma"][0][j], out["ma"][1][j] = mass * r.estimate, mass * r.standard_error
+        r = model_assisted_crossfit_prefix(Y[j][x], Mx[j][x], w, pool_pred, x, stops, ci="t", prior=prior,
+                                           expected_distinct=ed, slots=slots)
+        out["crossfit"][0][j], out["crossfit"][1][j] = mass * r.estimate, mass * r.standard_error
+        covered["crossfit"][j] = r.covers(truth)
+    nq = np.take_along_axis(np.cumsum(plan.new, axis=1), np.maximum(stops - 1, 0).T, axis=1).T
+    # the API's predicted variance of this design at each budget (activerank.design.auto)
+    live = q > 0
+    per_draw = float(np.sum(pq[live] ** 2 / q[live] * sq[live]))
+    v_pred = mass**2 * per_draw * float(q @ lam) / np.asarray(budgets, dtype=float)
+    return out, nq, covered, v_pred
+
+
+def run_ar_cancel_wor(t, lam, budgets, reps, rng):
+    """Sequential Poisson without replacement over the undetermined queries with the census design's
+    scores and the changeable-document costs, tuned GREG (prior coefficient 1); census stratum exact."""
+    Y, Mx = t["Y"], t["M"]
+    q, pq, mass, _ = census_design(t, lam)
+    live = ~t["det"]
+    sub = dict(Y=Y[:, live], M=Mx[:, live], p=pq[live])
+    e, s, n = run_ar_wor(sub, lam[live], budgets, reps, rng, q[live], prior=1.0)
+    return mass * e, mass * s, n
+
+
+def run_doc_dyn(t, budgets, reps, rng, chunk=250):
+    """doc_dyn as the engine runs it (activerank.engine.documents.poisson_documents): Poisson pi-ps on the
+    model's residual variance (defensive 0.1), units = pooled documents of the compared top-10 lists
+    (cancelling ones have pi = 0), model total + Horvitz-Thompson of the residuals.  The budget is spent
+    in expectation (unit: judging a whole query's union, as the documents mode)."""
+    dt, probs, c = t["doc_target"], t["probs"], t["doc_unit_costs"]
+    m = t["doc_m"]
+    e = t["doc_u"] - m
+    M = dt.weights.T @ m
+    S = dt.n_targets
+    est = np.empty((S, len(budgets), reps))
+    se = np.empty_like(est)
+    cost = np.empty((len(budgets), reps))
+    ndocs = np.empty((len(budgets), reps))
+    v_pred = np.full(len(budgets), np.inf)
+    designs = []
+    for bi, B in enumerate(budgets):
+        try:
+            d = inclusion_probabilities(dt, probs, float(B), utility="residual", costs=c, defensive=0.1)
+        except ValueError:  # the budget buys fewer than 2 documents in expectation
+            d = None
+        designs.append(d)
+        if d is not None:
+            v_pred[bi] = expected_poisson_variance(dt, d, probs, control_variate=True)
+    for start in range(0, reps, chunk):  # common random numbers across budgets
+        U = rng.random((min(chunk, reps - start), dt.n_units))
+        sl = slice(start, start + U.shape[0])
+        for bi, d in enumerate(designs):
+            if d is None:
+                est[:, bi, sl], se[:, bi, sl], cost[bi, sl], ndocs[bi, sl] = np.nan, np.nan, 0.0, 0.0
+                continue
+            mask = (U < d.pi).astype(np.float64)
+            e_, cov = _ht_kernel(dt.weights, e, d.pi, mask, M)
+            est[:, bi, sl] = e_.T
+            se[:, bi, sl] = np.sqrt(np.clip(np.diagonal(cov, axis1=-2, axis2=-1), 0, None)).T
+            cost[bi, sl] = mask @ c
+            ndocs[bi, sl] = mask.sum(1)
+    return est, se, cost, v_pred
 
 
 # --------------------------------------------------------------------------- peers
@@ -431,6 +615,30 @@ def run(args):
                     res["ar_wor_unif_b1"] = run_ar_wor(t, lam, budgets, reps, g(1), t["p"], prior=1.0)
                     e, s, n, choice = run_ar_safe(t, lam, budgets, reps, g(3))
                     res["ar_safe"] = (e, s, n)
+                    # the public API's default and the cancellation / document-level variants
+                    lc = t["cancel_costs"][mode]
+                    cen, nq_c, cov_cf, v_query = run_ar_census(t, lc, budgets, reps, g(10))
+                    res["ar_default"] = (*cen["snis"], nq_c)
+                    res["ar_auto"] = res["ar_default"]
+                    auto_doc = np.zeros(len(budgets), dtype=bool)
+                    cover = {"ar_default": cov_cf["snis"], "ar_auto": cov_cf["snis"]}
+                    if scen != "one":
+                        res["ar_cancel"] = (*cen["ma"], nq_c)
+                        res["ar_cancel_cf"] = (*cen["crossfit"], nq_c)
+                        cover["ar_cancel_cf"] = cov_cf["crossfit"]
+                        res["ar_cancel_wor"] = run_ar_cancel_wor(t, lc, budgets, reps, g(11))
+                    if "doc_target" in t and mode == "documents":
+                        e, s, cost, v_doc = run_doc_dyn(t, budgets, reps, g(12))
+                        res["ar_doc_dyn"] = (e, s, cost)
+                        # method="auto": the smaller predicted variance at the budget (activerank.design.auto)
+                        auto_doc = v_doc < v_query
+                        pick = lambda a, b: np.where(auto_doc[None, :, None], a, b)  # noqa: E731
+                        res["ar_auto"] = (pick(e, cen["snis"][0]), pick(s, cen["snis"][1]),
+                                          np.where(auto_doc[:, None], cost, nq_c))
+                        # doc_dyn's own intervals are normal (the engine's document-level estimate)
+                        ok = (np.abs(np.where(np.abs(e - R[:, None, None]) < EXACT, 0.0, e - R[:, None, None]))
+                              <= 1.959964 * s)
+                        cover["ar_auto"] = np.where(auto_doc[None, :, None], ok, cov_cf["snis"])
                     e, n = run_ppi(t, lam, budgets, reps, g(4), N_CHECK)
                     res["ppi++"] = (e, None, n)
                     fb = {}
@@ -451,18 +659,31 @@ def run(args):
                                        labels=float(np.mean(v[2][bi])), best_peer=best,
                                        best_peer_mse=peer_mse[best], reps=reps,
                                        glide_fallbacks=fb.get(k, 0))
-                            if v[1] is not None:
-                                z = np.abs(v[0][:, bi] - R[:, None]) <= 1.959964 * v[1][:, bi]
+                            err = v[0][:, bi] - R[:, None]  # (contrasts, reps)
+                            # a design that judged every changeable document is exact: errors are rounding
+                            err = np.where(np.abs(err) < EXACT, 0.0, err)
+                            with np.errstate(invalid="ignore", divide="ignore"):
+                                bz = np.abs(err.mean(1)) / (err.std(1, ddof=1) / np.sqrt(reps))
+                            row["bias_z"] = float(np.max(np.where(np.abs(err.mean(1)) == 0, 0.0, bz)))
+                            if k in cover:
+                                row["coverage"] = float(np.mean(cover[k][:, bi]))
+                            elif v[1] is not None:
+                                z = np.abs(err) <= 1.959964 * v[1][:, bi]
                                 row["coverage"] = float(np.mean(z))
+                            if k == "ar_auto":
+                                row["auto_method"] = "doc_dyn" if auto_doc[bi] else "active"
                             if k == "ar_safe":
                                 row["share_active"] = float(np.mean(choice[bi] > 0))
                             ratio = mse / peer_mse[best]
                             lo, hi = boot_ratio(sq[k][bi], sq[best][bi], args.n_boot, bg)
                             row.update(ratio=ratio, ratio_low=lo, ratio_high=hi)
                             rows.append(row)
+                    if args.out:  # checkpoint: a run cut short keeps its finished cells
+                        Path(args.out).mkdir(parents=True, exist_ok=True)
+                        pd.DataFrame(rows).to_csv(Path(args.out) / "results.partial.csv", index=False)
                     print(f"  {ds} {metric} {scen} {mode}: " + ", ".join(
                         f"{k} {np.mean([r['ratio'] for r in rows[-len(budgets) * len(res):] if r['method'] == k]):.2f}"
-                        for k in AR_METHODS), flush=True)
+                        for k in AR_METHODS if k in res), flush=True)
     return pd.DataFrame(rows)
 
 
