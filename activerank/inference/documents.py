@@ -67,10 +67,8 @@ from statistics import NormalDist
 import numpy as np
 
 from ..design.documents import DocumentTarget, PoissonDesign
-from .estimators import Estimator
 
 __all__ = [
-    "DocumentHorvitzThompson",
     "DocumentEstimate",
     "horvitz_thompson",
     "hansen_hurwitz",
@@ -118,48 +116,16 @@ class DocumentEstimate:
         return self.estimate - z * se, self.estimate + z * se
 
 
-class DocumentHorvitzThompson(Estimator):
-    """The estimator plug-in of document-level methods (:mod:`activerank.design.methods`).
-
-    The engine draws (query, document) pairs by a Poisson design whose
-    inclusion probabilities follow ``utility`` and estimates with
-    :func:`horvitz_thompson`: with ``control_variate`` the difference
-    estimator ``M + HT(u - m)`` (``dyn``), else plain HT (``stat``).  It works
-    on document samples, not on per-query values: calling it on weighted
-    query draws is an error.
-
-    Parameters
-    ----------
-    control_variate : bool, default True
-    utility : {"residual", "rms"}, optional
-        Shape of the inclusion probabilities (default: ``"residual"`` with the
-        control variate, ``"rms"`` without; see
-        :func:`activerank.design.documents.inclusion_probabilities`).
-    """
-
-    name = "document_ht"
-
-    def __init__(self, *, control_variate: bool = True, utility: str | None = None):
-        self.control_variate = bool(control_variate)
-        self.utility = utility if utility is not None else ("residual" if control_variate else "rms")
-
-    def __call__(self, values, weights, *, predictions=None, pool_predictions=None, n_distinct=None):
-        raise TypeError("a document-level estimator works on (query, document) samples; the engine runs it "
-                        "(activerank.engine.documents), not on weighted query draws.")
-
-    def prefix(self, values, weights, stops, *, predictions=None, pool_prediction=None):
-        raise TypeError("a document-level method has no query-level batched estimator (the experiment "
-                        "harness samples queries); see benchmarks/document_level.")
-
-    def estimate(self, target: DocumentTarget, design: PoissonDesign, rows, grades, probs) -> DocumentEstimate:
-        """:func:`horvitz_thompson` of a sample (``probs`` used only with the control variate)."""
-        return horvitz_thompson(target, design, rows, grades, probs=probs if self.control_variate else None)
-
-    def __repr__(self) -> str:
-        return f"DocumentHorvitzThompson(control_variate={self.control_variate}, utility={self.utility!r})"
-
-
 # --------------------------------------------------------------------------- kernels (batch capable)
+
+
+def __getattr__(name):
+    # the estimator plug-in of doc_dyn / doc_stat moved next to the other document-level designs
+    if name == "DocumentHorvitzThompson":
+        from ..design.document_methods import DocumentHorvitzThompson
+
+        return DocumentHorvitzThompson
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _outer_sum(mask, values, weights):
