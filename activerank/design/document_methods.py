@@ -83,10 +83,11 @@ from .documents import (
     sampling_distribution,
     uniform_inclusion,
 )
-from .two_stage import TwoStageDesign, draw_two_stage, two_stage_design
+from .two_stage import TwoStageDesign, TwoStagePlan, draw_two_stage, two_stage_design
 
 __all__ = [
     "TARGET_KINDS",
+    "BudgetTooSmall",
     "DocumentDesign",
     "DocumentSample",
     "DocumentHorvitzThompson",
@@ -105,6 +106,11 @@ TARGET_KINDS = {"mean": "estimate", "difference": "compare", "baseline": "compar
 
 
 # --------------------------------------------------------------------------- samples
+
+
+class BudgetTooSmall(ValueError):
+    """A draw bought too little for an estimate with a variance (the budget must be raised)."""
+
 
 
 @dataclass(frozen=True, eq=False)
@@ -197,6 +203,11 @@ def unit_costs(target: DocumentTarget, query_costs, document_costs) -> np.ndarra
     return document_costs[target.rows] / query_costs.scale
 
 
+def _within(charged: np.ndarray, budget: float) -> int:
+    """Draws of a budgeted run that fit in a smaller ``budget`` (same tolerance as the draw loops)."""
+    return int(np.count_nonzero(np.cumsum(charged) <= budget + 1e-12 * max(1.0, budget)))
+
+
 # --------------------------------------------------------------------------- the plug-in base
 
 
@@ -219,6 +230,9 @@ class DocumentDesign(Estimator):
     name = "document_design"
     control_variate = False
     targets: tuple = tuple(TARGET_KINDS)
+    #: The design does not depend on the budget and a run for a smaller budget is a prefix of the run for
+    #: a larger one (:meth:`_cut`): :meth:`simulate` then draws once per repetition for the whole grid.
+    nested = False
 
     # ---- the query-level interface does not apply
     def __call__(self, values, weights, *, predictions=None, pool_predictions=None, n_distinct=None):
@@ -245,6 +259,10 @@ class DocumentDesign(Estimator):
     def dof(self, sample: DocumentSample) -> float:
         """Degrees of freedom of a Student-t interval (``inf``: normal)."""
         return math.inf
+
+    def _cut(self, sample: DocumentSample, target: DocumentTarget, budget: float) -> DocumentSample:
+        """The run for a smaller ``budget`` (nested designs only)."""
+        raise NotImplementedError  # pragma: no cover - abstract
 
     def _model(self, probs):
         return probs if self.control_variate else None
@@ -288,28 +306,57 @@ class DocumentDesign(Estimator):
         -------
         dict
             ``estimate`` and ``standard_error`` of shape (n_budgets, n_reps,
-            n_targets) (NaN where the budget buys too little), ``cost``,
+            n_targets) (NaN where the budget buys too little: the design
+            refuses it, or the run raises :class:`BudgetTooSmall`), ``cost``,
             ``n_draws`` (sampled entries) and ``n_queries`` (distinct queries
             with a judged document), each of shape (n_budgets, n_reps).
         """
-        nb, t = len(budgets), target.n_targets
+        budgets = np.asarray(budgets, dtype=np.float64).reshape(-1)
+        nb, t = budgets.size, target.n_targets
         est = np.full((nb, n_reps, t), np.nan)
         se = np.full((nb, n_reps, t), np.nan)
         cost, draws, queries = (np.zeros((nb, n_reps)) for _ in range(3))
+        costs = np.asarray(costs, dtype=np.float64)
+
+        def record(bi, r, s):
+            res = self.estimate(target, s, grades[s.units], probs)
+            est[bi, r], se[bi, r] = res.estimate, res.standard_error
+            judged_units = np.unique(s.units)
+            cost[bi, r] = float(costs[judged_units].sum()) + s.extra_cost
+            draws[bi, r] = s.size
+            queries[bi, r] = np.unique(target.query[judged_units]).size
+
         judged = np.zeros(target.n_units, dtype=bool)
-        for bi, b in enumerate(budgets):
+        designs = []
+        for b in budgets:
             try:
-                dsg = self.design(target, probs, costs, float(b), judged=judged, defensive=defensive)
-            except ValueError:  # the budget buys too little: an empty run
+                designs.append(self.design(target, probs, costs, float(b), judged=judged, defensive=defensive))
+            except ValueError:  # the budget buys too little: empty runs
+                designs.append(None)
+        # nested designs: one run per repetition at the largest sampled budget, cut for the smaller ones
+        nested = [i for i, d in enumerate(designs) if self.nested and d is not None
+                  and not isinstance(d, PoissonDesign)]
+        for bi, dsg in enumerate(designs):
+            if dsg is None or bi in nested:
                 continue
             for r in range(n_reps):
-                s = self.draw(dsg, target, rng)
-                res = self.estimate(target, s, grades[s.units], probs)
-                est[bi, r], se[bi, r] = res.estimate, res.standard_error
-                judged_units = np.unique(s.units)
-                cost[bi, r] = float(costs[judged_units].sum()) + s.extra_cost
-                draws[bi, r] = s.size
-                queries[bi, r] = np.unique(target.query[judged_units]).size
+                try:
+                    s = self.draw(dsg, target, rng)
+                except BudgetTooSmall:  # this run bought too little: empty
+                    continue
+                record(bi, r, s)
+        if nested:
+            top = max(nested, key=lambda i: budgets[i])
+            for r in range(n_reps):
+                try:
+                    run = self.draw(designs[top], target, rng)
+                except BudgetTooSmall:
+                    continue
+                for bi in nested:
+                    try:
+                        record(bi, r, run if bi == top else self._cut(run, target, float(budgets[bi])))
+                    except BudgetTooSmall:
+                        continue
         return dict(estimate=est, standard_error=se, cost=cost, n_draws=draws, n_queries=queries)
 
 
@@ -467,6 +514,7 @@ class HansenHurwitz(DocumentDesign):
     """
 
     name = "document_hh"
+    nested = True
 
     def __init__(self, *, utility: str = "rms", control_variate: bool = False, max_draws_per_unit: int = 100):
         self.utility = utility
@@ -496,11 +544,23 @@ class HansenHurwitz(DocumentDesign):
 
         if isinstance(design, PoissonDesign):
             return self._full_census_draw(design)
-        plan = draw_budgeted(design.Q, design.costs, design.budget, rng, max_draws=design.max_draws)
+        return self._from_plan(design, draw_budgeted(design.Q, design.costs, design.budget, rng,
+                                                     max_draws=design.max_draws))
+
+    def _cut(self, sample, target, budget):
+        from .sampling import DrawPlan
+
+        plan = sample.plan
+        n = _within(plan.charged, budget)
+        sub = DrawPlan(plan.queries[:n], plan.new[:n], plan.charged[:n], float(budget),
+                       plan.stop_reason if n == plan.n_draws else "budget")
+        return self._from_plan(replace(sample.design, budget=float(budget)), sub)
+
+    def _from_plan(self, design, plan):
         n = plan.n_draws
         if n < 2:
-            raise ValueError(f"`budget`={design.budget:g} bought {n} draw: a variance needs at least 2; "
-                             "raise the budget.")
+            raise BudgetTooSmall(f"`budget`={design.budget:g} bought {n} draw: a variance needs at least 2; "
+                                 "raise the budget.")
         x = plan.queries  # unit indices
         census = np.flatnonzero(design.judged)
         units = np.concatenate([x, census])
@@ -587,6 +647,7 @@ class TwoStage(DocumentDesign):
     """
 
     name = "two_stage"
+    nested = True
     docs_per_query: float | None
     query_cost: float
 
@@ -623,12 +684,22 @@ class TwoStage(DocumentDesign):
     def draw(self, design, target, rng):
         if isinstance(design, PoissonDesign):
             return self._full_census_draw(design)
+        return self._from_plan(design, target, draw_two_stage(design.design, target, design.budget, rng))
+
+    def _cut(self, sample, target, budget):
+        plan = sample.plan
+        n = _within(plan.charged, budget)
+        keep = plan.unit_draw < n
+        sub = TwoStagePlan(plan.draw_query[:n], plan.unit_draw[keep], plan.unit[keep], plan.charged[:n],
+                           plan.new_unit[keep], float(budget))
+        return self._from_plan(replace(sample.design, budget=float(budget)), target, sub)
+
+    def _from_plan(self, design, target, plan):
         d = design.design
-        plan = draw_two_stage(d, target, design.budget, rng)
         n = plan.n_draws
         if n < 2:
-            raise ValueError(f"`budget`={design.budget:g} bought {n} first-stage draw: a variance needs at "
-                             "least 2; raise the budget.")
+            raise BudgetTooSmall(f"`budget`={design.budget:g} bought {n} first-stage draw: a variance needs at "
+                                 "least 2; raise the budget.")
         units, ud = plan.unit, plan.unit_draw
         q = d.q[target.query[units]]
         pi = d.pi[units]

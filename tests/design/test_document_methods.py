@@ -172,3 +172,28 @@ def test_design_based_unbiasedness_variance_and_coverage(method, n_systems, metr
     cover = np.mean(np.abs(err) <= 1.959964 * se, axis=0)
     lo, hi = (0.93, 0.97) if reps >= 2000 else (0.88, 0.99)
     assert np.all((lo <= cover) & (cover <= hi)), cover
+
+
+@pytest.mark.parametrize("method", ["doc_hh", "two_stage"])
+def test_nested_designs_cut_one_run_into_the_runs_of_smaller_budgets(method):
+    pool, (a, b, _), rng = _problem(11, n_queries=60)
+    dsg = _design(pool, (a, b), method, "dcg@5")
+    dt = document_target_of(dsg)
+    c = unit_costs(dt, dsg.costs, dsg.document_costs)
+    plug = dsg.method_spec.estimator
+    assert plug.nested
+    none = np.zeros(dt.n_units, dtype=bool)
+    big = plug.draw(plug.design(dt, pool.probs, c, 12.0, judged=none, defensive=0.1), dt, np.random.default_rng(3))
+    for budget in (3.0, 7.5):
+        cut = plug._cut(big, dt, budget)
+        n, charged = cut.plan.n_draws, big.plan.charged
+        assert charged[:n].sum() <= budget < charged[: n + 1].sum()  # the next draw would overspend
+        if method == "two_stage":  # its random stream does not depend on the budget: the very same run
+            alone = plug.draw(plug.design(dt, pool.probs, c, budget, judged=none, defensive=0.1), dt,
+                              np.random.default_rng(3))
+            np.testing.assert_array_equal(cut.units, alone.units)
+            np.testing.assert_array_equal(cut.weight, alone.weight)
+        else:
+            np.testing.assert_array_equal(cut.units, big.units[:n])
+            np.testing.assert_allclose(cut.weight, 1.0 / (n * plug.design(dt, pool.probs, c, budget, judged=none,
+                                                                         defensive=0.1).Q[cut.units]))
