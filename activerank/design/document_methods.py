@@ -37,6 +37,9 @@ Built-in plug-ins (registered names in :mod:`activerank.design.methods`):
 * :class:`TwoStage` (``two_stage``): queries from ``q``, then a Poisson
   subsample of every drawn query's units; the two-stage estimator,
   ``w = 1 / (n q pi)``.
+* :class:`WithinQuery` (``doc_ubis``): Schnabel et al. (2015)'s UBIS-``k``,
+  ``k`` i.i.d. draws inside every query from its own ``Q_x``; ``w = 1 / (k
+  Q_x)``.
 
 Budgets and costs are in the engine's unit (the pool's mean cost of judging
 a whole query; a unit's cost is its document cost in that unit, see
@@ -72,6 +75,7 @@ from ..inference.documents import (
     hansen_hurwitz,
     horvitz_thompson,
     two_stage_estimate,
+    within_query_estimate,
 )
 from ..inference.estimators import Estimator
 from .documents import (
@@ -79,9 +83,11 @@ from .documents import (
     PoissonDesign,
     draw_poisson,
     draw_uniform,
+    draw_within_queries,
     inclusion_probabilities,
     sampling_distribution,
     uniform_inclusion,
+    within_query_distribution,
 )
 from .two_stage import TwoStageDesign, TwoStagePlan, draw_two_stage, two_stage_design
 
@@ -94,6 +100,7 @@ __all__ = [
     "UniformHorvitzThompson",
     "HansenHurwitz",
     "TwoStage",
+    "WithinQuery",
     "WithReplacementDesign",
     "census_sample",
     "census_estimate",
@@ -264,6 +271,16 @@ class DocumentDesign(Estimator):
         """The run for a smaller ``budget`` (nested designs only)."""
         raise NotImplementedError  # pragma: no cover - abstract
 
+    def _draw_many(self, design, target: DocumentTarget, rng, n_reps: int) -> list:
+        """``n_reps`` independent runs (None for a run that bought too little); subclasses may batch them."""
+        runs: list = []
+        for _ in range(n_reps):
+            try:
+                runs.append(self.draw(design, target, rng))
+            except BudgetTooSmall:
+                runs.append(None)
+        return runs
+
     def _model(self, probs):
         return probs if self.control_variate else None
 
@@ -339,18 +356,13 @@ class DocumentDesign(Estimator):
         for bi, dsg in enumerate(designs):
             if dsg is None or bi in nested:
                 continue
-            for r in range(n_reps):
-                try:
-                    s = self.draw(dsg, target, rng)
-                except BudgetTooSmall:  # this run bought too little: empty
-                    continue
-                record(bi, r, s)
+            for r, s in enumerate(self._draw_many(dsg, target, rng, n_reps)):
+                if s is not None:  # None: the run bought too little, empty
+                    record(bi, r, s)
         if nested:
             top = max(nested, key=lambda i: budgets[i])
-            for r in range(n_reps):
-                try:
-                    run = self.draw(designs[top], target, rng)
-                except BudgetTooSmall:
+            for r, run in enumerate(self._draw_many(designs[top], target, rng, n_reps)):
+                if run is None:
                     continue
                 for bi in nested:
                     try:
@@ -547,6 +559,27 @@ class HansenHurwitz(DocumentDesign):
         return self._from_plan(design, draw_budgeted(design.Q, design.costs, design.budget, rng,
                                                      max_draws=design.max_draws))
 
+    def _draw_many(self, design, target, rng, n_reps):
+        # all repetitions in one vectorized draw loop (one repetition: exactly the engine's draw)
+        from .draws import draw_budgeted_batch
+        from .sampling import DrawPlan
+
+        if isinstance(design, PoissonDesign):
+            return super()._draw_many(design, target, rng, n_reps)
+        batch = draw_budgeted_batch(design.Q, design.costs, design.budget, n_reps, rng, max_draws=design.max_draws)
+        reachable = int((design.Q > 0).sum())
+        runs: list = []
+        for r, n in enumerate(batch.n_draws.tolist()):
+            new = batch.new[r, :n]
+            reason = ("all_reachable" if int(new.sum()) >= reachable else
+                      "max_draws" if n >= design.max_draws else "budget")
+            plan = DrawPlan(batch.queries[r, :n], new, batch.charged[r, :n], design.budget, reason)
+            try:
+                runs.append(self._from_plan(design, plan))
+            except BudgetTooSmall:
+                runs.append(None)
+        return runs
+
     def _cut(self, sample, target, budget):
         from .sampling import DrawPlan
 
@@ -726,3 +759,111 @@ class TwoStage(DocumentDesign):
     def __repr__(self) -> str:
         return (f"TwoStage(docs_per_query={self.docs_per_query}, query_cost={self.query_cost}, "
                 f"control_variate={self.control_variate})")
+
+
+# --------------------------------------------------------------------------- within queries (UBIS-k)
+
+
+@dataclass(frozen=True, eq=False)
+class _WithinQueryRun:
+    Qx: np.ndarray
+    costs: np.ndarray  # 0 for units judged before
+    k: int
+    budget: float
+
+    def expected_cost(self, k: int) -> float:
+        """``sum_z c_z (1 - (1 - Q_x(z))^k)``: every unit's chance to be drawn at least once in ``k`` draws."""
+        live = self.Qx > 0
+        return float(np.dot(self.costs[live], 1.0 - (1.0 - self.Qx[live]) ** k))
+
+
+class WithinQuery(DocumentDesign):
+    """Schnabel et al. (2015)'s UBIS-``k``: ``k`` draws with replacement inside every query.
+
+    Every query with a document that can change a target gets ``k`` i.i.d.
+    draws from its own ``Q_x(z) ∝ ||W_z|| u~_z / sqrt(c_z) + eps * (the
+    query's mean)`` (:func:`~activerank.design.documents.within_query_distribution`);
+    ``k`` is the largest number whose expected cost (distinct documents judged,
+    repeats free) fits the budget.  Estimate ``sum_x (1/k) sum_i W_i u_i /
+    Q_x(z_i)`` with the summed per-query sample covariances
+    (:func:`~activerank.inference.documents.within_query_estimate`).  It visits
+    every query, so budgets below two draws per query are refused; ``eps``
+    plays the defensive share's part (``defensive`` is not used).  A budget that
+    covers every document that can change a target judges them all (exact).
+
+    Parameters
+    ----------
+    utility : str, default "rms"
+        ``u~`` (see :func:`~activerank.design.documents.unit_scores`).
+    eps : float, default 0.05
+    max_k : int, default 10000
+
+    References
+    ----------
+    .. [1] T. Schnabel, A. Swaminathan, T. Joachims. "Unbiased Ranking
+       Evaluation on a Budget." WWW 2015.
+    """
+
+    name = "document_ubis"
+    nested = True
+    utility: str
+    eps: float
+    max_k: int
+
+    def __init__(self, *, utility: str = "rms", eps: float = 0.05, max_k: int = 10000):
+        if isinstance(max_k, bool) or not isinstance(max_k, numbers.Integral) or max_k < 2:
+            raise ValueError(f"`max_k` must be an integer >= 2; got {max_k!r}.")
+        self.utility = utility
+        self.eps = eps
+        self.max_k = int(max_k)
+
+    def design(self, target, probs, costs, budget, *, judged, defensive):
+        full = self._full_census(target, costs, budget, judged)
+        if full is not None:
+            return full
+        Qx = within_query_distribution(target, probs, utility=self.utility, eps=self.eps, costs=costs)
+        run = _WithinQueryRun(Qx, np.where(judged, 0.0, np.asarray(costs, dtype=np.float64)), 2, float(budget))
+        two = run.expected_cost(2)
+        if two > budget:
+            raise ValueError(f"`budget`={budget:g} is too small: two draws in every query (the fewest with a "
+                             f"variance) cost {two:.4g} in expectation.")
+        return replace(run, k=self._k(run, budget))
+
+    def _k(self, run: _WithinQueryRun, budget: float) -> int:
+        """The largest ``k`` whose expected cost fits ``budget`` (the cost grows with ``k``)."""
+        lo, hi = 2, self.max_k  # expected_cost(lo) <= budget
+        if run.expected_cost(lo) > budget:
+            raise BudgetTooSmall(f"`budget`={budget:g} is too small for two draws in every query.")
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            if run.expected_cost(mid) <= budget:
+                lo = mid
+            else:
+                hi = mid - 1
+        return lo
+
+    def draw(self, design, target, rng):
+        if isinstance(design, PoissonDesign):
+            return self._full_census_draw(design)
+        return self._from_draws(design, draw_within_queries(target, design.Qx, design.k, rng))
+
+    def _cut(self, sample, target, budget):
+        k = self._k(sample.design, budget)
+        return self._from_draws(replace(sample.design, k=k, budget=float(budget)), sample.plan[:, :k])
+
+    def _from_draws(self, design, draws):
+        units = draws.reshape(-1)
+        Q = design.Qx[units]
+        return DocumentSample(units, Q, 1.0 / (design.k * Q), np.zeros(units.size, dtype=bool), design, plan=draws,
+                              attrs={"draws_per_query": int(design.k),
+                                     "expected_cost": design.expected_cost(design.k)})
+
+    def estimate(self, target, sample, grades, probs):
+        if isinstance(sample.design, PoissonDesign):  # every unit that matters judged: exact
+            return horvitz_thompson(target, sample.design, target.rows[sample.units], grades)
+        shape = sample.plan.shape
+        return within_query_estimate(target, sample.design.Qx, target.rows[sample.units].reshape(shape),
+                                     np.asarray(grades).reshape(shape))
+
+    def __repr__(self) -> str:
+        return f"WithinQuery(utility={self.utility!r}, eps={self.eps!r})"

@@ -37,6 +37,7 @@ name             draw                                               estimator
 ``doc_uniform``  uniform, without replacement (SRSWOR)              ``HT(u)``, ``N / n`` expansion
 ``doc_hh``       with replacement from ``Q* ∝ ||W_z|| sqrt(E u^2 / c)``  Hansen-Hurwitz
 ``two_stage``    queries by ``q``, ~2 documents per drawn query     two-stage, ``M + mean z_d``
+``doc_ubis``     ``k`` draws inside every query from its ``Q_x``     UBIS-k (Schnabel et al. 2015)
 ================ ================================================== ===============================
 """
 
@@ -49,7 +50,7 @@ import numpy as np
 
 from ..inference.estimators import Estimator, ModelAssisted, SelfNormalized
 from .document_methods import DocumentDesign, DocumentHorvitzThompson, HansenHurwitz, TwoStage, \
-    UniformHorvitzThompson
+    UniformHorvitzThompson, WithinQuery
 from .sampling import optimal_distribution
 
 __all__ = ["METHODS", "Method", "get_method", "method_names", "register_method", "unregister_method"]
@@ -193,5 +194,8 @@ for _m in (
     Method("two_stage", _passive, TwoStage(docs_per_query=2.0), unit="document",
            description="queries drawn from a cost-optimal q, then ~2 documents per drawn query (Poisson on the "
                        "model's residual variance); two-stage difference estimator; additive metrics"),
+    Method("doc_ubis", _passive, WithinQuery(), unit="document",
+           description="k draws with replacement inside every query (Schnabel et al. 2015's UBIS-k, k the "
+                       "largest the budget affords); additive metrics"),
 ):
     register_method(_m)

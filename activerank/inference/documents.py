@@ -504,8 +504,8 @@ def within_query_estimate(target: DocumentTarget, Qx, rows, grades) -> DocumentE
     """UBIS-k (Schnabel et al. 2015): every query gets ``k`` draws from its own ``Q_x``.
 
     ``T_hat = sum_x (1/k) sum_i W_i u_i / Q_x(z_i)`` (unbiased for every ``k >= 1``),
-    variance ``sum_x s_x^2 / k`` with ``s_x^2`` the sample variance of the
-    query's ``k`` terms (needs ``k >= 2``).
+    covariance ``sum_x S_x / k`` with ``S_x`` the sample covariance of the
+    query's ``k`` terms (unbiased; needs ``k >= 2``, NaN otherwise).
 
     Parameters
     ----------
@@ -520,7 +520,6 @@ def within_query_estimate(target: DocumentTarget, Qx, rows, grades) -> DocumentE
     Returns
     -------
     DocumentEstimate
-        Covariance diagonal only (targets' covariances are not estimated).
 
     References
     ----------
@@ -543,7 +542,14 @@ def within_query_estimate(target: DocumentTarget, Qx, rows, grades) -> DocumentE
     _support_iv(target, Qx, "Qx")
     u[idx.reshape(-1)] = uu
     est, var = _within_query_kernel(target.weights, u, Qx, idx)
-    return DocumentEstimate(est, np.diag(var), int(np.unique(idx).size), "ubis")
+    k = idx.shape[1]
+    if k < 2:
+        cov = np.diag(var)
+    else:  # the queries' draws are independent: per-query sample covariances of the k terms, summed
+        z = target.weights[idx] * (u[idx] / Qx[idx])[..., None]  # (n_live_queries, k, n_targets)
+        zc = z - z.mean(axis=1, keepdims=True)
+        cov = np.einsum("qkt,qks->ts", zc, zc) / ((k - 1) * k)
+    return DocumentEstimate(est, cov, int(np.unique(idx).size), "ubis")
 
 
 @dataclass(frozen=True, eq=False)

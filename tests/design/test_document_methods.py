@@ -38,7 +38,7 @@ def _design(pool, rankings, method, metric, **kw):
 
 def test_every_document_method_is_a_design_plug_in():
     names = method_names(unit="document")
-    assert {"doc_dyn", "doc_stat", "doc_uniform", "doc_hh", "two_stage"} <= set(names)
+    assert {"doc_dyn", "doc_stat", "doc_uniform", "doc_hh", "two_stage", "doc_ubis"} <= set(names)
     for name in names:
         plug = get_method(name).estimator
         assert set(plug.targets) == {"mean", "difference", "baseline", "ranking"}
@@ -54,7 +54,7 @@ def test_every_document_method_is_a_design_plug_in():
     assert old is DocumentHorvitzThompson
 
 
-@pytest.mark.parametrize("method", ["doc_dyn", "doc_stat", "doc_uniform", "doc_hh", "two_stage"])
+@pytest.mark.parametrize("method", method_names(unit="document"))
 @pytest.mark.parametrize("n_systems", [1, 2, 3])
 def test_engine_run_is_the_plug_in_draw_and_estimate(method, n_systems):
     """The engine adds labeling and bookkeeping, nothing else: the first repetition of the harness path
@@ -63,7 +63,8 @@ def test_engine_run_is_the_plug_in_draw_and_estimate(method, n_systems):
     rankings = {1: (a,), 2: (a, b), 3: (a, c, b)}[n_systems]
     labels = pool.sample_labels(rng)
     lab = ar.KnownLabels(pool.query_ids, pool.offsets, labels)
-    kw = dict(budget=9.0, metric="dcg@5", method=method, rng=11)
+    budget = 30.0 if method == "doc_ubis" else 9.0
+    kw = dict(budget=budget, metric="dcg@5", method=method, rng=11)
     if n_systems == 1:
         res = ar.estimate(pool, a, pool.probs, lab, **kw)
         point, se = np.array([res.estimate]), np.array([res.standard_error])
@@ -76,7 +77,7 @@ def test_engine_run_is_the_plug_in_draw_and_estimate(method, n_systems):
     dsg = _design(pool, rankings, method, "dcg@5")
     dt = document_target_of(dsg)
     sim = get_method(method).estimator.simulate(dt, pool.probs, unit_costs(dt, dsg.costs, dsg.document_costs),
-                                                [9.0], labels[dt.rows], 1, np.random.default_rng(11),
+                                                [budget], labels[dt.rows], 1, np.random.default_rng(11),
                                                 defensive=dsg.defensive)
     np.testing.assert_array_equal(sim["estimate"][0, 0], point)
     np.testing.assert_array_equal(sim["standard_error"][0, 0], se)
@@ -150,6 +151,7 @@ def test_two_stage_with_a_query_overhead_uses_cochrans_allocation_and_charges_it
     ("doc_uniform", 1, "p@3", 30.0), ("doc_uniform", 2, "dcg@5", 16.0),
     ("doc_hh", 2, "dcg@5", 16.0), ("doc_hh", 3, "dcg@5", 16.0),
     ("two_stage", 1, "p@3", 30.0), ("two_stage", 3, "dcg@5", 16.0),
+    ("doc_ubis", 1, "p@3", 90.0), ("doc_ubis", 3, "dcg@5", 48.0),
 ])
 def test_design_based_unbiasedness_variance_and_coverage(method, n_systems, metric, budget):
     """Labels fixed, the design repeated (the harness path; see the test above for its equality with the
@@ -174,7 +176,7 @@ def test_design_based_unbiasedness_variance_and_coverage(method, n_systems, metr
     assert np.all((lo <= cover) & (cover <= hi)), cover
 
 
-@pytest.mark.parametrize("method", ["doc_hh", "two_stage"])
+@pytest.mark.parametrize("method", ["doc_hh", "two_stage", "doc_ubis"])
 def test_nested_designs_cut_one_run_into_the_runs_of_smaller_budgets(method):
     pool, (a, b, _), rng = _problem(11, n_queries=60)
     dsg = _design(pool, (a, b), method, "dcg@5")
@@ -183,9 +185,19 @@ def test_nested_designs_cut_one_run_into_the_runs_of_smaller_budgets(method):
     plug = dsg.method_spec.estimator
     assert plug.nested
     none = np.zeros(dt.n_units, dtype=bool)
-    big = plug.draw(plug.design(dt, pool.probs, c, 12.0, judged=none, defensive=0.1), dt, np.random.default_rng(3))
-    for budget in (3.0, 7.5):
+    budgets, top = (3.0, 7.5), 12.0
+    if method == "doc_ubis":  # between two draws in every query and judging everything
+        total = float(c[dt.matters].sum())
+        two = plug.design(dt, pool.probs, c, 0.9 * total, judged=none, defensive=0.1).expected_cost(2)
+        budgets, top = (1.05 * two, 0.5 * (two + 0.9 * total)), 0.9 * total
+    big = plug.draw(plug.design(dt, pool.probs, c, top, judged=none, defensive=0.1), dt, np.random.default_rng(3))
+    for budget in budgets:
         cut = plug._cut(big, dt, budget)
+        if method == "doc_ubis":  # the first k columns of the k_max draws per query, k the largest that fits
+            k = cut.design.k
+            assert 2 <= k < big.design.k and cut.design.expected_cost(k) <= budget < cut.design.expected_cost(k + 1)
+            np.testing.assert_array_equal(cut.units, big.plan[:, :k].reshape(-1))
+            continue
         n, charged = cut.plan.n_draws, big.plan.charged
         assert charged[:n].sum() <= budget < charged[: n + 1].sum()  # the next draw would overspend
         if method == "two_stage":  # its random stream does not depend on the budget: the very same run

@@ -84,24 +84,24 @@ def test_every_registered_method_runs_through_estimate_harness_and_campaign(name
     lab = ar.KnownLabels.from_data(data)
     a, b = data.X[:, 24], data.X[:, 39]
     metric = "dcg@5"
-    res = ar.estimate(data, a, probs, lab, budget=8, metric=metric, method=name, rng=1)
+    res = ar.estimate(data, a, probs, lab, budget=12, metric=metric, method=name, rng=1)
     assert res.method == name and np.isfinite(res.estimate) and res.standard_error > 0
-    cmp = ar.compare(data, a, b, probs, lab, budget=8, metric=metric, method=name, rng=2)
+    cmp = ar.compare(data, a, b, probs, lab, budget=12, metric=metric, method=name, rng=2)
     assert cmp.method == name and np.isfinite(cmp.difference)
     fm = ex.FoldModels(data, {"f": a, "g": b}, {"f": probs, "g": probs}, {})
     for inst in (ex.ScenarioInstance("t", "a", "test", "f", None, ("f",)),
                  ex.ScenarioInstance("u", "b", "test", "f", "g", ("f", "g"))):
         prob = ex.build_problem(fm, inst, metric)
-        summ, loss = ex.simulate(prob, name, [5, 10], 20, rng=0)
-        assert list(summ.budget) == [5, 10] and (summ.n_empty == 0).all()
+        summ, loss = ex.simulate(prob, name, [12, 20], 20, rng=0)
+        assert list(summ.budget) == [12, 20] and (summ.n_empty == 0).all()
         assert (summ.mean_cost <= summ.budget * (1.1 if method.unit == "document" else 1) + 1e-9).all()
         assert loss["abs_error"].shape == (2, 20) and np.all(np.isfinite(loss["abs_error"]))
     if method.unit == "document":
         with pytest.raises(ValueError, match="`method` must be one of"):
-            ar.campaign.Campaign.create(tmp_path / "c.db", data, a, probs, budget=8, metric=metric, method=name,
+            ar.campaign.Campaign.create(tmp_path / "c.db", data, a, probs, budget=12, metric=metric, method=name,
                                         seed=1)
         return
-    with ar.campaign.Campaign.create(tmp_path / "c.db", data, a, probs, budget=8, metric=metric, method=name,
+    with ar.campaign.Campaign.create(tmp_path / "c.db", data, a, probs, budget=12, metric=metric, method=name,
                                      seed=1) as camp:
         rows = []
         for x in np.unique(camp.plan().queries).tolist():

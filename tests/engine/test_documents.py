@@ -162,8 +162,15 @@ def test_document_level_engine_is_unbiased_with_nominal_coverage(method, metric,
 
 # --------------------------------------------------------------------------- every document-level design
 
-NEW = ["doc_uniform", "doc_hh", "two_stage"]
+NEW = ["doc_uniform", "doc_hh", "two_stage", "doc_ubis"]
 ALL = ["doc_dyn", "doc_stat"] + NEW
+# the budget spent in expectation (Poisson, uniform, UBIS), or never overspent (the draw loops)
+EXPECTED_COST = ("doc_dyn", "doc_stat", "doc_uniform", "doc_ubis")
+
+
+def _budget(method, budget):
+    """UBIS-k visits every query at least twice: it needs more than the other designs."""
+    return 3 * budget if method == "doc_ubis" else budget
 
 
 def _expanded(dt, trace, probs, control_variate):
@@ -180,7 +187,8 @@ def test_new_methods_ask_once_per_query_for_the_sampled_documents_and_weights_ad
     pool, a, b, rng = _problem(1, n_queries=60)
     labels = pool.sample_labels(rng)
     lab = Recording(pool, labels)
-    res = ar.compare(pool, a, b, pool.probs, lab, budget=10, metric="dcg@5", method=method, rng=2)
+    budget = _budget(method, 10)
+    res = ar.compare(pool, a, b, pool.probs, lab, budget=budget, metric="dcg@5", method=method, rng=2)
     t = res.trace
     assert res.method == method and np.isnan(res.estimate_a) and res.standard_error > 0
     by_query = {q: sorted(set(g["doc_row"].tolist())) for q, g in t.groupby("query_id")}
@@ -189,22 +197,22 @@ def test_new_methods_ask_once_per_query_for_the_sampled_documents_and_weights_ad
     # a unit is charged on its first judgment only; the draw loops never overspend
     assert t.groupby("doc_row")["new"].sum().eq(1).all()
     assert res.cost_spent == pytest.approx(t["cost"].sum())
-    if method != "doc_uniform":
-        assert res.cost_spent <= 10.0
-    else:  # n = round(budget / mean unit cost) documents: the budget in expectation
-        assert t.attrs["expected_cost"] == pytest.approx(10.0, rel=0.05)
+    if method not in EXPECTED_COST:
+        assert res.cost_spent <= budget
+    else:  # SRS: n = round(budget / mean unit cost) documents; UBIS: the largest k that fits
+        assert t.attrs["expected_cost"] == pytest.approx(budget, rel=0.05)
     dsg = ar.make_design(pool, (a, b), pool.probs, metric="dcg@5", method=method)
     dt = document_target_of(dsg)
     plug = dsg.method_spec.estimator
     assert res.difference == pytest.approx(_expanded(dt, t, pool.probs, plug.control_variate)[0], abs=1e-12)
     assert (t["pi"] > 0).all() and (t["pi"] <= 1).all()
     # intervals: Student-t over the i.i.d. draws (with replacement, first stage), normal for SRS
-    if method == "doc_uniform":
+    if method in ("doc_uniform", "doc_ubis"):
         assert res.ci == "normal" and res.dof == np.inf
     else:
         n = t.attrs["n_with_replacement_draws"] if method == "doc_hh" else t.attrs["n_first_stage_draws"]
         assert res.ci == "t" and res.dof == n - 1 and n >= 2
-        normal = ar.compare(pool, a, b, pool.probs, Recording(pool, labels), budget=10, metric="dcg@5",
+        normal = ar.compare(pool, a, b, pool.probs, Recording(pool, labels), budget=budget, metric="dcg@5",
                             method=method, rng=2, ci="normal")
         assert normal.dof == np.inf and normal.difference == res.difference
         lo, hi = res.confidence_interval()
@@ -236,8 +244,8 @@ def test_every_document_design_reuses_earlier_judgments(method):
         judgments.setdefault(int(pool.query_ids[x]), {})[r] = int(labels[r])
     known = {(int(pool.query_ids[x]), int(r)) for x, r in zip(dt.query[keep], dt.rows[keep])}
     lab = Recording(pool, labels)
-    res = ar.compare(pool, a, b, pool.probs, lab, budget=8, metric="dcg@5", method=method, rng=3,
-                     judgments=judgments)
+    res = ar.compare(pool, a, b, pool.probs, lab, budget=_budget(method, 8), metric="dcg@5", method=method,
+                     rng=3, judgments=judgments)
     assert not known & {(q, d) for q, docs in lab.asked.items() for d in docs}  # never asked again
     t = res.trace
     reused = np.array([(int(q), int(d)) in known for q, d in zip(t["query_id"], t["doc_row"])])
@@ -263,8 +271,9 @@ def test_new_methods_estimate_k_systems(method):
     c = rank_by_scores(pool.probs @ np.arange(3) + 2 * rng.random(pool.probs.shape[0]), pool.offsets)
     labels = pool.sample_labels(rng)
     lab = ar.KnownLabels(pool.query_ids, pool.offsets, labels)
-    many = ar.compare_many(pool, [a, c], b, pool.probs, lab, budget=12, metric="dcg@5", method=method, rng=0)
-    rank = ar.rank_systems(pool, [a, b, c], pool.probs, lab, budget=12, metric="dcg@5", method=method, rng=0)
+    budget = _budget(method, 12)
+    many = ar.compare_many(pool, [a, c], b, pool.probs, lab, budget=budget, metric="dcg@5", method=method, rng=0)
+    rank = ar.rank_systems(pool, [a, b, c], pool.probs, lab, budget=budget, metric="dcg@5", method=method, rng=0)
     for res, est, cov in ((many, many.differences, many.covariance), (rank, rank.relative, rank.relative_covariance)):
         assert res.method == method and np.all(np.isfinite(est)) and cov.shape == (est.size,) * 2
         assert np.all(np.linalg.eigvalsh(cov) >= -1e-12) and np.all(np.diag(cov) > 0)
@@ -302,7 +311,8 @@ def _run(fn, pool, rankings, labels, **kw):
 @pytest.mark.statistical
 @pytest.mark.parametrize("method,metric,n_systems,budget", [("doc_uniform", "p@3", 1, 30.0),
                                                             ("doc_hh", "dcg@5", 2, 16.0),
-                                                            ("two_stage", "dcg@5", 3, 16.0)])
+                                                            ("two_stage", "dcg@5", 3, 16.0),
+                                                            ("doc_ubis", "dcg@5", 2, 48.0)])
 def test_new_methods_through_the_public_api_are_unbiased_with_nominal_coverage(method, metric, n_systems, budget):
     """Labels redrawn from the model in every repetition; the run goes through ar.estimate / ar.compare /
     ar.compare_many.  (The 2000-repetition design-based checks are in tests/design/test_document_methods.py.)"""
