@@ -959,7 +959,7 @@ def run(cfg: ExperimentConfig, *, progress: Callable[[str], None] | None = _prin
                 for ki, mname in enumerate(cfg.methods):
                     if mname == "passive":
                         continue
-                    vm = sub[sub.method == mname].variance.sum()
+                    vm = sub[sub.method == mname].variance.sum(min_count=1)  # NaN for a document-level design
                     per_fold = 1 - sub[sub.method == mname].variance.values / sub[sub.method == "passive"].variance.values
                     row = dict(dataset=spec.name, scenario=inst.scenario, instance=inst.key, title=inst.title,
                                metric=metric, method=mname, reference_budget=ref)
@@ -971,8 +971,10 @@ def run(cfg: ExperimentConfig, *, progress: Callable[[str], None] | None = _prin
                                           ref, n_boot=cfg.n_boot, rng=_seed(cfg, di, ii, mi, ki, 7))
                         tag = "sel" if measure == "selection_error" else "abs"
                         row.update({f"{tag}_{k}": v for k, v in s.items()})
+                    some = bool(np.isfinite(per_fold).any())  # a document-level design has no analytic variance
                     row.update(analytic_savings=1 - vm / vpass if vpass > 0 else np.nan,
-                               analytic_min_fold=float(np.nanmin(per_fold)), analytic_max_fold=float(np.nanmax(per_fold)),
+                               analytic_min_fold=float(np.nanmin(per_fold)) if some else np.nan,
+                               analytic_max_fold=float(np.nanmax(per_fold)) if some else np.nan,
                                oracle_savings=oracle)
                     save_rows.append(row)
     curves = pd.concat(curve_rows, ignore_index=True) if curve_rows else pd.DataFrame()
