@@ -178,7 +178,12 @@ Estimate a ranker's mean metric from a budget of relevance judgments.
         spent in expectation, and the estimate is the model's exact total
         plus Horvitz-Thompson of the residuals (``doc_dyn``, Cormack &
         Grossman's dyn) or plain Horvitz-Thompson (``doc_stat``)
-        (:mod:`activerank.engine.documents`).  ``"auto"`` runs ``"active"``
+        (:mod:`activerank.engine.documents`); ``"doc_uniform"`` samples
+        pooled documents uniformly without replacement (Horvitz-Thompson),
+        ``"doc_hh"`` draws them with replacement from Schnabel et al.'s
+        ``Q*`` (Hansen-Hurwitz), ``"two_stage"`` draws queries and then about
+        two documents per drawn query
+        (:mod:`activerank.design.document_methods`).  ``"auto"`` runs ``"active"``
         or, for additive metrics, ``"doc_dyn"``, whichever has the smaller
         variance predicted by the relevance model at the budget; the result's
         ``method`` is the one run and ``trace.attrs["auto"]`` holds the

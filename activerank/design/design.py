@@ -199,6 +199,13 @@ def prepare_design(pool, pool_, kind: str, rankings, probs, *, metric, k=None, m
         if predicted is not None:
             raise ValueError(f"`predicted` (per-query predictions) is not used by the document-level method "
                              f"{spec.name!r}; leave it None.")
+        supported = getattr(spec.estimator, "targets", ())
+        if kind not in supported:
+            from .document_methods import TARGET_KINDS
+
+            raise ValueError(
+                f"`method`={spec.name!r} does not support the {kind!r} target of {TARGET_KINDS.get(kind, kind)}(); "
+                f"its estimator handles {', '.join(repr(k) for k in supported) or 'no target'}.")
     P = probs_iv(probs, n_rows=pool_.n_docs)
     target = make_target(kind, rankings, m, names, offsets=pool_.offsets, judge=judge)
     p = query_weights_iv(query_weights, pool_.n_queries)

@@ -23,15 +23,22 @@ name                       q                                              estima
 Every ``q`` except ``passive`` is mixed with ``p`` by the ``defensive`` weight.
 
 Document-level methods (``unit="document"``; additive metrics only) sample
-(query, document) pairs instead of whole queries; the engine's fixed-budget
-schedule runs them (:mod:`activerank.engine.documents`):
+(query, document) pairs instead of whole queries.  Their estimator is a
+:class:`~activerank.design.document_methods.DocumentDesign` plug-in (design,
+draw and estimator together); the engine's fixed-budget schedule runs every
+one of them through one code path (:mod:`activerank.engine.documents`), the
+experiment harness through :meth:`~activerank.design.document_methods.DocumentDesign.simulate`:
 
-========================== ============================================== ===================
-name                       inclusion probabilities (Poisson)              estimator
-========================== ============================================== ===================
-``doc_dyn``                ``∝ ||W_z|| sqrt(Var[g(y_z)] / c_z)``           ``M + HT(u - m)``
-``doc_stat``               ``∝ ||W_z|| sqrt(E[g(y_z)^2] / c_z)``           ``HT(u)``
-========================== ============================================== ===================
+================ ================================================== ===============================
+name             draw                                               estimator
+================ ================================================== ===============================
+``doc_dyn``      Poisson, ``pi ∝ ||W_z|| sqrt(Var[g(y_z)] / c_z)``     ``M + HT(u - m)`` (dyn)
+``doc_stat``     Poisson, ``pi ∝ ||W_z|| sqrt(E[g(y_z)^2] / c_z)``     ``HT(u)`` (stat)
+``doc_uniform``  uniform, without replacement (SRSWOR)              ``HT(u)``, ``N / n`` expansion
+``doc_hh``       with replacement from ``Q* ∝ ||W_z|| sqrt(E u^2 / c)``  Hansen-Hurwitz
+``two_stage``    queries by ``q``, ~2 documents per drawn query     two-stage, ``M + mean z_d``
+``doc_ubis``     ``k`` draws inside every query from its ``Q_x``     UBIS-k (Schnabel et al. 2015)
+================ ================================================== ===============================
 """
 
 from __future__ import annotations
@@ -41,8 +48,9 @@ from typing import Callable
 
 import numpy as np
 
-from ..inference.documents import DocumentHorvitzThompson
 from ..inference.estimators import Estimator, ModelAssisted, SelfNormalized
+from .document_methods import DocumentDesign, DocumentHorvitzThompson, HansenHurwitz, TwoStage, \
+    UniformHorvitzThompson, WithinQuery
 from .sampling import optimal_distribution
 
 __all__ = ["METHODS", "Method", "get_method", "method_names", "register_method", "unregister_method"]
@@ -69,8 +77,8 @@ class Method:
     unit : {"query", "document"}
         What a draw is: a whole query (``sample`` gives ``q``), or a (query,
         document) pair (``estimator`` is a
-        :class:`~activerank.inference.documents.DocumentHorvitzThompson`;
-        ``sample`` is not used).
+        :class:`~activerank.design.document_methods.DocumentDesign` plug-in,
+        which draws and estimates; ``sample`` is not used).
     """
 
     name: str
@@ -124,9 +132,9 @@ def register_method(method: Method, *, replace: bool = False) -> Method:
         raise ValueError(f"`method.relevance` must be 'model' or 'uniform'; got {method.relevance!r}.")
     if method.unit not in ("query", "document"):
         raise ValueError(f"`method.unit` must be 'query' or 'document'; got {method.unit!r}.")
-    if (method.unit == "document") != isinstance(method.estimator, DocumentHorvitzThompson):
-        raise ValueError("a document-level method (`unit`='document') needs a DocumentHorvitzThompson estimator, "
-                         "and only it.")
+    if (method.unit == "document") != isinstance(method.estimator, DocumentDesign):
+        raise ValueError("a document-level method (`unit`='document') needs a DocumentDesign estimator "
+                         "(activerank.design.document_methods), and only it.")
     if method.name in METHODS and not replace:
         raise ValueError(f"method {method.name!r} is already registered (pass replace=True).")
     METHODS[method.name] = method
@@ -176,5 +184,18 @@ for _m in (
     Method("doc_stat", _passive, DocumentHorvitzThompson(control_variate=False), unit="document",
            description="documents sampled independently (Poisson pi-ps on E[g(y)^2]); plain Horvitz-Thompson "
                        "(Cormack & Grossman's stat); additive metrics"),
+    Method("doc_uniform", _passive, UniformHorvitzThompson(), unit="document",
+           description="uniform sampling of pooled documents without replacement (the field's baseline), "
+                       "Horvitz-Thompson; additive metrics"),
+    Method("doc_hh", _passive, HansenHurwitz(utility="rms"), unit="document",
+           description="documents drawn with replacement from Schnabel et al.'s Q* until the budget is spent "
+                       "(importance sampling on a budget, Schnabel et al. 2015/2016), Hansen-Hurwitz; "
+                       "additive metrics"),
+    Method("two_stage", _passive, TwoStage(docs_per_query=2.0), unit="document",
+           description="queries drawn from a cost-optimal q, then ~2 documents per drawn query (Poisson on the "
+                       "model's residual variance); two-stage difference estimator; additive metrics"),
+    Method("doc_ubis", _passive, WithinQuery(), unit="document",
+           description="k draws with replacement inside every query (Schnabel et al. 2015's UBIS-k, k the "
+                       "largest the budget affords); additive metrics"),
 ):
     register_method(_m)

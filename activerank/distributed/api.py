@@ -45,7 +45,7 @@ def _cost_model(pool, costs) -> str:
 def _spec(pool, kind, scores, probs, *, metric, k, method, costs):
     """Validate everything that can be checked before reading a row."""
     from .._validation import dask_pool_iv, frame_columns_iv
-    from ..design.methods import get_method
+    from ..design.methods import get_method, method_names
     from ..metrics.registry import parse_metric
     from .query_table import TableSpec
 
@@ -67,9 +67,7 @@ def _spec(pool, kind, scores, probs, *, metric, k, method, costs):
         raise TypeError("`probs` must be the list of probability columns (one per grade) or a fitted relevance "
                         f"model with predict_proba; got {type(probs).__name__}.")
     m = parse_metric(metric, k, require_moments="exact")
-    from ..design.methods import method_names
-
-    # the per-query table holds query-level moments only: document-level designs are not distributed yet
+    # document-level methods sample documents of every query: not the drawn queries a distributed pool fetches
     spec_method = get_method(method, allowed=method_names(unit="query"))
     cost_model = _cost_model(pool, costs)
     spec = TableSpec(kind, m, cols, probs, model, pool.features, cost_model, pool.query, pool.query_in_index,

@@ -212,10 +212,12 @@ def _document_level(d, draws, method: str):
     s = d.target.n_systems
     own = main if d.target.kind == "mean" else Estimate(np.full(s, np.nan), np.full((s, s), np.nan),
                                                           main.effective_sample_size)
+    # the design plug-in's degrees of freedom (with ci="t"): Student-t for i.i.d. draws, normal for HT
+    dof = float(draws.attrs.get("dof", math.inf))
     common = dict(metric=str(d.metric), method=method, n_draws=int(draws.n_draws),
                   n_queries=int(np.unique(draws.queries).size), cost_spent=draws.cost_spent, budget=draws.budget,
                   exact=draws.stop_reason == "all_judged", effective_sample_size=float(main.effective_sample_size),
-                  trace=draws.trace)
+                  trace=draws.trace, ci="normal" if math.isinf(dof) else "t", dof=dof)
     return _build(d.target, main, own, common, None)
 
 

@@ -1,41 +1,39 @@
-"""Document-level methods in the engine: (query, document) pairs drawn by a Poisson design.
+"""Document-level methods in the engine: (query, document) units drawn by the method's design plug-in.
 
 A registered method with ``unit="document"`` (:mod:`activerank.design.methods`,
-e.g. ``doc_dyn``) runs through the same engine as the query-level ones: the
-design's target (one ranker, a difference, candidates vs a baseline, systems
-vs the mean system) becomes a linear target over the union of the compared
-top-``k`` documents (:func:`activerank.design.documents.document_target`),
-every document is judged independently with a probability ``pi`` chosen for
-the budget (:func:`activerank.design.documents.inclusion_probabilities`,
-cost-aware, mixed with a defensive share), the labeler is asked -- through
-the one labeling step, :meth:`~activerank.engine.labeling.Judgments.ask` --
-only for the drawn documents of each query, and the estimate is the
-method's Horvitz-Thompson / difference estimator
-(:func:`activerank.inference.documents.horvitz_thompson`).  Documents whose
-weight is 0 in every contrast (they cancel) have ``pi = 0`` and are never
-judged; documents judged earlier (``judgments=``) are a census (``pi = 1``,
-free).
+e.g. ``doc_dyn``, ``doc_hh``, ``two_stage``) runs through the same engine as
+the query-level ones, and every such method through the one function here,
+:func:`document_sample`: the design's target (one ranker, a difference,
+candidates vs a baseline, systems vs the mean system) becomes a linear target
+over the union of the compared top-``k`` documents
+(:func:`activerank.design.documents.document_target`); the method's
+:class:`~activerank.design.document_methods.DocumentDesign` plug-in fixes its
+design for the budget and draws a sample; the labeler is asked -- through the
+one labeling step, :meth:`~activerank.engine.labeling.Judgments.ask` -- only
+for the sampled documents not judged yet, once per query; the plug-in's
+estimator turns the judged sample into the estimate and its covariance.
+Documents whose weight is 0 in every contrast (they cancel) are never
+sampled by a design that looks at the target; documents judged earlier
+(``judgments=``) are reused for free.
 
 The budget is in the unit of the query-level methods (the pool's mean cost of
-judging a whole query) and is spent *in expectation*: Poisson sampling judges
-a random number of documents, so the realized cost varies around it.
+judging a whole query; :func:`activerank.design.document_methods.unit_costs`).
+Poisson designs spend it in expectation, the with-replacement and two-stage
+designs stop before the draw that would overspend it.
 """
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
-from ..design.documents import (
-    DocumentTarget,
-    PoissonDesign,
-    document_target,
-    draw_poisson,
-    inclusion_probabilities,
-)
+from ..design import document_methods as dm
+from ..design.documents import DocumentTarget, document_target
 from ..inference.estimators import Estimate
 from .core import Draws, RunContext
 
-__all__ = ["document_target_of", "poisson_documents", "unit_costs"]
+__all__ = ["document_target_of", "document_sample", "unit_costs"]
 
 
 def document_target_of(design) -> DocumentTarget:
@@ -49,60 +47,67 @@ def document_target_of(design) -> DocumentTarget:
 
 def unit_costs(design, dt: DocumentTarget) -> np.ndarray:
     """Cost of judging every unit, in the budget's unit (judging all units of a query costs its query cost)."""
-    if design.costs.model == "uniform":
-        size = np.diff(dt.offsets)
-        return 1.0 / size[dt.query]
-    return design.document_costs[dt.rows] / design.costs.scale
+    return dm.unit_costs(dt, design.costs, design.document_costs)
 
 
-def poisson_documents(ctx: RunContext, budget: float, rng) -> Draws:
-    """Draw units by the method's Poisson design for ``budget``, label them, estimate.
+def document_sample(ctx: RunContext, budget: float, rng) -> Draws:
+    """Draw units by the method's design plug-in for ``budget``, label them, estimate.
 
     Returns
     -------
     Draws
-        One entry per judged unit (census units included), with ``estimate``
-        and ``trace`` set.
+        One entry per sampled unit (census units included, a unit drawn
+        twice appears twice), with ``estimate`` and ``trace`` set.
     """
     import pandas as pd
 
     d = ctx.design
-    est = d.method_spec.estimator
+    plug = d.method_spec.estimator
     dt = document_target_of(d)
     c = unit_costs(d, dt)
     labels = ctx.judgments.labels
     judged = labels[dt.rows] >= 0
-    if (dt.matters & ~judged).any():
-        design = inclusion_probabilities(dt, d.probs, budget, utility=est.utility, costs=c,
-                                         defensive=d.defensive, judged=judged)
-    else:  # every document that can change a target is judged already: the census is exact
-        design = PoissonDesign(pi=judged.astype(np.float64), costs=np.zeros(dt.n_units), budget=0.0,
-                               kind="poisson")
-    mask = draw_poisson(design, rng)
-    new = mask & ~judged
-    idx = np.flatnonzero(new)
-    # units are sorted by query: one labeling request per query with its drawn documents
-    if idx.size:
-        cuts = np.flatnonzero(np.diff(dt.query[idx])) + 1
-        for part in np.split(idx, cuts):
+    census = not (dt.matters & ~judged).any()
+    if census:  # every document that can change a target is judged already: the census is exact
+        sample = dm.census_sample(dt, judged)
+    else:
+        sample = plug.draw(plug.design(dt, d.probs, c, budget, judged=judged, defensive=d.defensive), dt, rng)
+    units = sample.units
+    x = dt.query[units]
+    rows = dt.rows[units]
+    new = ~judged[units]
+    new[new] = _first_occurrence(units[new])
+    ask = np.unique(units[new])
+    # units are sorted by query: one labeling request per query with its sampled documents
+    if ask.size:
+        cuts = np.flatnonzero(np.diff(dt.query[ask])) + 1
+        for part in np.split(ask, cuts):
             ctx.judgments.ask(ctx.labeler, int(dt.query[part[0]]), dt.rows[part],
                               where=" (document-level sample)")
-    take = np.flatnonzero(mask)
-    rows = dt.rows[take]
-    res = est.estimate(dt, design, rows, labels[rows], d.probs)
-    pi = design.pi[take]
-    charged = np.where(new[take], design.costs[take], 0.0)
-    x = dt.query[take]
-    exact = bool(np.all(design.pi[dt.matters] >= 1.0))
+    grades = labels[rows]
+    if census:
+        res = dm.census_estimate(dt, sample, grades, d.probs if plug.control_variate else None)
+    else:
+        res = plug.estimate(dt, sample, grades, d.probs)
+    charged = np.where(new, c[units], 0.0)
     trace = pd.DataFrame({
-        "draw": np.arange(take.size), "query": x, "query_id": np.asarray(ctx.pool.query_ids)[x],
-        "doc_row": rows, "doc_id": ctx.pool.doc_keys(rows), "pi": pi, "p": d.p[x], "weight": 1.0 / pi,
-        "stratum": np.where(judged[take], "census", "sampled"), "new": new[take], "cost": charged,
-        "cumulative_cost": np.cumsum(charged), "grade": labels[rows],
+        "draw": np.arange(units.size), "query": x, "query_id": np.asarray(ctx.pool.query_ids)[x],
+        "doc_row": rows, "doc_id": ctx.pool.doc_keys(rows), "pi": sample.prob, "p": d.p[x],
+        "weight": sample.weight, "stratum": np.where(sample.census, "census", "sampled"), "new": new,
+        "cost": charged, "cumulative_cost": np.cumsum(charged), "grade": grades, **sample.columns,
     })
-    trace.attrs["expected_cost"] = float(np.dot(design.pi, design.costs))
+    trace.attrs.update(sample.attrs)
     trace.attrs["n_units"] = int(dt.n_units)
     trace.attrs["n_units_that_matter"] = int(dt.matters.sum())
-    estimate = Estimate(res.estimate, res.covariance, float(take.size))
-    return Draws(x, new[take], charged, pi, 1.0 / pi, float(budget), float(charged.sum()),
-                 "all_judged" if exact else "budget", estimate=estimate, trace=trace)
+    if sample.extra_cost:
+        trace.attrs["query_overhead_cost"] = float(sample.extra_cost)
+    estimate = Estimate(res.estimate, res.covariance, float(units.size))
+    dof = plug.dof(sample) if ctx.ci == "t" and not census else math.inf
+    return Draws(x, new, charged, sample.prob, sample.weight, float(budget), float(charged.sum()) + sample.extra_cost,
+                 sample.stop_reason, estimate=estimate, trace=trace, attrs={"dof": dof})
+
+
+def _first_occurrence(units: np.ndarray) -> np.ndarray:
+    first = np.zeros(units.size, dtype=bool)
+    first[np.unique(units, return_index=True)[1]] = True
+    return first

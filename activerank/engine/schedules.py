@@ -53,10 +53,10 @@ class FixedBudget(Schedule):
         from .assemble import build_trace
 
         d = ctx.design
-        if d.method_spec.unit == "document":  # (query, document) pairs, not whole queries
-            from .documents import poisson_documents
+        if d.method_spec.unit == "document":  # (query, document) units, drawn by the method's design plug-in
+            from .documents import document_sample
 
-            return poisson_documents(ctx, self.budget, self.rng)
+            return document_sample(ctx, self.budget, self.rng)
         if not d.q.any():  # every query is determined: nothing to draw or judge
             return Draws.census_only(d, self.budget)
         plan = ctx.draw(d.q, d.costs.cost, self.budget, self.rng, max_draws=self.max_draws)

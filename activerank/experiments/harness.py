@@ -36,6 +36,11 @@ Methods are the library's registered methods (:data:`activerank.design.methods.M
 :func:`activerank.design.methods.register_method`): the harness takes a method's
 sampling distribution from the problem's predictions and runs its estimator on
 every repetition at once (:meth:`~activerank.inference.estimators.Estimator.prefix`).
+Document-level methods (``unit="document"``: ``doc_dyn``, ``doc_uniform``,
+``doc_hh``, ``two_stage``, ...; additive metrics) run through their design
+plug-in (:meth:`activerank.design.document_methods.DocumentDesign.simulate`) on
+the same budget grid and cost unit (documents judged, in units of the mean
+query cost); their analytic (query-level) variance is NaN.
 
 Cost model.  OHSUMED: ``lambda(x) = sum_z log(len(z))`` over the judged
 documents, with title+abstract length from the raw ``Feature-min`` files
@@ -422,6 +427,11 @@ class Problem:
         The relevance model's probabilities (for methods that need more).
     rankings : tuple of Rankings
         Evaluated rankings, truncated at the metric's cutoff.
+    labels : ndarray of shape (n_docs,) or None
+        True grade of every document (document-level methods' simulated
+        labeler and nothing else).
+    document_costs : ndarray of shape (n_docs,) or None
+        Raw per-document costs (``costs`` is their per-query sum).
     """
 
     instance: ScenarioInstance
@@ -433,6 +443,8 @@ class Problem:
     target: float
     probs: np.ndarray
     rankings: tuple
+    labels: np.ndarray | None = None
+    document_costs: np.ndarray | None = None
 
     @property
     def moments(self) -> dict:
@@ -486,7 +498,8 @@ def build_problem(fm: FoldModels, instance: ScenarioInstance, metric, *, cost_mo
     qc = query_costs(doc_costs, list(tops), model=name)
     uniform = np.full_like(probs, 1.0 / probs.shape[1])
     predictions = {"model": target.predict(probs, p), "uniform": target.predict(uniform, p)}
-    return Problem(instance, m, p, qc, predictions, values, float(p @ values), probs, tops)
+    return Problem(instance, m, p, qc, predictions, values, float(p @ values), probs, tops, pool.labels,
+                   doc_costs)
 
 
 # --------------------------------------------------------------------------- methods
@@ -505,6 +518,9 @@ def method_distribution(problem: Problem, method, *, defensive: float = DEFAULT_
 def method_estimate(problem: Problem, method, q: np.ndarray, plan: BatchPlan, stops: np.ndarray) -> BatchEstimate:
     """The method's estimator on every repetition and budget prefix (it sees values only at drawn queries)."""
     method = get_method(method)
+    if method.unit != "query":
+        raise ValueError(f"method {method.name!r} samples documents; its estimates come from "
+                         "simulate(), not from query draws.")
     x = plan.queries
     mean = problem.predictions["model"].mean[:, 0]
     return method.estimator.prefix(problem.values[x], problem.p[x] / q[x], stops, predictions=mean[x],
@@ -541,25 +557,59 @@ def simulate(problem: Problem, method, budgets, n_reps: int, rng=None, *,
     b = np.asarray(budgets, dtype=np.float64)
     if b.ndim != 1 or b.size == 0 or np.any(np.diff(b) <= 0):
         raise ValueError(f"`budgets` must be a non-empty increasing 1-d sequence; got {budgets!r}.")
+    if get_method(method).unit == "document":
+        return _simulate_documents(problem, get_method(method), b, n_reps, rng, defensive)
     q = method_distribution(problem, method, defensive=defensive)
     plan = draw_budgeted_batch(q, problem.costs.cost, float(b[-1]), n_reps, rng)
     stops = budget_stops(plan, b)
     est = method_estimate(problem, method, q, plan, stops)
-    t = problem.target
-    e = est.estimate
-    empty = ~np.isfinite(e)
-    # an empty run (no query affordable within the budget) is scored as estimating 0
-    e = np.where(empty, 0.0, e)
-    abs_err = np.abs(e - t)
-    sel = np.where(e == 0.0, 0.5, (np.sign(e) != np.sign(t)).astype(float))
-    covered = np.abs(e - t) <= 1.959964 * np.where(np.isfinite(est.standard_error), est.standard_error, np.inf)
+    cost, nq = _prefix_costs(plan, stops)
+    return _summarize(problem, b, est.estimate, est.standard_error, stops, nq, cost)
+
+
+def _prefix_costs(plan: BatchPlan, stops: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Cost and distinct queries of every budget prefix, each of shape (n_budgets, n_reps)."""
     charged_cum = np.cumsum(plan.charged, axis=1)
     rows = np.arange(plan.n_reps)[None, :]
     idx = np.maximum(stops - 1, 0)
     cost = np.where(stops > 0, charged_cum[rows, idx], 0.0)
     newcum = np.cumsum(plan.new, axis=1)
-    nq = np.where(stops > 0, newcum[rows, idx], 0)
-    n = n_reps
+    return cost, np.where(stops > 0, newcum[rows, idx], 0)
+
+
+def _simulate_documents(problem: Problem, method, budgets: np.ndarray, n_reps: int, rng, defensive: float):
+    """A document-level method on the budget grid: its design plug-in's own Monte-Carlo."""
+    from ..design.document_methods import unit_costs
+    from ..design.documents import document_target
+
+    if problem.labels is None or problem.document_costs is None:
+        raise ValueError(f"method {method.name!r} samples documents: the problem needs `labels` and "
+                         "`document_costs` (build it with build_problem).")
+    if problem.metric.family != "additive":
+        raise ValueError(f"method {method.name!r} samples single documents and needs a metric that adds over "
+                         f"documents (DCG@k, P@k, RBP); got {str(problem.metric)!r}.")
+    probs = problem.probs
+    if method.relevance == "uniform":
+        probs = np.full_like(probs, 1.0 / probs.shape[1])
+    dt = document_target(list(problem.rankings), n_docs=probs.shape[0], metric=problem.metric,
+                         n_grades=probs.shape[1], query_weights=problem.p)
+    costs = unit_costs(dt, problem.costs, problem.document_costs)
+    out = method.estimator.simulate(dt, probs, costs, budgets, problem.labels[dt.rows], n_reps,
+                                    np.random.default_rng(rng), defensive=defensive)
+    return _summarize(problem, budgets, out["estimate"][..., 0], out["standard_error"][..., 0], out["n_draws"],
+                      out["n_queries"], out["cost"])
+
+
+def _summarize(problem: Problem, b, e, se, draws, n_queries, cost) -> tuple[pd.DataFrame, dict]:
+    """Summary rows and per-repetition losses from estimates of shape (n_budgets, n_reps)."""
+    t = problem.target
+    empty = ~np.isfinite(e)
+    # an empty run (no query affordable within the budget) is scored as estimating 0
+    e = np.where(empty, 0.0, e)
+    abs_err = np.abs(e - t)
+    sel = np.where(e == 0.0, 0.5, (np.sign(e) != np.sign(t)).astype(float))
+    covered = np.abs(e - t) <= 1.959964 * np.where(np.isfinite(se), se, np.inf)
+    n = e.shape[1]
     summary = pd.DataFrame({
         "budget": b,
         "mean_abs_error": abs_err.mean(1),
@@ -568,8 +618,8 @@ def simulate(problem: Problem, method, budgets, n_reps: int, rng=None, *,
         "selection_error": sel.mean(1),
         "se_selection_error": sel.std(1, ddof=1) / np.sqrt(n),
         "coverage95": covered.mean(1),
-        "mean_draws": stops.mean(1),
-        "mean_queries": nq.mean(1),
+        "mean_draws": draws.mean(1),
+        "mean_queries": n_queries.mean(1),
         "mean_cost": cost.mean(1),
         "n_empty": empty.sum(1),
     })
@@ -879,9 +929,11 @@ def run(cfg: ExperimentConfig, *, progress: Callable[[str], None] | None = _prin
                     vp = analytic_variance(prob.values, prob.p, prob.p, lam)
                     for ki, mname in enumerate(cfg.methods):
                         method = get_method(mname)
-                        q = method_distribution(prob, method, defensive=cfg.defensive)
-                        analytic_rows.append(dict(common, method=mname, variance=analytic_variance(
-                            prob.values, prob.p, q, lam), variance_passive=vp))
+                        v = np.nan  # no query-level analytic variance for a document-level design
+                        if method.unit == "query":
+                            v = analytic_variance(prob.values, prob.p,
+                                                  method_distribution(prob, method, defensive=cfg.defensive), lam)
+                        analytic_rows.append(dict(common, method=mname, variance=v, variance_passive=vp))
                         summ, loss = simulate(prob, method, grid, cfg.n_reps, _seed(cfg, di, fold, ii, mi, ki),
                                               defensive=cfg.defensive)
                         meta = dict(dataset=spec.name, fold=fold, scenario=inst.scenario, instance=inst.key,
@@ -907,7 +959,7 @@ def run(cfg: ExperimentConfig, *, progress: Callable[[str], None] | None = _prin
                 for ki, mname in enumerate(cfg.methods):
                     if mname == "passive":
                         continue
-                    vm = sub[sub.method == mname].variance.sum()
+                    vm = sub[sub.method == mname].variance.sum(min_count=1)  # NaN for a document-level design
                     per_fold = 1 - sub[sub.method == mname].variance.values / sub[sub.method == "passive"].variance.values
                     row = dict(dataset=spec.name, scenario=inst.scenario, instance=inst.key, title=inst.title,
                                metric=metric, method=mname, reference_budget=ref)
@@ -919,8 +971,10 @@ def run(cfg: ExperimentConfig, *, progress: Callable[[str], None] | None = _prin
                                           ref, n_boot=cfg.n_boot, rng=_seed(cfg, di, ii, mi, ki, 7))
                         tag = "sel" if measure == "selection_error" else "abs"
                         row.update({f"{tag}_{k}": v for k, v in s.items()})
+                    some = bool(np.isfinite(per_fold).any())  # a document-level design has no analytic variance
                     row.update(analytic_savings=1 - vm / vpass if vpass > 0 else np.nan,
-                               analytic_min_fold=float(np.nanmin(per_fold)), analytic_max_fold=float(np.nanmax(per_fold)),
+                               analytic_min_fold=float(np.nanmin(per_fold)) if some else np.nan,
+                               analytic_max_fold=float(np.nanmax(per_fold)) if some else np.nan,
                                oracle_savings=oracle)
                     save_rows.append(row)
     curves = pd.concat(curve_rows, ignore_index=True) if curve_rows else pd.DataFrame()

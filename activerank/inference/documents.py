@@ -67,10 +67,8 @@ from statistics import NormalDist
 import numpy as np
 
 from ..design.documents import DocumentTarget, PoissonDesign
-from .estimators import Estimator
 
 __all__ = [
-    "DocumentHorvitzThompson",
     "DocumentEstimate",
     "horvitz_thompson",
     "hansen_hurwitz",
@@ -118,48 +116,16 @@ class DocumentEstimate:
         return self.estimate - z * se, self.estimate + z * se
 
 
-class DocumentHorvitzThompson(Estimator):
-    """The estimator plug-in of document-level methods (:mod:`activerank.design.methods`).
-
-    The engine draws (query, document) pairs by a Poisson design whose
-    inclusion probabilities follow ``utility`` and estimates with
-    :func:`horvitz_thompson`: with ``control_variate`` the difference
-    estimator ``M + HT(u - m)`` (``dyn``), else plain HT (``stat``).  It works
-    on document samples, not on per-query values: calling it on weighted
-    query draws is an error.
-
-    Parameters
-    ----------
-    control_variate : bool, default True
-    utility : {"residual", "rms"}, optional
-        Shape of the inclusion probabilities (default: ``"residual"`` with the
-        control variate, ``"rms"`` without; see
-        :func:`activerank.design.documents.inclusion_probabilities`).
-    """
-
-    name = "document_ht"
-
-    def __init__(self, *, control_variate: bool = True, utility: str | None = None):
-        self.control_variate = bool(control_variate)
-        self.utility = utility if utility is not None else ("residual" if control_variate else "rms")
-
-    def __call__(self, values, weights, *, predictions=None, pool_predictions=None, n_distinct=None):
-        raise TypeError("a document-level estimator works on (query, document) samples; the engine runs it "
-                        "(activerank.engine.documents), not on weighted query draws.")
-
-    def prefix(self, values, weights, stops, *, predictions=None, pool_prediction=None):
-        raise TypeError("a document-level method has no query-level batched estimator (the experiment "
-                        "harness samples queries); see benchmarks/document_level.")
-
-    def estimate(self, target: DocumentTarget, design: PoissonDesign, rows, grades, probs) -> DocumentEstimate:
-        """:func:`horvitz_thompson` of a sample (``probs`` used only with the control variate)."""
-        return horvitz_thompson(target, design, rows, grades, probs=probs if self.control_variate else None)
-
-    def __repr__(self) -> str:
-        return f"DocumentHorvitzThompson(control_variate={self.control_variate}, utility={self.utility!r})"
-
-
 # --------------------------------------------------------------------------- kernels (batch capable)
+
+
+def __getattr__(name):
+    # the estimator plug-in of doc_dyn / doc_stat moved next to the other document-level designs
+    if name == "DocumentHorvitzThompson":
+        from ..design.document_methods import DocumentHorvitzThompson
+
+        return DocumentHorvitzThompson
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _outer_sum(mask, values, weights):
@@ -538,8 +504,8 @@ def within_query_estimate(target: DocumentTarget, Qx, rows, grades) -> DocumentE
     """UBIS-k (Schnabel et al. 2015): every query gets ``k`` draws from its own ``Q_x``.
 
     ``T_hat = sum_x (1/k) sum_i W_i u_i / Q_x(z_i)`` (unbiased for every ``k >= 1``),
-    variance ``sum_x s_x^2 / k`` with ``s_x^2`` the sample variance of the
-    query's ``k`` terms (needs ``k >= 2``).
+    covariance ``sum_x S_x / k`` with ``S_x`` the sample covariance of the
+    query's ``k`` terms (unbiased; needs ``k >= 2``, NaN otherwise).
 
     Parameters
     ----------
@@ -554,7 +520,6 @@ def within_query_estimate(target: DocumentTarget, Qx, rows, grades) -> DocumentE
     Returns
     -------
     DocumentEstimate
-        Covariance diagonal only (targets' covariances are not estimated).
 
     References
     ----------
@@ -577,7 +542,14 @@ def within_query_estimate(target: DocumentTarget, Qx, rows, grades) -> DocumentE
     _support_iv(target, Qx, "Qx")
     u[idx.reshape(-1)] = uu
     est, var = _within_query_kernel(target.weights, u, Qx, idx)
-    return DocumentEstimate(est, np.diag(var), int(np.unique(idx).size), "ubis")
+    k = idx.shape[1]
+    if k < 2:
+        cov = np.diag(var)
+    else:  # the queries' draws are independent: per-query sample covariances of the k terms, summed
+        z = target.weights[idx] * (u[idx] / Qx[idx])[..., None]  # (n_live_queries, k, n_targets)
+        zc = z - z.mean(axis=1, keepdims=True)
+        cov = np.einsum("qkt,qks->ts", zc, zc) / ((k - 1) * k)
+    return DocumentEstimate(est, cov, int(np.unique(idx).size), "ubis")
 
 
 @dataclass(frozen=True, eq=False)

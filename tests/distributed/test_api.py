@@ -252,3 +252,12 @@ def test_importing_the_subpackage_loads_no_dask():
     code = "import sys, activerank, activerank.distributed; print('dask' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"
+
+
+def test_document_level_methods_are_refused_by_name(data):
+    df, labels, frame = data
+    for method in ar.design.methods.method_names(unit="document"):
+        with pytest.raises(ValueError, match=r"`method` must be one of \[.*'active'.*\], got '" + method):
+            ard.compare(ard.DaskPool(frame), "score_a", "score_b", PROBS, labeler_of(labels), budget=15,
+                        metric="dcg@5", method=method, rng=0)
+
