@@ -5,7 +5,8 @@ A campaign created with a registered method of ``unit="document"`` (e.g.
 queries: its plan is the Poisson sample of (query, document) units that
 :func:`activerank.estimate` / :func:`activerank.compare` with the same pool,
 probabilities, budget and ``rng=seed`` would send to a labeler
-(:func:`activerank.engine.documents.poisson_documents`).  Creation computes
+(:func:`activerank.engine.documents.document_sample` with the Poisson plug-in
+:class:`~activerank.design.document_methods.DocumentHorvitzThompson`).  Creation computes
 the sample with the engine's own functions (:func:`document_target_of`,
 :func:`unit_costs`, :func:`inclusion_probabilities`, :func:`draw_poisson`)
 and then runs the engine itself with a recording labeler to confirm that it
@@ -38,6 +39,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..design.document_methods import DocumentHorvitzThompson, DocumentSample
 from ..design.documents import DocumentTarget, PoissonDesign, draw_poisson, inclusion_probabilities
 
 __all__ = ["DocumentPlan", "estimate_documents", "plan_documents"]
@@ -146,6 +148,10 @@ def plan_documents(design, pool, budget: float, seed: int) -> DocumentPlan:
     from ..engine.documents import document_target_of, unit_costs
 
     est = design.method_spec.estimator
+    if not isinstance(est, DocumentHorvitzThompson):
+        raise ValueError(
+            f"`method`={design.method!r}: campaigns plan Poisson document designs (doc_dyn, doc_stat) only; "
+            f"this method draws {type(est).__name__}'s design.")
     dt = document_target_of(design)
     if not dt.matters.any():
         raise ValueError("no document can change the compared values in any query (every difference is "
@@ -207,7 +213,8 @@ def estimate_documents(design, pool, plan: DocumentPlan, grades: np.ndarray, pro
     dt, pdsg, take = plan.target, plan.design, plan.sample
     rows = plan.rows
     grades = np.asarray(grades, dtype=np.int64)
-    res = design.method_spec.estimator.estimate(dt, pdsg, rows, grades, probs)
+    sample = DocumentSample(take, pdsg.pi[take], 1.0 / pdsg.pi[take], np.zeros(take.size, dtype=bool), pdsg)
+    res = design.method_spec.estimator.estimate(dt, sample, grades, probs)
     pi = pdsg.pi[take]
     charged = pdsg.costs[take]
     x = dt.query[take]

@@ -13,10 +13,13 @@ import pytest
 import activerank as ar
 from activerank.campaign import Campaign
 from activerank.campaign.store import DOCUMENT_SCHEMA_VERSION
+from activerank.design.document_methods import DocumentHorvitzThompson
 from activerank.design.methods import method_names
 
 METRIC = "dcg@5"
-DOC_METHODS = method_names(unit="document")
+# campaigns plan the Poisson designs; the other document-level plug-ins are refused by name
+DOC_METHODS = method_names(estimator=DocumentHorvitzThompson)
+OTHER_DOC_METHODS = tuple(m for m in method_names(unit="document") if m not in DOC_METHODS)
 
 
 @pytest.fixture(scope="module")
@@ -362,4 +365,8 @@ def test_create_errors(tmp_path, data, probs):
                         method="doc_dyn")
     with pytest.raises(ValueError, match="`method` must be one of"):
         Campaign.create(tmp_path / "e.db", data, data.X[:, 0], probs, budget=4, metric=METRIC, method="doc_magic")
+    assert OTHER_DOC_METHODS  # doc_uniform, doc_hh, two_stage, doc_ubis
+    for method in OTHER_DOC_METHODS:
+        with pytest.raises(ValueError, match=f"`method`='{method}': campaigns plan Poisson document designs"):
+            Campaign.create(tmp_path / "e.db", data, data.X[:, 0], probs, budget=4, metric=METRIC, method=method)
     assert not (tmp_path / "e.db").exists()

@@ -75,8 +75,8 @@ def test_a_registered_method_runs_through_estimate_harness_and_campaign(half_act
 @pytest.mark.filterwarnings("ignore::activerank.inference.snis.LowEffectiveSampleSizeWarning")
 @pytest.mark.parametrize("name", method_names())
 def test_every_registered_method_runs_through_estimate_harness_and_campaign(name, tmp_path):
-    """Every built-in method: the Python API, the experiment harness, and a campaign (document-level
-    methods are refused by campaigns, which store query-level draw sequences)."""
+    """Every built-in method: the Python API, the experiment harness, and a campaign (of the
+    document-level methods campaigns plan the Poisson designs and refuse the others by name)."""
     data = ar.load_sample()
     method = get_method(name)
     probs = ar.relevance.UniformRelevanceModel(3).fit(data.X, data.labels).predict_proba(data.X)
@@ -97,9 +97,24 @@ def test_every_registered_method_runs_through_estimate_harness_and_campaign(name
         assert (summ.mean_cost <= summ.budget * (1.1 if method.unit == "document" else 1) + 1e-9).all()
         assert loss["abs_error"].shape == (2, 20) and np.all(np.isfinite(loss["abs_error"]))
     if method.unit == "document":
-        with pytest.raises(ValueError, match="`method` must be one of"):
-            ar.campaign.Campaign.create(tmp_path / "c.db", data, a, probs, budget=12, metric=metric, method=name,
-                                        seed=1)
+        from activerank.design.document_methods import DocumentHorvitzThompson
+
+        if not isinstance(method.estimator, DocumentHorvitzThompson):
+            with pytest.raises(ValueError, match="campaigns plan Poisson document designs"):
+                ar.campaign.Campaign.create(tmp_path / "c.db", data, a, probs, budget=12, metric=metric,
+                                            method=name, seed=1)
+            return
+        # Poisson designs: the campaign's tasks are (query, document) pairs, estimated as the engine does
+        with ar.campaign.Campaign.create(tmp_path / "c.db", data, a, probs, budget=12, metric=metric,
+                                         method=name, seed=1) as camp:
+            tasks = camp.export_tasks(tmp_path / "t.jsonl")
+            rows = [json.loads(line) for line in (tmp_path / "t.jsonl").read_text().splitlines()]
+            for r in rows:
+                r["grade"] = int(lab(r["query_id"], [r["doc_id"]])[0])
+            (tmp_path / "j.jsonl").write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+            camp.import_judgments(tmp_path / "j.jsonl")
+            from_store = camp.estimate()
+        assert tasks.n_rows == len(rows) and from_store.estimate == pytest.approx(res.estimate, rel=1e-12)
         return
     with ar.campaign.Campaign.create(tmp_path / "c.db", data, a, probs, budget=12, metric=metric, method=name,
                                      seed=1) as camp:

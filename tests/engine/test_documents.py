@@ -279,7 +279,7 @@ def test_new_methods_estimate_k_systems(method):
     assert np.all(ci.low < many.differences) and np.all(many.differences < ci.high)
 
 
-def test_new_methods_errors_are_clear():
+def test_new_methods_errors_are_clear(tmp_path):
     from activerank.design.document_methods import TwoStage
 
     pool, a, b, rng = _problem(4, n_queries=20)
@@ -289,9 +289,10 @@ def test_new_methods_errors_are_clear():
             ar.compare(pool, a, b, pool.probs, lab, budget=5, metric="err@10", method=method)
         with pytest.raises(ValueError, match="too small"):
             ar.estimate(pool, a, pool.probs, lab, budget=1e-3, metric="dcg@5", method=method)
-        with pytest.raises(ValueError, match="`method` must be one of"):
-            ar.campaign.Campaign.create(":memory:x", pool, [a, b], pool.probs, budget=5, metric="dcg@5",
+        with pytest.raises(ValueError, match="campaigns plan Poisson document designs"):
+            ar.campaign.Campaign.create(tmp_path / "c.db", pool, [a, b], pool.probs, budget=5, metric="dcg@5",
                                         method=method, seed=0)
+        assert not (tmp_path / "c.db").exists()
     with pytest.raises(ValueError, match="`docs_per_query` or a `query_cost` > 0"):
         TwoStage()
     with pytest.raises(ValueError, match="`docs_per_query` must be a positive number"):
