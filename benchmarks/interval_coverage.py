@@ -51,7 +51,7 @@ import pandas as pd
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-from _coverage_setup import SCENARIOS, problems  # noqa: E402
+from _coverage_setup import SCENARIOS, SYNTHETIC_METRICS, problems, synthetic_problems  # noqa: E402
 
 from activerank.experiments.harness import default_data_root, method_distribution  # noqa: E402
 from activerank.design.draws import budget_stops, draw_budgeted_batch  # noqa: E402
@@ -64,7 +64,7 @@ from activerank.inference.small_sample import (  # noqa: E402
     snis_intervals_prefix,
 )
 
-BUDGETS = {"mq2008": (5, 10, 20, 50, 100), "ohsumed": (5, 10, 20, 50)}
+BUDGETS = {"mq2008": (5, 10, 20, 50, 100), "ohsumed": (5, 10, 20, 50), "synthetic": (5, 10, 20, 50)}
 METRICS = ("err@10", "dcg@10")
 # name -> (registered method whose sampling distribution is used, estimator)
 METHODS = {
@@ -77,10 +77,17 @@ METHODS = {
 }
 # draws shared with another method (common random numbers)
 SHARE_DRAWS = {"model_assisted_cf": "model_assisted"}
-INTERVALS = {"snis": ("normal", "t_plain", "t", "bootstrap", "fieller"), "self_tuned": ("normal",),
-             "crossfit": ("normal", "t_plain", "t", "bootstrap")}
+INTERVALS = {"snis": ("normal", "t_plain", "t", "t_draws", "t_kish", "bootstrap_plain", "bootstrap", "bca",
+                      "fieller"),
+             "self_tuned": ("normal",),
+             "crossfit": ("normal", "t_plain", "t", "t_draws", "t_kish", "bootstrap_plain", "bootstrap", "bca")}
+#: intervals that use the model's predicted variance (the others are computed from the sample alone)
+WITH_PRIOR = ("t", "t_draws", "t_kish", "bootstrap")
+#: interval name -> ``ci`` of the kernels
+KIND = {"t_plain": "t", "bootstrap_plain": "bootstrap"}
+BOOTSTRAPS = ("bootstrap_plain", "bootstrap", "bca")
 LEVEL = 0.95
-BOOTSTRAP_BUDGETS_UP_TO = 20
+BOOTSTRAP_BUDGETS_UP_TO = 50
 
 
 def _estimates(problem, kind, q, plan, stops, budgets, interval, rng, n_boot, boot_inner=False):
@@ -95,10 +102,10 @@ def _estimates(problem, kind, q, plan, stops, budgets, interval, rng, n_boot, bo
     w = problem.p[x] / q[x]
     slots = cluster_slots(x)
     mean, var = problem.moments["model"]
-    prior = predicted_variance(problem.p, q, mean, var) if interval == "t" else None
-    ci = "t" if interval.startswith("t") else interval
-    if ci == "bootstrap" and not boot_inner:
-        # measured where the choice is made (<= 20 queries); at every budget it costs 70% of the runtime
+    prior = predicted_variance(problem.p, q, mean, var) if interval in WITH_PRIOR else None
+    ci = KIND.get(interval, interval)
+    if interval in BOOTSTRAPS and not boot_inner:
+        # measured where the choice is made (<= 50 queries); at every budget it costs most of the runtime
         k = int(np.sum(np.asarray(budgets) <= BOOTSTRAP_BUDGETS_UP_TO))
         out = _estimates(problem, kind, q, plan, stops[:k], budgets[:k], interval, rng, n_boot, boot_inner=True)
         pad = stops.shape[0] - k
@@ -165,10 +172,15 @@ def run_problem(dataset, scenario, metric, problem, budgets, reps, seed, n_boot,
 def run(datasets, metrics, scenarios, reps, seed, n_boot, data_root, cache_dir, methods=METHODS, say=print):
     out = []
     for di, ds in enumerate(datasets):
-        probs = problems(ds, metrics, scenarios, data_root=data_root, cache_dir=cache_dir, seed=seed)
+        if ds == "synthetic":  # the concentrated design of tests/test_api_changeable.py (its own metrics)
+            probs = synthetic_problems(seed=seed) if "index" in scenarios else {}
+        else:
+            probs = problems(ds, metrics, scenarios, data_root=data_root or default_data_root(), cache_dir=cache_dir,
+                             seed=seed)
         for (sc, m), prob in probs.items():
             t0 = time.perf_counter()
-            si, mi = list(SCENARIOS).index(sc), list(METRICS).index(m) if m in METRICS else 9
+            si = list(SCENARIOS).index(sc)
+            mi = list(METRICS).index(m) if m in METRICS else 9 + list(SYNTHETIC_METRICS).index(m)
             out.append(run_problem(ds, sc, m, prob, BUDGETS[ds], reps, [seed, di, si, mi], n_boot, methods))
             say(f"{ds} {sc} {m}: {time.perf_counter() - t0:.0f}s")
     return pd.concat(out, ignore_index=True)
@@ -266,7 +278,7 @@ def main(argv=None):
         methods = {"passive": METHODS["passive"], **methods}
     t0 = time.perf_counter()
     df = run(split(args.datasets), split(args.metrics), split(args.scenarios), args.reps, args.seed, args.n_boot,
-             args.data or default_data_root(), os.path.join(args.out, "cache"), methods)
+             args.data, os.path.join(args.out, "cache"), methods)
     seconds = time.perf_counter() - t0
     os.makedirs(args.out, exist_ok=True)
     df.to_csv(os.path.join(args.out, "coverage.csv"), index=False, float_format="%.6g")
