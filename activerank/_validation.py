@@ -541,9 +541,9 @@ CI_CHOICES = ("auto", "t", "t_draws", "bootstrap", "normal")
 
 def ci_iv(ci) -> str:
     """``ci`` of the public functions -> ``"t"``, ``"t_draws"``, ``"bootstrap"`` or ``"normal"`` (``"auto"`` is
-    ``"t"``)."""
+    ``"t_draws"``: :data:`activerank.inference.small_sample.AUTO_RULE`)."""
     choice_iv(ci, "ci", CI_CHOICES)
-    return "t" if ci == "auto" else ci
+    return "t_draws" if ci == "auto" else ci
 
 
 def choice_iv(value, name: str, choices) -> str:

@@ -276,7 +276,7 @@ def _draw_se(terms: CrossFitTerms) -> np.ndarray:
 
 def _intervals(terms, *, prior, prior_dof, confidence_level, ci, jackknife, n_boot, rng):
     kind = resolve_ci(ci)
-    draw_se = _draw_se(terms) if kind in ("t_draws", "t_kish") else None
+    draw_se = _draw_se(terms) if kind in ("t_draws", "t_draws_distinct") else None
     res = ratio_intervals(terms.numerator, terms.denominator, terms.mask, confidence_level=confidence_level,
                           ci=kind, prior_var=None if prior is None else prior.total(terms.coefficient),
                           counts=terms.counts, prior_dof=prior_dof, n_boot=n_boot, rng=rng,

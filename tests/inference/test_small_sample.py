@@ -187,7 +187,7 @@ def test_bad_inputs_name_the_parameter():
 
 
 def test_auto_rule_and_critical_values():
-    assert resolve_ci("auto") == AUTO_RULE == "t"
+    assert resolve_ci("auto") == AUTO_RULE == "t_draws"
     assert critical_value(0.95, 9) == pytest.approx(stats.t.ppf(0.975, 9))
     assert critical_value(0.9, np.inf) == pytest.approx(stats.norm.ppf(0.95))
 
@@ -334,26 +334,26 @@ def test_per_draw_variants_equal_t_without_repeats_and_use_kish_with_repeats():
     pv = PredictedVariance(0.05, 0.02)
     distinct = np.arange(12)[None]
     ref = snis_intervals_prefix(v, w, distinct, np.array([12]), ci="t", prior=pv)
-    for ci in ("t_draws", "t_kish"):
+    for ci in ("t_draws_distinct", "t_draws"):
         r = snis_intervals_prefix(v, w, distinct, np.array([12]), ci=ci, prior=pv)
         assert r.standard_error[0] == pytest.approx(ref.standard_error[0], rel=1e-12) and r.dof[0] == 11
     x = np.array([[0, 1, 0, 2, 0, 1, 3, 0, 4, 0, 5, 0]])  # query 0 six times
     k = np.array([6.0, 2, 1, 1, 1, 1])
     normal = snis_intervals_prefix(v, w, x, np.array([12]), ci="normal")
-    kish = snis_intervals_prefix(v, w, x, np.array([12]), ci="t_kish")
-    draws = snis_intervals_prefix(v, w, x, np.array([12]), ci="t_draws")
+    kish = snis_intervals_prefix(v, w, x, np.array([12]), ci="t_draws")
+    draws = snis_intervals_prefix(v, w, x, np.array([12]), ci="t_draws_distinct")
     cluster = snis_intervals_prefix(v, w, x, np.array([12]), ci="t")
     assert kish.standard_error[0] == pytest.approx(normal.standard_error[0], rel=1e-12)
     assert kish.dof[0] == pytest.approx(144 / 44 - 1) and draws.dof[0] == 5 == cluster.dof[0]
     assert float(kish_distinct(k, np.ones(6, bool))) == pytest.approx(144 / 44)
     # the model prior enters as V / n for the per-draw variance
-    mod = snis_intervals_prefix(v, w, x, np.array([12]), ci="t_kish", prior=pv)
+    mod = snis_intervals_prefix(v, w, x, np.array([12]), ci="t_draws", prior=pv)
     dof = 144 / 44 - 1
     expect = np.sqrt((2 * pv.total(0.0) / 12 + dof * normal.standard_error[0] ** 2) / (2 + dof))
     assert mod.standard_error[0] == pytest.approx(expect, rel=1e-12)
     # a query drawn 10 times and one drawn once: not 0.2 degrees of freedom
     lop = snis_intervals_prefix(np.r_[np.zeros(10), 1.0][None], np.ones((1, 11)), np.r_[np.zeros(10, int), 1][None],
-                                np.array([11]), ci="t_kish")
+                                np.array([11]), ci="t_draws")
     assert lop.dof[0] == 1.0
 
 
@@ -365,7 +365,7 @@ def test_crossfit_per_draw_standard_error_is_the_draw_terms():
     m = rng.random((1, 40))
     v, w = m + 0.2 * rng.standard_normal((1, 40)), rng.uniform(0.5, 2, (1, 40))
     st = np.array([[40]])
-    r = model_assisted_crossfit_prefix(v, m, w, 0.5, x, st, ci="t_kish", jackknife=False)
+    r = model_assisted_crossfit_prefix(v, m, w, 0.5, x, st, ci="t_draws", jackknife=False)
     terms = crossfit_terms(v, m, w, 0.5, cluster_slots(x), st)
     num, den = terms.draw_numerator[0, 0], terms.draw_denominator[0, 0]
     est = num.sum() / den.sum()
