@@ -5,7 +5,11 @@ linear RankSVM), pool S2-S5 (labels = hidden truth), see ``_coverage_setup.py``.
 Scenarios: ``single`` ranker, ``pair`` (two rankers), ``index`` update;
 metrics ERR@10 and DCG@10; budgets in units of the mean query cost (about the
 number of distinct queries judged: 5, 10, 20, 50, 100; OHSUMED's pools hold
-85 queries, so 5-50 there).
+85 queries, so 5-50 there).  Dataset ``synthetic``: the concentrated design of
+``tests/test_api_changeable.py`` (an index update judging only the documents
+that can change the difference, a calibrated model; ``q*`` makes queries repeat:
+about 1.5 draws per distinct query at budget 50), DCG@5 and ERR@10, budgets
+5-50.
 
 Methods (sampling distribution + estimator):
 
@@ -20,11 +24,24 @@ model_assisted_cf                     q* (same draws as above)    cross-fitted c
 model_assisted_variance_cf            p sqrt(Var/lambda)          cross-fitted control variate (new)
 ====================================  ==========================  =========================
 
-Intervals: ``normal`` (the current per-draw SE, z quantile; for the
-cross-fitted estimator the cluster SE with z), ``t`` (distinct-query cluster
-SE, Student-t with d - 1 df), ``bootstrap`` (studentized bootstrap over
-distinct queries), ``fieller`` (ratio interval).  ``n_reps`` seeded
-repetitions per cell, every budget a prefix of one run (common random numbers).
+Intervals (``ci`` of the kernels, see ``activerank.inference.small_sample``):
+
+================  ===========================================================================
+``normal``        the paper's per-draw SE, z quantile (cross-fitted estimator: cluster SE, z)
+``t_plain``       distinct-query cluster SE, Student-t with d - 1 df, no model prior
+``t``             the same, SE moderated by the model's predicted variance (``ci="t"``)
+``t_draws``       per-draw SE moderated with ``V / n``, t with Kish's ``n^2 / sum k^2 - 1`` df
+                  (``ci="t_draws"``, the default ``ci="auto"``)
+``t_draws_dist``  per-draw SE moderated, t with d - 1 df (measured alternative)
+``bootstrap``     studentized bootstrap over distinct queries, sample alone (``ci="bootstrap"``)
+``bootstrap_prior``  the same studentized with the moderated SE (measured alternative)
+``bca``           BCa bootstrap over distinct queries (measured alternative)
+``fieller``       Fieller interval for the ratio (SNIS only)
+================  ===========================================================================
+
+``n_reps`` seeded repetitions per cell, every budget a prefix of one run
+(common random numbers); the bootstraps (``--n-boot`` resamples) at budgets
+up to 50.
 
 Columns of ``coverage.csv``: ``bias_z`` = mean error / its Monte-Carlo SE
 (within +-3 expected), ``coverage`` of the 95% interval, ``se_over_sd`` =
@@ -32,9 +49,10 @@ mean reported SE / empirical SD of the estimates, ``mse_vs_passive``,
 ``nan_se`` (runs with >= 2 distinct queries but a NaN SE), ``n_lt2`` (runs
 with fewer than 2 distinct queries: no SE can exist).
 
-Run (about 25 min on 2 busy cores)::
+Run (about 40 min on 2 busy cores)::
 
-    python benchmarks/interval_coverage.py --reps 2000 --out benchmarks/results/coverage
+    python benchmarks/interval_coverage.py --reps 2000 --n-boot 499 --datasets mq2008,ohsumed,synthetic \
+        --out benchmarks/results/coverage
     python benchmarks/interval_coverage.py --quick            # 300 reps, MQ2008 ERR@10 only
 """
 
@@ -77,15 +95,17 @@ METHODS = {
 }
 # draws shared with another method (common random numbers)
 SHARE_DRAWS = {"model_assisted_cf": "model_assisted"}
-INTERVALS = {"snis": ("normal", "t_plain", "t", "t_draws", "t_kish", "bootstrap_plain", "bootstrap", "bca",
+INTERVALS = {"snis": ("normal", "t_plain", "t", "t_draws", "t_draws_dist", "bootstrap", "bootstrap_prior", "bca",
                       "fieller"),
              "self_tuned": ("normal",),
-             "crossfit": ("normal", "t_plain", "t", "t_draws", "t_kish", "bootstrap_plain", "bootstrap", "bca")}
+             "crossfit": ("normal", "t_plain", "t", "t_draws", "t_draws_dist", "bootstrap", "bootstrap_prior", "bca")}
+#: the default interval of each estimator (``ci="auto"``; the previous self-tuned estimator: its own)
+DEFAULT = {"snis": "t_draws", "crossfit": "t_draws", "self_tuned": "normal"}
 #: intervals that use the model's predicted variance (the others are computed from the sample alone)
-WITH_PRIOR = ("t", "t_draws", "t_kish", "bootstrap")
+WITH_PRIOR = ("t", "t_draws", "t_draws_dist", "bootstrap_prior")
 #: interval name -> ``ci`` of the kernels
-KIND = {"t_plain": "t", "bootstrap_plain": "bootstrap"}
-BOOTSTRAPS = ("bootstrap_plain", "bootstrap", "bca")
+KIND = {"t_plain": "t", "t_draws_dist": "t_draws_distinct"}
+BOOTSTRAPS = ("bootstrap", "bootstrap_prior", "bca")
 LEVEL = 0.95
 BOOTSTRAP_BUDGETS_UP_TO = 50
 
@@ -164,7 +184,7 @@ def run_problem(dataset, scenario, metric, problem, budgets, reps, seed, n_boot,
                     seconds=(time.perf_counter() - t0) / len(budgets),
                 ))
     df = pd.DataFrame(rows)
-    pas = df[(df.method == "passive") & (df.interval == "t")].set_index("budget").mse
+    pas = df[(df.method == "passive") & (df.interval == DEFAULT["snis"])].set_index("budget").mse
     df["mse_vs_passive"] = df.mse / df.budget.map(pas)
     return df
 
@@ -194,6 +214,7 @@ def summary_markdown(df: pd.DataFrame, seconds: float, command: str) -> str:
              "(`d` = mean number of distinct queries judged). Coverage of the nominal 95% interval; "
              "Monte-Carlo SE of a coverage near 0.95 is about 0.005 at 2000 reps.", ""]
     lines += goals_markdown(df)
+    lines += intervals_markdown(df)
     pivot = df.pivot_table(index=["dataset", "scenario", "metric", "method", "interval"], columns="budget",
                            values="coverage", sort=False)
     lines += ["## Coverage range over scenarios x metrics (min-max), by method, interval and budget", ""]
@@ -201,31 +222,30 @@ def summary_markdown(df: pd.DataFrame, seconds: float, command: str) -> str:
     tab = (g["min"].map("{:.3f}".format) + "–" + g["max"].map("{:.3f}".format)).unstack("budget")
     lines += [_md(tab.reset_index()), ""]
     lines += ["## Largest |bias| in Monte-Carlo SE units over scenarios x metrics", ""]
-    b = df[df.interval.isin(["t", "normal"])].copy()
+    b = df[df.interval.isin([DEFAULT["snis"], "normal"])].copy()
     b["abs_bias_z"] = b.bias_z.abs()
     idx = b.groupby(["dataset", "method", "budget"], sort=False).abs_bias_z.idxmax()
     tb = b.loc[idx, ["dataset", "method", "budget", "bias_z"]].pivot_table(
         index=["dataset", "method"], columns="budget", values="bias_z", sort=False).round(2)
     lines += [_md(tb.reset_index()), ""]
     lines += ["## MSE vs passive (max over scenarios x metrics)", ""]
-    m = df[df.interval.isin(["t", "normal"])].groupby(["dataset", "method", "budget"], sort=False) \
+    m = df[df.interval.isin([DEFAULT["snis"], "normal"])].groupby(["dataset", "method", "budget"], sort=False) \
         .mse_vs_passive.max().unstack("budget").round(2)
     lines += [_md(m.reset_index()), ""]
     lines += ["## SE / SD (min-max over scenarios x metrics; the interval's own SE)", ""]
     g = df.groupby(["dataset", "method", "interval", "budget"], sort=False).se_over_sd.agg(["min", "max"])
     tab = (g["min"].map("{:.2f}".format) + "–" + g["max"].map("{:.2f}".format)).unstack("budget")
-    lines += [_md(tab[tab.index.get_level_values("interval").isin(["normal", "t"])].reset_index()), ""]
+    lines += [_md(tab[tab.index.get_level_values("interval").isin(["normal", "t", "t_draws"])].reset_index()), ""]
     lines += [f"NaN standard errors with >= 2 distinct queries: {int(df.nan_se.sum())} in all cells; "
-              f"runs with < 2 distinct queries: {int(df[df.interval == 't'].n_lt2.sum())} (of "
-              f"{int(df[df.interval == 't'].reps.sum())} t-interval runs).", ""]
+              f"runs with < 2 distinct queries: {int(df[df.interval == 't_draws'].n_lt2.sum())} (of "
+              f"{int(df[df.interval == 't_draws'].reps.sum())} t_draws-interval runs).", ""]
     lines += ["## Every cell: coverage", "", _md(pivot.round(3).reset_index()), ""]
     return "\n".join(lines)
 
 
 def goals_markdown(df: pd.DataFrame) -> list:
     """The issue-15 goals, measured: min-max over datasets x scenarios x metrics."""
-    default = {"snis": "t", "crossfit": "t", "self_tuned": "normal"}
-    d = df[df.interval == df.estimator.map(default)]
+    d = df[df.interval == df.estimator.map(DEFAULT)]
     old = df[df.interval == "normal"]
 
     def rng_(x):
@@ -243,10 +263,40 @@ def goals_markdown(df: pd.DataFrame) -> list:
         r["NaN SE"] = int(d[d.method == method].nan_se.sum())
         rows.append(r)
     return ["## Goals (issue 15): default interval per method, min–max over datasets × scenarios × metrics", "",
-            "Default interval: `t` (cluster SE moderated by the model's predicted variance, d − 1 df) for every "
-            "method except the previous self-tuned `model_assisted` (its own SE, normal quantile). Bias in "
+            "Default interval: `t_draws` (per-draw SE moderated by the model's predicted variance, Student-t with "
+            "Kish's effective number of distinct queries − 1 df; = `t` without repeats) for every method except "
+            "the previous self-tuned `model_assisted` (its own SE, normal quantile). Bias in "
             "Monte-Carlo SE units; MSE relative to passive at the same budget (max over cells).", "",
             _md(pd.DataFrame(rows)), ""]
+
+
+def intervals_markdown(df: pd.DataFrame) -> list:
+    """Every interval side by side: cells with coverage in [0.93, 0.97] and min / median / max coverage per
+    budget (all methods but the previous self-tuned one), and the cells where queries repeat."""
+    d = df[df.estimator != "self_tuned"].copy()
+    d["goal"] = d.coverage.between(0.93, 0.97)
+    order = [i for i in dict.fromkeys(x for v in INTERVALS.values() for x in v) if i in set(d.interval)]
+
+    def table(sub):
+        rows = []
+        for iv in order:
+            r = {"interval": iv}
+            for b in sorted(sub.budget.unique()):
+                c = sub[(sub.interval == iv) & (sub.budget == b)]
+                r[f"{b:g}"] = (f"{int(c.goal.sum())}/{len(c)} · {c.coverage.min():.3f} / {c.coverage.median():.3f} / "
+                               f"{c.coverage.max():.3f}") if len(c) else ""
+            rows.append(r)
+        return _md(pd.DataFrame(rows))
+
+    rep = d[d.mean_draws / d.mean_distinct > 1.15]
+    return ["## Intervals side by side", "",
+            "Per budget: cells with coverage in [0.93, 0.97] / cells · min / median / max coverage, over datasets × "
+            "scenarios × metrics × methods (the previous self-tuned `model_assisted` left out).", "",
+            table(d), "",
+            "### Cells where queries repeat (mean draws / mean distinct queries > 1.15)", "",
+            f"{rep[['dataset', 'scenario', 'metric', 'method', 'budget']].drop_duplicates().shape[0]} cells: "
+            "OHSUMED at 50 of 85 queries, MQ2008 at 100, the synthetic concentrated design at 50.", "",
+            table(rep) if len(rep) else "(none)", ""]
 
 
 def _md(df: pd.DataFrame) -> str:
