@@ -35,6 +35,7 @@ self-tuning bias.  Measured coverage and bias: ``docs/intervals.md``.
 from __future__ import annotations
 
 import copy
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -43,6 +44,8 @@ from ..inference.crossfit import crossfit_terms, expected_distinct, model_assist
 from ..inference.estimators import Estimate, ModelAssisted, SelfNormalized
 from ..inference.small_sample import (
     DEFAULT_N_BOOT,
+    MIN_RELIABLE_DISTINCT_NO_PRIOR,
+    FewDistinctQueriesWarning,
     BootstrapPivots,
     _kish_dof,
     _ratio_moments,
@@ -245,6 +248,12 @@ def small_sample_estimates(d, draws, xs, w, outputs, system_values, main: Estima
     dof = float(_kish_dof(xs.size**2 / (k * k).sum(), n_distinct)) if per_draw else float(n_distinct - 1)
     boot = None
     if terms is not None:
+        if n_distinct < MIN_RELIABLE_DISTINCT_NO_PRIOR:
+            warnings.warn(
+                f"only {n_distinct} distinct queries: the bootstrap interval sees only the sample, and its "
+                f"coverage is not reliable below {MIN_RELIABLE_DISTINCT_NO_PRIOR} (measured down to 0.54 on pools "
+                "where most differences are 0 and a few large; ci='auto' pools the model's predicted variance; "
+                "docs/intervals.md).", FewDistinctQueriesWarning, stacklevel=2)
         boot = _pivots(terms, float(np.sqrt(main.covariance[0, 0])),
                        rng if rng is not None else np.random.default_rng())
     return SmallSample(main, own, dof, ci, boot)

@@ -8,7 +8,7 @@ from scipy import stats
 
 import activerank as ar
 from activerank.inference.intervals import ConfidenceInterval
-from activerank.inference.small_sample import contrast_intervals
+from activerank.inference.small_sample import FewDistinctQueriesWarning, contrast_intervals
 from activerank.metrics import pool_metric_values
 from activerank.relevance.rankers import rank_by_scores
 
@@ -107,6 +107,7 @@ class _Recording:
 def _quiet(fn, *args, **kwargs):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ar.LowEffectiveSampleSizeWarning)
+        warnings.simplefilter("ignore", FewDistinctQueriesWarning)
         return fn(*args, **kwargs)
 
 
@@ -140,7 +141,10 @@ def test_bootstrap_keeps_the_draws_and_the_point_estimate(method):
     narrow, wide = boot.confidence_interval(0.8), boot.confidence_interval(0.99)
     assert wide.low <= ci.low <= narrow.low < narrow.high <= ci.high <= wide.high
     assert 0.0 <= boot.prob_a_better() <= 1.0
-    again = _quiet(ar.compare, pool, a, b, pool.probs, lab, rng=3, ci="bootstrap", **kw)  # seeded: reproducible
+    with pytest.warns(FewDistinctQueriesWarning, match=r"only \d+ distinct queries: the bootstrap interval"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ar.LowEffectiveSampleSizeWarning)
+            again = ar.compare(pool, a, b, pool.probs, lab, rng=3, ci="bootstrap", **kw)  # seeded: reproducible
     assert again.confidence_interval() == ci
     other = _quiet(ar.compare, pool, a, b, pool.probs, lab, rng=4, ci="bootstrap", **kw)
     assert other.confidence_interval() != ci
