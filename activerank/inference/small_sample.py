@@ -780,12 +780,6 @@ def predicted_variance(p, q, mean, variance) -> PredictedVariance:
     return PredictedVariance(float(r @ np.maximum(variance, 0.0)), float(r @ (mean - M) ** 2))
 
 
-def _prior_se2(prior_var, counts, n_draws):
-    """Model-predicted squared SE of a run: ``V * sum_c k_c^2 / n^2`` (``k_c`` draws of query ``c``)."""
-    n = np.maximum(np.asarray(n_draws, dtype=np.float64), 1.0)
-    return np.asarray(prior_var, dtype=np.float64) * (counts * counts).sum(-1) / n**2
-
-
 # --------------------------------------------------------------------------- SNIS
 
 
@@ -983,7 +977,7 @@ class ContrastIntervals:
     covariance : ndarray of shape (s, s)
         Cluster (distinct-query) covariance of ``estimate``.
     dof : float
-        ``d - 1``.
+        ``d - 1`` (Kish's effective number of distinct queries minus 1 with ``per_draw=True``).
     critical_value : float
         Per-contrast ``t`` quantile, or the simultaneous max-|t| quantile of
         the multivariate ``t`` with ``dof`` degrees of freedom.
