@@ -551,13 +551,14 @@ def path_iv(path, name: str = "path") -> str:
     return os.fspath(path)
 
 
-CI_CHOICES = ("auto", "t", "normal")
+CI_CHOICES = ("auto", "t", "t_draws", "bootstrap", "normal")
 
 
 def ci_iv(ci) -> str:
-    """``ci`` of the public functions -> ``"t"`` or ``"normal"`` (``"auto"`` is ``"t"``)."""
+    """``ci`` of the public functions -> ``"t"``, ``"t_draws"``, ``"bootstrap"`` or ``"normal"`` (``"auto"`` is
+    ``"t_draws"``: :data:`activerank.inference.small_sample.AUTO_RULE`)."""
     choice_iv(ci, "ci", CI_CHOICES)
-    return "t" if ci == "auto" else ci
+    return "t_draws" if ci == "auto" else ci
 
 
 def choice_iv(value, name: str, choices) -> str:

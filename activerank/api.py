@@ -205,16 +205,25 @@ Estimate a ranker's mean metric from a budget of relevance judgments.
         ``LabelingError.judgments`` from an interrupted run.  A drawn query
         whose documents are all in it is not sent to ``labeler`` again; rerun
         with the same ``rng`` seed to resume the same draw sequence.
-    ci : {"auto", "t", "normal"}, default "auto"
-        The standard error and interval.  ``"t"`` (= ``"auto"``) counts
-        distinct queries, not draws (repeats carry no new information): the
-        cluster standard error over the ``d`` distinct sampled queries, pooled
-        with the relevance model's predicted variance, and Student-t
-        quantiles with ``d - 1`` degrees of freedom (``result.dof``); the
-        model-assisted methods are cross-fitted (no self-tuning bias).
-        Measured coverage 0.90-1.00 at 5-20 queries where the normal interval
-        had 0.62-0.96 (``docs/intervals.md``).  ``"normal"``: the per-draw
-        delta-method standard error with normal quantiles (the paper's).
+    ci : {"auto", "t", "t_draws", "bootstrap", "normal"}, default "auto"
+        The standard error and interval (``result.ci``, ``result.dof``); every
+        choice has the same draws and point estimate, and the model-assisted
+        methods are cross-fitted (no self-tuning bias) for all but ``"normal"``.
+        ``"auto"`` = ``"t_draws"``: the per-draw (with-replacement) standard
+        error pooled with the relevance model's predicted variance, and
+        Student-t quantiles whose degrees of freedom count distinct queries,
+        not draws: Kish's effective number ``n^2 / sum_c k_c^2`` (``k_c`` draws
+        of query ``c``) minus one.  Without repeats it equals ``"t"``, the
+        cluster standard error over the ``d`` distinct sampled queries with
+        ``d - 1`` degrees of freedom, which over-states the variance where
+        ``q*`` makes queries repeat.  ``"bootstrap"`` (one ranker or one
+        difference): a studentized bootstrap over the distinct sampled
+        queries, asymmetric (``confidence_interval()`` at any level), from
+        the sample alone -- better for right-skewed values, worse where the
+        sample misses rare large differences (index updates); its generator
+        is derived from ``rng`` without changing the draws.  ``"normal"``:
+        the per-draw delta-method standard error with normal quantiles (the
+        paper's).  Measured coverage per interval: ``docs/intervals.md``.
 
     Returns
     -------
@@ -323,8 +332,9 @@ Estimate how much each of several candidates beats a baseline, from one budget.
         Labeling budget in units of the pool's mean query cost, where a query's
         cost is that of the union of all ``m + 1`` rankings' top-k documents.
     metric, k, method, costs, query_weights, defensive, rng, ci
-        As in :func:`activerank.estimate` (``ci="t"``: simultaneous intervals are max-|t| of the
-        multivariate Student t with ``d - 1`` degrees of freedom).
+        As in :func:`activerank.estimate` (``ci="auto"``, ``"t_draws"`` or ``"t"``: simultaneous intervals
+        are max-|t| of the multivariate Student t with ``result.dof`` degrees of freedom;
+        ``ci="bootstrap"`` is refused: it gives one interval for one contrast).
     names : sequence of str, optional
         Candidate names (default ``"candidate_0"``, ...).
     baseline_name : str, default "baseline"
@@ -586,7 +596,7 @@ Active estimate (or comparison) that refits the relevance model between batches.
         As in :func:`activerank.estimate`.  ``defensive`` must be > 0 here:
         the balance-heuristic mixture must keep every query reachable.
     rng : None, int or numpy.random.Generator
-    ci : {"auto", "t", "normal"}, default "auto"
+    ci : {"auto", "t", "t_draws", "bootstrap", "normal"}, default "auto"
         As in :func:`activerank.estimate`.
     judge : {"changeable", "all"}, default "changeable"
         For two rankers, as in :func:`activerank.compare` (queries where the

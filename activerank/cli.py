@@ -173,9 +173,11 @@ def _common(p):
     p.add_argument("--seed", type=nonneg_int, default=0, help="seed of the draws and the model (default 0)")
     p.add_argument("--confidence", type=probability_open, default=0.95,
                    help="confidence level of the interval (default 0.95)")
-    p.add_argument("--ci", default="auto", choices=("auto", "t", "normal"),
-                   help="interval: t over distinct queries with the model's prior (auto, the default) or the "
-                        "per-draw normal one")
+    p.add_argument("--ci", default="auto", choices=("auto", "t", "t_draws", "bootstrap", "normal"),
+                   help="interval: t_draws (auto, the default: per-draw SE with the model's prior, t with the "
+                        "effective number of distinct queries), t (distinct-query cluster SE), bootstrap "
+                        "(studentized over distinct queries, asymmetric; one ranker or a pair) or the per-draw "
+                        "normal one")
     p.add_argument("--trace", help="write the draw trace to this CSV file")
     p.add_argument("--force", action="store_true",
                    help="replace an existing --trace file even if it is not a previous trace (inputs never)")
@@ -205,7 +207,7 @@ def _report(res, args, point_name):
     if args.json:
         print(json.dumps(out, indent=2))
     else:
-        kind = f"t, {res.dof:g} dof" if res.ci == "t" else res.ci
+        kind = f"{res.ci}, {res.dof:.3g} dof" if res.ci in ("t", "t_draws") else res.ci
         print(f"{res.metric} {point_name}: {out[point_name]:.4f} ± {res.standard_error:.4f} (SE); "
               f"{args.confidence:.0%} CI [{ci.low:.4f}, {ci.high:.4f}] ({kind})")
         print(f"  {res.n_queries} queries judged in {res.n_draws} draws, cost {res.cost_spent:.2f} "

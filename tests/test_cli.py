@@ -25,7 +25,13 @@ def test_estimate_json_and_trace(capsys, tmp_path):
     assert rc == 0
     out = json.loads(capsys.readouterr().out)
     assert out["metric"] == "dcg@5" and out["ci_low"] <= out["estimate"] <= out["ci_high"]
-    assert out["ci"] == "t" and out["dof"] == out["n_queries"] - 1
+    # the default: Student-t with Kish's effective number of distinct queries minus 1 (<= d - 1)
+    assert out["ci"] == "t_draws" and 1 <= out["dof"] <= out["n_queries"] - 1
+    rc = main(["estimate", SAMPLE, "--train", TRAIN, "--model", "logistic", "--budget", "10",
+               "--metric", "dcg@5", "--grades", "3", "--json", "--ci", "bootstrap"])
+    boot = json.loads(capsys.readouterr().out)
+    assert rc == 0 and boot["ci"] == "bootstrap" and boot["estimate"] == out["estimate"]
+    assert boot["ci_low"] < boot["estimate"] < boot["ci_high"]
     assert out["cost_spent"] <= 10 and trace.read_text().startswith("draw,query,query_id")
 
 

@@ -288,7 +288,7 @@ def estimate(pool, scores, probs, labeler, *, budget, metric="err@10", k=None, m
     judgments : dict, optional
         Judgments already bought, ``{query_id: {doc_id: grade}}``; those of
         drawn queries are not asked for again.
-    ci : {"auto", "t", "normal"}, default "auto"
+    ci : {"auto", "t", "t_draws", "bootstrap", "normal"}, default "auto"
         As in :func:`activerank.estimate`.
 
     Returns

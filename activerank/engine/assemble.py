@@ -84,11 +84,12 @@ def _exact(d, judged: np.ndarray, system_values, outputs):
             Estimate(system_values[judged].T @ w, np.zeros((system_values.shape[1],) * 2), np.inf))
 
 
-def _weighted(d, draws, system_values, outputs, ci: str):
+def _weighted(d, draws, system_values, outputs, ci: str, rng=None):
     """The method's estimator on the sampled draws, plus an exactly known census stratum.
 
-    Returns ``main, own, dof``: with ``ci="t"`` the covariances are the cluster (distinct-query)
-    ones moderated by the model's predicted variance, with ``d - 1`` degrees of freedom."""
+    Returns ``main, own, dof, ci_used, bootstrap``: unless ``ci="normal"`` the covariances are the
+    small-sample ones of :func:`~activerank.engine.small_sample.small_sample_estimates` (distinct queries,
+    moderated by the model's predicted variance)."""
     x = draws.queries
     sampled = np.ones(x.size, dtype=bool) if draws.sampled is None else draws.sampled
     xs, w = x[sampled], draws.weights[sampled]
@@ -108,17 +109,17 @@ def _weighted(d, draws, system_values, outputs, ci: str):
     main = estimator(outputs[xs], w, predictions=d.prediction.mean[xs], pool_predictions=pool_pred,
                      n_distinct=n_distinct)
     own = _SNIS(system_values[xs], w, n_distinct=n_distinct)
-    dof = math.inf
-    if ci == "t":
-        main, own, applies = small_sample_estimates(d, draws, xs, w, outputs, system_values, main, own,
-                                                    p_rest / share)
-        dof = float(n_distinct - 1) if applies else math.inf
+    dof, ci_used, boot = math.inf, "normal", None
+    if ci != "normal":
+        small = small_sample_estimates(d, draws, xs, w, outputs, system_values, main, own, p_rest / share,
+                                       ci=ci, rng=rng)
+        main, own, dof, ci_used, boot = small.main, small.own, small.dof, small.ci, small.bootstrap
     if census.size:
         exact_out, exact_own = outputs[census].T @ d.p[census], system_values[census].T @ d.p[census]
         main = Estimate(exact_out + share * main.estimate, share**2 * main.covariance,
                         main.effective_sample_size, main.coefficient)
         own = Estimate(exact_own + share * own.estimate, share**2 * own.covariance, own.effective_sample_size)
-    return main, own, dof
+    return main, own, dof, ci_used, boot
 
 
 def _interval_kind(a: dict) -> str:
@@ -180,15 +181,15 @@ def assemble(ctx, draws, *, method: str):
     outputs = target.outputs(system_values)
     anytime_fields, extra_cols = None, {}
     exact = bool(np.all(np.isin(np.flatnonzero(d.p > 0), judged)))
-    dof, ci_used = math.inf, "normal"
+    dof, ci_used, boot = math.inf, "normal", None
     if draws.anytime is not None:
         main, own, anytime_fields, extra_cols = _anytime(d, draws, system_values, outputs)
         exact = anytime_fields["stopping_reason"] == "all_judged"
     elif exact:
         main, own = _exact(d, judged, system_values, outputs)
     else:
-        main, own, dof = _weighted(d, draws, system_values, outputs, ctx.ci)
-        ci_used = "normal" if math.isinf(dof) else "t"
+        main, own, dof, ci_used, boot = _weighted(d, draws, system_values, outputs, ctx.ci,
+                                                  getattr(ctx, "ci_rng", None))
         n_sampled = int(x.size if draws.sampled is None else draws.sampled.sum())
         warn_if_low_ess(main.effective_sample_size, n_sampled)
     if target.changes is not None:
@@ -201,7 +202,8 @@ def assemble(ctx, draws, *, method: str):
     n_judged = int(np.setdiff1d(judged, np.flatnonzero(target.determined)).size)
     common = dict(metric=str(d.metric), method=method, n_draws=int(x.size), n_queries=n_judged,
                   cost_spent=draws.cost_spent, budget=draws.budget, exact=exact,
-                  effective_sample_size=float(main.effective_sample_size), trace=trace, ci=ci_used, dof=dof)
+                  effective_sample_size=float(main.effective_sample_size), trace=trace, ci=ci_used, dof=dof,
+                  bootstrap=boot)
     return _build(target, main, own, common, anytime_fields)
 
 

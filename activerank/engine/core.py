@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .._validation import ci_iv
 from ..design.sampling import DrawPlan, draw_budgeted
 from ..labelers import LabelingError
 from .labeling import Judgments
@@ -106,9 +107,11 @@ def clamp_cost(cost: float, budget: float) -> float:
 class RunContext:
     """What a schedule may use: the design, the pool, the draw loop and the labeling step."""
 
-    def __init__(self, design, pool, labeler, judgments: Judgments, *, ci: str = "t"):
+    def __init__(self, design, pool, labeler, judgments: Judgments, *, ci: str = "t", ci_rng=None):
         self.design = design
         self.ci = ci
+        #: the bootstrap's own generator (``ci="bootstrap"``): never the draws'
+        self.ci_rng = ci_rng
         self.pool = pool
         self.labeler = labeler
         self.judgments = judgments
@@ -142,7 +145,7 @@ class Schedule:
         return design.method
 
 
-def run(design, pool, labeler, schedule: Schedule, *, judgments: Judgments | None = None, ci: str = "t"):
+def run(design, pool, labeler, schedule: Schedule, *, judgments: Judgments | None = None, ci: str = "auto"):
     """Run ``schedule`` on ``design``: draw, label, estimate.
 
     Parameters
@@ -155,8 +158,11 @@ def run(design, pool, labeler, schedule: Schedule, *, judgments: Judgments | Non
     schedule : Schedule
     judgments : Judgments, optional
         Grades already bought (resumed runs, reuse); never asked for again.
-    ci : {"t", "normal"}, default "t"
-        Interval of a fixed-budget or adaptive run (validated: ``ci_iv``).
+    ci : {"auto", "t", "t_draws", "bootstrap", "normal"}, default "auto"
+        Interval of a fixed-budget or adaptive run (``ci_iv``; ``"auto"`` is ``"t_draws"``).
+        ``"bootstrap"`` resamples with a generator derived from ``schedule.rng`` without touching it
+        (:func:`~activerank.engine.small_sample.bootstrap_generator`): the draws and the point estimate are
+        those of any other ``ci``, and a seeded run is reproducible.
 
     Returns
     -------
@@ -171,9 +177,14 @@ def run(design, pool, labeler, schedule: Schedule, *, judgments: Judgments | Non
         gets them as its ``judgments`` attribute too.
     """
     from .assemble import assemble
+    from .small_sample import bootstrap_generator, check_ci
 
+    ci = ci_iv(ci)
+    check_ci(ci, design, schedule)
+    # derived before the first draw, from a copy: the schedule's generator is not advanced
+    ci_rng = bootstrap_generator(getattr(schedule, "rng", None)) if ci == "bootstrap" else None
     store = Judgments(pool, design.n_grades) if judgments is None else judgments
-    ctx = RunContext(design, pool, labeler, store, ci=ci)
+    ctx = RunContext(design, pool, labeler, store, ci=ci, ci_rng=ci_rng)
     try:
         draws = schedule._run(ctx)
         return assemble(ctx, draws, method=schedule.method_label(design))
@@ -189,7 +200,7 @@ def run(design, pool, labeler, schedule: Schedule, *, judgments: Judgments | Non
         raise
 
 
-def estimate_from_plan(design, pool, plan: DrawPlan, labels: np.ndarray, *, ci: str = "t"):
+def estimate_from_plan(design, pool, plan: DrawPlan, labels: np.ndarray, *, ci: str = "auto", rng=None):
     """The fixed-budget estimate of a draw plan whose drawn queries are judged in ``labels``.
 
     Used by the campaign store, whose labels come from files rather than a labeler.
@@ -202,10 +213,18 @@ def estimate_from_plan(design, pool, plan: DrawPlan, labels: np.ndarray, *, ci: 
         A prefix of the campaign's draw sequence.
     labels : ndarray of shape (n_docs,)
         Grades of the judged rows (-1 elsewhere).
+    ci : {"auto", "t", "t_draws", "bootstrap", "normal"}, default "auto"
+        As in :func:`run`.
+    rng : None, int or numpy.random.Generator
+        The bootstrap's randomness (``ci="bootstrap"`` only).
     """
     from .assemble import assemble
+    from .small_sample import check_ci
 
+    ci = ci_iv(ci)
+    check_ci(ci, design, None)
     store = Judgments(pool, design.n_grades)
     store.labels[:] = labels
-    return assemble(RunContext(design, pool, None, store, ci=ci), Draws.from_plan(plan, design),
+    ci_rng = np.random.default_rng(rng) if ci == "bootstrap" else None
+    return assemble(RunContext(design, pool, None, store, ci=ci, ci_rng=ci_rng), Draws.from_plan(plan, design),
                     method=design.method)

@@ -68,7 +68,6 @@ from .small_sample import (
     BatchIntervals,
     IntervalEstimate,
     _check_distinct,
-    _prior_se2,
     _shift,
     _single_iv,
     _squeeze,
@@ -264,13 +263,24 @@ def _jackknife_correction(terms: CrossFitTerms) -> np.ndarray:
     return np.where((n > 1) & np.isfinite(jk), jk - r, 0.0)
 
 
+def _draw_se(terms: CrossFitTerms) -> np.ndarray:
+    """Per-draw (delta-method) SE of ``sum num / sum den`` on every prefix: the draws as units."""
+    num, den = terms.draw_numerator, terms.draw_denominator  # 0 beyond each prefix
+    n = terms.n_draws.astype(np.float64)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        r = num.sum(-1) / den.sum(-1)
+        e = num - r[..., None] * den  # 0 where num = den = 0
+        se = np.sqrt(n / (n - 1.0) * (e * e).sum(-1)) / np.abs(den.sum(-1))
+    return np.where(n > 1, se, np.nan)
+
+
 def _intervals(terms, *, prior, prior_dof, confidence_level, ci, jackknife, n_boot, rng):
-    prior_se2 = None
-    if prior is not None:
-        prior_se2 = _prior_se2(prior.total(terms.coefficient), terms.counts, terms.n_draws)
+    kind = resolve_ci(ci)
+    draw_se = _draw_se(terms) if kind in ("t_draws", "t_draws_distinct") else None
     res = ratio_intervals(terms.numerator, terms.denominator, terms.mask, confidence_level=confidence_level,
-                          ci=ci, prior_se2=prior_se2, prior_dof=prior_dof, n_boot=n_boot, rng=rng,
-                          n_draws=terms.n_draws)
+                          ci=kind, prior_var=None if prior is None else prior.total(terms.coefficient),
+                          counts=terms.counts, prior_dof=prior_dof, n_boot=n_boot, rng=rng,
+                          n_draws=terms.n_draws, draw_se=draw_se, normal_se=None)
     if jackknife:
         res = _shift(res, _jackknife_correction(terms))
     return _shift(res, terms.shift)

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from .._validation import confidence_level_iv
 from .intervals import (
     ConfidenceInterval,
     SimultaneousIntervals,
@@ -24,6 +25,7 @@ from .intervals import (
     prob_positive,
 )
 from .sequences import INTERVAL_KIND, _alpha, cs_radius
+from .small_sample import BootstrapPivots
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -71,10 +73,15 @@ class RunInfo:
     trace: "pd.DataFrame" = field(repr=False)
     exact: bool = False
     #: the interval kind used: ``"t"`` (cluster standard error over distinct queries, moderated by the
-    #: relevance model's predicted variance, Student-t with ``dof`` degrees of freedom) or ``"normal"``
+    #: relevance model's predicted variance, Student-t with ``dof`` degrees of freedom), ``"t_draws"`` (the
+    #: per-draw standard error, moderated, Student-t with Kish's effective number of distinct queries minus
+    #: one), ``"bootstrap"`` (``"t"``'s standard error with studentized cluster-bootstrap quantiles) or
+    #: ``"normal"``
     ci: str = "normal"
     #: degrees of freedom of the intervals (``d - 1`` for ``d`` distinct sampled queries; ``inf``: normal)
     dof: float = math.inf
+    #: the studentized bootstrap distribution (``ci="bootstrap"``), else None
+    bootstrap: BootstrapPivots | None = field(default=None, repr=False)
 
 
 @dataclass(frozen=True, eq=False, kw_only=True)
@@ -87,9 +94,14 @@ class _Result(RunInfo):
 
     def confidence_interval(self, confidence_level: float = 0.95) -> ConfidenceInterval:
         """Interval ``point +- c * standard_error``: ``c`` the Student-t quantile with :attr:`dof`
-        degrees of freedom (``ci="t"``), or the normal one (``ci="normal"``, ``dof = inf``)."""
-        z = _critical(confidence_level, self.dof)
+        degrees of freedom (``ci="t"``, ``"t_draws"``), or the normal one (``ci="normal"``, ``dof = inf``);
+        with ``ci="bootstrap"`` the asymmetric ``[point - t_hi SE, point - t_lo SE]`` from the quantiles of
+        the studentized bootstrap replicates (:class:`~activerank.inference.small_sample.BootstrapPivots`)."""
         point = self._point()
+        if self.bootstrap is not None:
+            return ConfidenceInterval(*self.bootstrap.interval(point, self.standard_error,
+                                                               confidence_level_iv(confidence_level)))
+        z = _critical(confidence_level, self.dof)
         return ConfidenceInterval(point - z * self.standard_error, point + z * self.standard_error)
 
 
@@ -142,12 +154,14 @@ class ComparisonResult(_Result):
         return self.difference
 
     def prob_a_better(self) -> float:
-        """Probability that ``Delta > 0`` (Student-t with :attr:`dof`, normal for ``inf``; NaN without a
-        standard error)."""
+        """Probability that ``Delta > 0`` (Student-t with :attr:`dof`, normal for ``inf``, the bootstrap-t
+        distribution for ``ci="bootstrap"``; NaN without a standard error)."""
         if np.isnan(self.difference) or np.isnan(self.standard_error):
             return np.nan
         if self.standard_error == 0:
             return float(self.difference > 0)
+        if self.bootstrap is not None:
+            return self.bootstrap.prob_positive(self.difference, self.standard_error)
         return float(_cdf(self.difference / self.standard_error, self.dof))
 
 

@@ -39,7 +39,7 @@ def results(tmp_path_factory):
         sys.path.remove(str(ROOT / "benchmarks"))
     methods = {k: bench.METHODS[k] for k in ("passive", "active", "model_assisted", "model_assisted_cf")}
     old = bench.INTERVALS
-    bench.INTERVALS = {"snis": ("normal", "t"), "self_tuned": ("normal",), "crossfit": ("t",)}
+    bench.INTERVALS = {"snis": ("normal", "t_draws"), "self_tuned": ("normal",), "crossfit": ("t_draws",)}
     try:
         df = bench.run(["mq2008"], ["err@10"], ["single", "index"], stat_reps(600), 3, 199, str(DATA),
                        str(tmp_path_factory.mktemp("cache")), methods, say=lambda s: None)
@@ -49,7 +49,7 @@ def results(tmp_path_factory):
 
 
 def test_default_interval_covers_at_small_budgets(results):
-    t = results[results.interval == "t"]
+    t = results[results.interval == "t_draws"]  # the default, ci="auto"
     print("\n" + t.pivot_table(index=["scenario", "method"], columns="budget", values="coverage").round(3)
           .to_string())
     assert (t.coverage >= 0.90).all(), t[t.coverage < 0.90][["scenario", "method", "budget", "coverage"]]
@@ -60,6 +60,6 @@ def test_default_interval_covers_at_small_budgets(results):
 
 
 def test_cross_fitted_model_assisted_is_unbiased_and_not_worse_than_passive(results):
-    cf = results[(results.method == "model_assisted_cf") & (results.interval == "t")]
+    cf = results[(results.method == "model_assisted_cf") & (results.interval == "t_draws")]
     assert (cf.bias_z.abs() < 3.5).all(), cf[["scenario", "budget", "bias_z"]]
     assert (cf[cf.budget == 5].mse_vs_passive <= 1.25).all(), cf[["scenario", "budget", "mse_vs_passive"]]

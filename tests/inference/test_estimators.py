@@ -131,8 +131,10 @@ def test_result_interval_and_fields(synthetic_pool):
     res = ar.estimate(pool, pool.probs[:, 2], pool.probs, lab, budget=30, metric="err@10", rng=0)
     ci90, ci95 = res.confidence_interval(0.90), res.confidence_interval()
     assert ci95.low < ci90.low < res.estimate < ci90.high < ci95.high
-    # default ci="t": Student-t with d - 1 degrees of freedom, d distinct queries
-    assert res.ci == "t" and res.dof == res.n_queries - 1
+    # default ci="auto" = "t_draws": Student-t with Kish's effective number of distinct queries minus 1
+    k = res.trace["query"].value_counts().to_numpy().astype(float)
+    assert res.ci == "t_draws" and res.dof == pytest.approx(max(min(k.sum() ** 2 / (k * k).sum(), k.size) - 1, 1))
+    assert res.dof <= res.n_queries - 1
     assert ci95.high - res.estimate == pytest.approx(stats.t.ppf(0.975, res.dof) * res.standard_error, rel=1e-9)
     res = ar.estimate(pool, pool.probs[:, 2], pool.probs, lab, budget=30, metric="err@10", rng=0, ci="normal")
     ci95 = res.confidence_interval()
