@@ -102,7 +102,8 @@ def document_sample(ctx: RunContext, budget: float, rng) -> Draws:
     if sample.extra_cost:
         trace.attrs["query_overhead_cost"] = float(sample.extra_cost)
     estimate = Estimate(res.estimate, res.covariance, float(units.size))
-    dof = plug.dof(sample) if ctx.ci == "t" and not census else math.inf
+    # i.i.d. document draws: the Student-t of every t rule ("auto" included); HT designs report inf
+    dof = plug.dof(sample) if ctx.ci in ("auto", "t", "t_draws") and not census else math.inf
     return Draws(x, new, charged, sample.prob, sample.weight, float(budget), float(charged.sum()) + sample.extra_cost,
                  sample.stop_reason, estimate=estimate, trace=trace, attrs={"dof": dof})
 
