@@ -60,13 +60,7 @@ def test_a_registered_method_runs_through_estimate_harness_and_campaign(half_act
     # a campaign: created, judged, estimated with the method's estimator
     with ar.campaign.Campaign.create(tmp_path / "c.db", data, a, probs, budget=8, metric="err@10",
                                      method="half_active", seed=1) as camp:
-        rows = []
-        for x in np.unique(camp.plan().queries).tolist():
-            qid = camp.query_ids[x]
-            for doc, g in zip(camp.tasks(qid), lab(int(qid), camp.tasks(qid))):
-                rows.append(json.dumps({"query_id": int(qid), "doc_id": doc, "grade": int(g)}))
-        (tmp_path / "j.jsonl").write_text("\n".join(rows) + "\n")
-        camp.import_judgments(tmp_path / "j.jsonl")
+        _judge_every_task(camp, lab, tmp_path / "j.jsonl")
         from_store = camp.estimate()
     same = ar.estimate(data, a, probs, lab, budget=8, metric="err@10", method="half_active", rng=1)
     assert from_store.method == "half_active" and from_store.estimate == pytest.approx(same.estimate, rel=1e-12)
@@ -118,11 +112,16 @@ def test_every_registered_method_runs_through_estimate_harness_and_campaign(name
         return
     with ar.campaign.Campaign.create(tmp_path / "c.db", data, a, probs, budget=12, metric=metric, method=name,
                                      seed=1) as camp:
-        rows = []
-        for x in np.unique(camp.plan().queries).tolist():
-            qid = camp.query_ids[x]
-            for doc, g in zip(camp.tasks(qid), lab(int(qid), camp.tasks(qid))):
-                rows.append(json.dumps({"query_id": int(qid), "doc_id": doc, "grade": int(g)}))
-        (tmp_path / "j.jsonl").write_text("\n".join(rows) + "\n")
-        camp.import_judgments(tmp_path / "j.jsonl")
+        _judge_every_task(camp, lab, tmp_path / "j.jsonl")
         assert camp.estimate().estimate == pytest.approx(res.estimate, rel=1e-12)
+
+
+def _judge_every_task(camp, lab, path):
+    """Answer every task of a query-level campaign from ``lab`` through a judgments file."""
+    rows = []
+    for x in np.unique(camp.plan().queries).tolist():
+        qid = camp.query_ids[x]
+        for doc, g in zip(camp.tasks(qid), lab(int(qid), camp.tasks(qid))):
+            rows.append(json.dumps({"query_id": int(qid), "doc_id": doc, "grade": int(g)}))
+    path.write_text("\n".join(rows) + "\n")
+    camp.import_judgments(path)
