@@ -334,6 +334,11 @@ def _create_args_iv(path, combine, overwrite, budget, seed, *, method=None, docu
             raise ValueError(
                 f"`method`={spec.name!r} samples single documents; a campaign on a distributed pool plans whole "
                 f"queries only: use a query-level method ({', '.join(method_names(unit='query'))}).")
+        if not spec.replacement:
+            raise ValueError(
+                f"`method`={spec.name!r} takes one sample without replacement; a campaign plans a draw sequence "
+                f"with replacement (query level) or a Poisson document sample: use one of "
+                f"{', '.join(method_names(replacement=True))}.")
     if os.path.exists(path) and not overwrite:
         raise FileExistsError(f"{path} already exists; pass overwrite=True (CLI: --force) to replace it.")
     return path, budget_iv(budget), seed_iv(seed)
@@ -626,7 +631,7 @@ class Campaign:
                 texts[_key(q)] = str(t)
         dsg = prepare_design(pool, pool_, target, rankings, probs, metric=metric, k=k, method=method, costs=costs,
                              query_weights=query_weights, defensive=defensive, names=names, judge=judge,
-                             methods=method_names())
+                             methods=method_names(replacement=True))
         documents = None
         if dsg.method_spec.unit == "document":  # the engine's Poisson sample of (query, document) units
             documents = plan_documents(dsg, pool_, budget, seed)

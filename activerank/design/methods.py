@@ -22,6 +22,19 @@ name                       q                                              estima
 
 Every ``q`` except ``passive`` is mixed with ``p`` by the ``defensive`` weight.
 
+Without replacement (``replacement=False``): the method's ``q`` is the score
+vector of a budgeted sequential Poisson sample (every query at most once, the
+sample's cost within the budget); its estimator is a
+:class:`~activerank.design.wor_methods.WithoutReplacementDesign` plug-in (draw
+and estimator together), run by :mod:`activerank.engine.without_replacement`:
+
+========================== ============================================== ===================================
+name                       scores                                         estimator
+========================== ============================================== ===================================
+``active_wor``             ``∝ p sqrt(Var[L | x] / lambda(x))``           model's pool mean + Horvitz-Thompson
+                                                                          sum of the residuals (unbiased)
+========================== ============================================== ===================================
+
 Document-level methods (``unit="document"``; additive metrics only) sample
 (query, document) pairs instead of whole queries.  Their estimator is a
 :class:`~activerank.design.document_methods.DocumentDesign` plug-in (design,
@@ -52,6 +65,7 @@ from ..inference.estimators import Estimator, ModelAssisted, SelfNormalized
 from .document_methods import DocumentDesign, DocumentHorvitzThompson, HansenHurwitz, TwoStage, \
     UniformHorvitzThompson, WithinQuery
 from .sampling import optimal_distribution
+from .wor_methods import WithoutReplacementDesign
 
 __all__ = ["METHODS", "Method", "get_method", "method_names", "register_method", "unregister_method"]
 
@@ -79,6 +93,11 @@ class Method:
         document) pair (``estimator`` is a
         :class:`~activerank.design.document_methods.DocumentDesign` plug-in,
         which draws and estimates; ``sample`` is not used).
+    replacement : bool, default True
+        Query-level draws with replacement (Algorithm 1's budgeted loop), or
+        one budgeted without-replacement sample (``estimator`` is a
+        :class:`~activerank.design.wor_methods.WithoutReplacementDesign`,
+        which draws and estimates; ``q`` is its score vector).
     """
 
     name: str
@@ -87,6 +106,7 @@ class Method:
     relevance: str = "model"
     description: str = ""
     unit: str = "query"
+    replacement: bool = True
 
     def distribution(self, prediction, costs, p, *, defensive: float) -> np.ndarray:
         """The sampling distribution ``q`` for a prediction, costs and target distribution."""
@@ -135,6 +155,10 @@ def register_method(method: Method, *, replace: bool = False) -> Method:
     if (method.unit == "document") != isinstance(method.estimator, DocumentDesign):
         raise ValueError("a document-level method (`unit`='document') needs a DocumentDesign estimator "
                          "(activerank.design.document_methods), and only it.")
+    if (not method.replacement) != isinstance(method.estimator, WithoutReplacementDesign) \
+            or (not method.replacement and method.unit != "query"):
+        raise ValueError("a query-level method that samples without replacement (`replacement`=False) needs a "
+                         "WithoutReplacementDesign estimator (activerank.design.wor_methods), and only it.")
     if method.name in METHODS and not replace:
         raise ValueError(f"method {method.name!r} is already registered (pass replace=True).")
     METHODS[method.name] = method
@@ -146,11 +170,13 @@ def unregister_method(name: str) -> None:
     METHODS.pop(name, None)
 
 
-def method_names(*, estimator: type | None = None, unit: str | None = None) -> tuple:
-    """Registered method names, optionally only those whose estimator is an instance of ``estimator``
-    and whose draw unit is ``unit`` (``"query"`` or ``"document"``)."""
+def method_names(*, estimator: type | None = None, unit: str | None = None,
+                 replacement: bool | None = None) -> tuple:
+    """Registered method names, optionally only those whose estimator is an instance of ``estimator``,
+    whose draw unit is ``unit`` (``"query"`` or ``"document"``) and whose draws are with replacement or
+    not (``replacement``)."""
     return tuple(n for n, m in METHODS.items() if (estimator is None or isinstance(m.estimator, estimator))
-                 and (unit is None or m.unit == unit))
+                 and (unit is None or m.unit == unit) and (replacement is None or m.replacement == replacement))
 
 
 def get_method(name, *, allowed: tuple | None = None, param: str = "method") -> Method:
@@ -177,6 +203,10 @@ for _m in (
            description="q ∝ p sqrt(Var[L|x] / lambda), tuned control variate"),
     Method("model_assisted_fixed", _variance, ModelAssisted(tuned=False),
            description="q ∝ p sqrt(Var[L|x] / lambda), control variate with coefficient 1"),
+    Method("active_wor", _variance, WithoutReplacementDesign(), replacement=False,
+           description="budgeted sequential Poisson sample without replacement, inclusion ∝ p sqrt(Var[L|x] / "
+                       "lambda) (defensive); the model's exact pool mean plus the Horvitz-Thompson sum of the "
+                       "residuals (difference estimator, unbiased)"),
     Method("doc_dyn", _passive, DocumentHorvitzThompson(control_variate=True), unit="document",
            description="documents sampled independently (Poisson pi-ps on the model's residual variance); "
                        "the model's exact total plus Horvitz-Thompson of the residuals (Cormack & Grossman's "

@@ -67,8 +67,9 @@ def _spec(pool, kind, scores, probs, *, metric, k, method, costs):
         raise TypeError("`probs` must be the list of probability columns (one per grade) or a fitted relevance "
                         f"model with predict_proba; got {type(probs).__name__}.")
     m = parse_metric(metric, k, require_moments="exact")
-    # document-level methods sample documents of every query: not the drawn queries a distributed pool fetches
-    spec_method = get_method(method, allowed=method_names(unit="query"))
+    # document-level methods sample documents of every query: not the drawn queries a distributed pool fetches;
+    # its plan is a draw sequence with replacement
+    spec_method = get_method(method, allowed=method_names(unit="query", replacement=True))
     cost_model = _cost_model(pool, costs)
     spec = TableSpec(kind, m, cols, probs, model, pool.features, cost_model, pool.query, pool.query_in_index,
                      pool.cost, pool.length, uniform=spec_method.relevance == "uniform")

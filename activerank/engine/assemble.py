@@ -208,12 +208,15 @@ def assemble(ctx, draws, *, method: str):
 
 
 def _document_level(d, draws, method: str):
-    """Result of a document-level schedule: the estimate comes with the draws, per-system values are
-    unknown for contrasts (only documents that can change one are sampled)."""
+    """Result of a schedule that estimates itself (document-level, without replacement): the estimate comes
+    with the draws; per-system values of contrasts come in ``attrs["own"]`` when the schedule has them
+    (unknown when only documents that can change a contrast are judged)."""
     main = draws.estimate
     s = d.target.n_systems
-    own = main if d.target.kind == "mean" else Estimate(np.full(s, np.nan), np.full((s, s), np.nan),
-                                                          main.effective_sample_size)
+    own = draws.attrs.get("own")
+    if own is None:
+        own = main if d.target.kind == "mean" else Estimate(np.full(s, np.nan), np.full((s, s), np.nan),
+                                                              main.effective_sample_size)
     # the design plug-in's degrees of freedom (with ci="t"): Student-t for i.i.d. draws, normal for HT
     dof = float(draws.attrs.get("dof", math.inf))
     common = dict(metric=str(d.metric), method=method, n_draws=int(draws.n_draws),

@@ -57,6 +57,10 @@ class FixedBudget(Schedule):
             from .documents import document_sample
 
             return document_sample(ctx, self.budget, self.rng)
+        if not d.method_spec.replacement:  # one budgeted sample without replacement, by the method's plug-in
+            from .without_replacement import wor_sample
+
+            return wor_sample(ctx, self.budget, self.rng)
         if not d.q.any():  # every query is determined: nothing to draw or judge
             return Draws.census_only(d, self.budget)
         plan = ctx.draw(d.q, d.costs.cost, self.budget, self.rng, max_draws=self.max_draws)

@@ -99,6 +99,10 @@ def check_ci(ci: str, design, schedule) -> None:
     if design.method_spec.unit != "query":
         raise ValueError(f"{what} needs a query-level design; method {design.method!r} samples single documents "
                          "(its interval comes from the Horvitz-Thompson variance): use ci='auto', 't' or 'normal'.")
+    if not getattr(design.method_spec, "replacement", True):
+        raise ValueError(f"{what} resamples with-replacement draws; method {design.method!r} takes one sample "
+                         "without replacement (its interval pools the Horvitz-Thompson variance with the model's): "
+                         "use ci='auto', 't' or 'normal'.")
     if design.target.kind not in ("mean", "difference"):
         raise ValueError(f"{what} gives one asymmetric interval for one ranker or one difference (estimate, "
                          "compare, estimate_adaptive); compare_many and rank_systems report joint intervals of "

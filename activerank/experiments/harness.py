@@ -559,6 +559,8 @@ def simulate(problem: Problem, method, budgets, n_reps: int, rng=None, *,
         raise ValueError(f"`budgets` must be a non-empty increasing 1-d sequence; got {budgets!r}.")
     if get_method(method).unit == "document":
         return _simulate_documents(problem, get_method(method), b, n_reps, rng, defensive)
+    if not get_method(method).replacement:
+        return _simulate_without_replacement(problem, get_method(method), b, n_reps, rng, defensive)
     q = method_distribution(problem, method, defensive=defensive)
     plan = draw_budgeted_batch(q, problem.costs.cost, float(b[-1]), n_reps, rng)
     stops = budget_stops(plan, b)
@@ -575,6 +577,18 @@ def _prefix_costs(plan: BatchPlan, stops: np.ndarray) -> tuple[np.ndarray, np.nd
     cost = np.where(stops > 0, charged_cum[rows, idx], 0.0)
     newcum = np.cumsum(plan.new, axis=1)
     return cost, np.where(stops > 0, newcum[rows, idx], 0)
+
+
+def _simulate_without_replacement(problem: Problem, method, budgets: np.ndarray, n_reps: int, rng,
+                                  defensive: float):
+    """A query-level method without replacement on the budget grid: its plug-in's own Monte-Carlo."""
+    q = method_distribution(problem, method, defensive=defensive)
+    pred = problem.predictions[method.relevance]
+    var = pred.output_variance[:, 0] if pred.output_variance is not None else None
+    out = method.estimator.simulate(problem.values, problem.predictions["model"].mean[:, 0], problem.p, q,
+                                    problem.costs.cost, budgets, n_reps, np.random.default_rng(rng),
+                                    output_variance=var)
+    return _summarize(problem, budgets, out["estimate"], out["standard_error"], out["n"], out["n"], out["cost"])
 
 
 def _simulate_documents(problem: Problem, method, budgets: np.ndarray, n_reps: int, rng, defensive: float):

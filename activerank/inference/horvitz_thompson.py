@@ -212,7 +212,7 @@ def hajek_kernel(values, pi, weights, mask, *, predictions=None, pool_prediction
     return est, var, beta
 
 
-def _estimate(values, pi, weights, predictions, pool_prediction, tuned, contrasts, ratio):
+def _estimate(values, pi, weights, predictions, pool_prediction, tuned, contrasts, ratio, prior_coefficient=None):
     pi, w = _pi_weights_iv(pi, weights)
     n = pi.size
     Y = _as_2d(values, "values", n)
@@ -226,7 +226,7 @@ def _estimate(values, pi, weights, predictions, pool_prediction, tuned, contrast
     est, var, beta = hajek_kernel(Y.T, pi[None], w[None], mask,
                                   predictions=None if predictions is None else Mx.T,
                                   pool_prediction=None if predictions is None else P,
-                                  tuned=tuned, ratio=ratio)
+                                  tuned=tuned, ratio=ratio, prior_coefficient=prior_coefficient)
     # covariance from residual cross-products (the kernel gives the diagonal)
     g = w / pi
     omega = g * g * (1.0 - pi)
@@ -337,7 +337,7 @@ def ht_variance(residuals, pi, *, weights=None, normalizer=1.0) -> float:
 
 
 def model_assisted_wor(values, predictions, pi, pool_prediction, *, weights=None, tuned=True,
-                       contrasts=None) -> WOREstimate:
+                       contrasts=None, prior_coefficient=None) -> WOREstimate:
     """Model-assisted (difference / GREG) estimate for a without-replacement sample.
 
     ``R_MA = R_H(y) + beta (M - R_H(m))`` with Hájek means ``R_H``, the
@@ -358,6 +358,9 @@ def model_assisted_wor(values, predictions, pi, pool_prediction, *, weights=None
         towards 0 when its sample correlation is within noise; a number fixes
         ``beta`` (1 = difference estimator).
     contrasts : array-like of shape (c, k), optional
+    prior_coefficient : float, optional
+        With ``tuned=True``: shrink ``beta`` towards this value instead of 0
+        (:func:`hajek_kernel`; 1 is what a calibrated model predicts).
 
     Returns
     -------
@@ -379,4 +382,9 @@ def model_assisted_wor(values, predictions, pi, pool_prediction, *, weights=None
     """
     if tuned is not True and not (isinstance(tuned, (int, float)) and not isinstance(tuned, bool)):
         raise TypeError(f"`tuned` must be True or a number (fixed coefficient); got {tuned!r}.")
-    return _estimate(values, pi, weights, predictions, pool_prediction, tuned, contrasts, ratio=True)
+    if prior_coefficient is not None and (isinstance(prior_coefficient, bool)
+                                          or not isinstance(prior_coefficient, (int, float))
+                                          or not np.isfinite(prior_coefficient)):
+        raise TypeError(f"`prior_coefficient` must be a finite number or None; got {prior_coefficient!r}.")
+    return _estimate(values, pi, weights, predictions, pool_prediction, tuned, contrasts, ratio=True,
+                     prior_coefficient=prior_coefficient)

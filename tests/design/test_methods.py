@@ -70,7 +70,8 @@ def test_a_registered_method_runs_through_estimate_harness_and_campaign(half_act
 @pytest.mark.parametrize("name", method_names())
 def test_every_registered_method_runs_through_estimate_harness_and_campaign(name, tmp_path):
     """Every built-in method: the Python API, the experiment harness, and a campaign (of the
-    document-level methods campaigns plan the Poisson designs and refuse the others by name)."""
+    document-level methods campaigns plan the Poisson designs and refuse the others by name, as they refuse
+    the without-replacement query-level ones)."""
     data = ar.load_sample()
     method = get_method(name)
     probs = ar.relevance.UniformRelevanceModel(3).fit(data.X, data.labels).predict_proba(data.X)
@@ -90,6 +91,11 @@ def test_every_registered_method_runs_through_estimate_harness_and_campaign(name
         assert list(summ.budget) == [12, 20] and (summ.n_empty == 0).all()
         assert (summ.mean_cost <= summ.budget * (1.1 if method.unit == "document" else 1) + 1e-9).all()
         assert loss["abs_error"].shape == (2, 20) and np.all(np.isfinite(loss["abs_error"]))
+    if not method.replacement:  # one sample without replacement: not a campaign's planned draw sequence
+        with pytest.raises(ValueError, match="takes one sample without replacement; a campaign plans"):
+            ar.campaign.Campaign.create(tmp_path / "c.db", data, a, probs, budget=12, metric=metric,
+                                        method=name, seed=1)
+        return
     if method.unit == "document":
         from activerank.design.document_methods import DocumentHorvitzThompson
 
