@@ -183,7 +183,11 @@ Estimate a ranker's mean metric from a budget of relevance judgments.
         ``"doc_hh"`` draws them with replacement from Schnabel et al.'s
         ``Q*`` (Hansen-Hurwitz), ``"two_stage"`` draws queries and then about
         two documents per drawn query
-        (:mod:`activerank.design.document_methods`).  ``"auto"`` runs ``"active"``
+        (:mod:`activerank.design.document_methods`).  ``"active_wor"`` takes one
+        budgeted sample *without* replacement (sequential Poisson, inclusion
+        ``∝ p sqrt(Var[L|x] / lambda)``, every query at most once) and estimates
+        the model's exact pool mean plus the Horvitz-Thompson sum of the
+        residuals (unbiased; :mod:`activerank.design.wor_methods`).  ``"auto"`` runs ``"active"``
         or, for additive metrics, ``"doc_dyn"``, whichever has the smaller
         variance predicted by the relevance model at the budget; the result's
         ``method`` is the one run and ``trace.attrs["auto"]`` holds the
