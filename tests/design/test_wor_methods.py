@@ -13,16 +13,8 @@ from activerank.inference.estimators import SelfNormalized
 from activerank.metrics import pool_metric_values
 from activerank.relevance.rankers import rank_by_scores, remove_fraction
 
-from ..conftest import SyntheticPool, stat_reps
-
-
-def _problem(seed, n_queries=60):
-    rng = np.random.default_rng(seed)
-    pool = SyntheticPool(rng, n_queries=n_queries)
-    base = pool.probs @ np.arange(pool.n_grades)
-    a = rank_by_scores(base + rng.random(base.size), pool.offsets)
-    b = rank_by_scores(base + 1.5 * rng.random(base.size), pool.offsets)
-    return pool, a, b, rng
+from ..conftest import stat_reps
+from ..engine.test_documents import _problem
 
 
 def _values(pool, labels, rankings, metric):
@@ -73,7 +65,7 @@ def test_enough_budget_judges_every_query_once_and_is_exact(metric):
 
 
 def test_trace_budget_and_the_difference_of_the_two_rankings():
-    pool, a, b, rng = _problem(2)
+    pool, a, b, rng = _problem(2, n_queries=60)
     lab = ar.KnownLabels(pool.query_ids, pool.offsets, pool.sample_labels(rng))
     res = ar.compare(pool, a, b, pool.probs, lab, budget=12, metric="dcg@5", method="active_wor", rng=4,
                      judge="all")
@@ -91,7 +83,7 @@ def test_trace_budget_and_the_difference_of_the_two_rankings():
 
 def test_harness_path_is_the_plug_in_on_the_same_samples():
     """The batched simulation (experiment harness) and one run's fit agree on every sample."""
-    pool, a, _, rng = _problem(3)
+    pool, a, _, rng = _problem(3, n_queries=60)
     labels = pool.sample_labels(rng)
     dsg = ar.make_design(pool, (a,), pool.probs, metric="dcg@5", method="active_wor")
     y = _values(pool, labels, (a,), "dcg@5")
