@@ -149,6 +149,10 @@ class WithoutReplacementDesign(Estimator):
         (``p`` normalized over the sampled stratum; None without per-output variances)."""
         if output_variance is None:
             return None
+        return self._planned_variance(scores, costs, budget, p, output_variance)
+
+    @staticmethod
+    def _planned_variance(scores, costs, budget: float, p, output_variance) -> np.ndarray:
         pi = approximate_inclusion_probabilities(scores, costs, budget)
         live = (pi > 0) & (p > 0)
         f = np.zeros_like(pi)
@@ -223,7 +227,7 @@ class WithoutReplacementDesign(Estimator):
         n = mask.sum(-1)
         n_par = 2 if coef is None else 1
         if output_variance is not None and self.prior_dof > 0:
-            model = np.array([self.model_variance(scores, costs, float(b), p, output_variance[:, None])[0]
+            model = np.array([self._planned_variance(scores, costs, float(b), p, output_variance[:, None])[0]
                               for b in np.asarray(budgets, dtype=np.float64)])  # loop over budgets only
             dof_hat = np.maximum(n - n_par, 0)
             ok = np.isfinite(v) & (dof_hat > 0)
