@@ -30,6 +30,16 @@ per task: query, cost), and in ``arrays`` the linear target over units
 ``unit_offsets``), the Poisson design (``unit_pi``, ``unit_costs``) and the
 sampled units (``unit_sample``): the estimate needs nothing else.
 
+A campaign of a query-level method that samples without replacement
+(``replacement=False``, e.g. ``active_wor``; :mod:`activerank.design.wor_methods`)
+has schema version :data:`WOR_SCHEMA_VERSION`: ``draws`` holds the budgeted
+sequential Poisson sample in selection order (one row per sampled query),
+``meta`` ``sampling = "without_replacement"`` and ``wor_threshold`` (the
+ranking variable of the first query that did not fit), and ``arrays``
+``wor_pi`` the conditional inclusion probability of every sampled query.
+Like a document sample, it is usable only whole: which queries of the sample
+annotators finish first does not describe how the sample was drawn.
+
 Durability: the database runs in WAL mode with ``synchronous=FULL``; every
 write is an explicit ``BEGIN IMMEDIATE ... COMMIT`` transaction.  Imports commit
 in chunks of lines and record each processed line under the key
@@ -62,6 +72,7 @@ from ..design.sampling import DEFAULT_DEFENSIVE, DrawPlan, draw_budgeted
 from ..design.design import prepare_design
 from ..design.methods import get_method, method_names
 from ..design.targets import Prediction, default_names, make_target
+from ..design.without_replacement import WORSample
 from ..engine import estimate_from_plan
 from ..metrics import parse_metric
 from ..pool import Pool
@@ -69,10 +80,12 @@ from ..ragged import Rankings, offsets_from_lengths
 from . import io as cio
 from .documents import ARRAY_NAMES as _UNIT_ARRAYS
 from .documents import DocumentPlan, estimate_documents, plan_documents
+from .without_replacement import estimate_without_replacement, plan_without_replacement
 
 __all__ = [
     "SCHEMA_VERSION",
     "DOCUMENT_SCHEMA_VERSION",
+    "WOR_SCHEMA_VERSION",
     "COMBINE_RULES",
     "Campaign",
     "CampaignStatus",
@@ -84,7 +97,8 @@ __all__ = [
 
 SCHEMA_VERSION = 2
 DOCUMENT_SCHEMA_VERSION = 3  # the layout of version 2 plus a document sample (campaigns of document-level methods)
-READABLE_VERSIONS = (1, 2, 3)  # version 1: one ranker or a pair, no stored prediction arrays
+WOR_SCHEMA_VERSION = 4  # the layout of version 2 plus the inclusion probabilities of a sample without replacement
+READABLE_VERSIONS = (1, 2, 3, 4)  # version 1: one ranker or a pair, no stored prediction arrays
 COMBINE_RULES = cio.COMBINE_RULES
 MAX_STORED_REJECTIONS = 1000  # per imported file; further rejected lines are counted, not stored
 SCOPES = ("tasks", "pool")
@@ -323,7 +337,8 @@ def _create_args_iv(path, combine, overwrite, budget, seed, *, method=None, docu
     """The arguments every new campaign checks first (in-memory and distributed pools alike).
 
     ``method``, if given, must be a registered method; with ``documents=False``
-    (distributed pools, which plan whole queries) a query-level one.
+    (distributed pools, which plan a draw sequence of whole queries) a query-level one that draws with
+    replacement.
     """
     path = path_iv(path)
     if combine not in COMBINE_RULES:
@@ -334,11 +349,11 @@ def _create_args_iv(path, combine, overwrite, budget, seed, *, method=None, docu
             raise ValueError(
                 f"`method`={spec.name!r} samples single documents; a campaign on a distributed pool plans whole "
                 f"queries only: use a query-level method ({', '.join(method_names(unit='query'))}).")
-        if not spec.replacement:
+        if not spec.replacement and not documents:
             raise ValueError(
-                f"`method`={spec.name!r} takes one sample without replacement; a campaign plans a draw sequence "
-                f"with replacement (query level) or a Poisson document sample: use one of "
-                f"{', '.join(method_names(replacement=True))}.")
+                f"`method`={spec.name!r} takes one sample without replacement; a campaign on a distributed pool "
+                f"plans a draw sequence with replacement: use one of "
+                f"{', '.join(method_names(unit='query', replacement=True))}.")
     if os.path.exists(path) and not overwrite:
         raise FileExistsError(f"{path} already exists; pass overwrite=True (CLI: --force) to replace it.")
     return path, budget_iv(budget), seed_iv(seed)
@@ -631,8 +646,8 @@ class Campaign:
                 texts[_key(q)] = str(t)
         dsg = prepare_design(pool, pool_, target, rankings, probs, metric=metric, k=k, method=method, costs=costs,
                              query_weights=query_weights, defensive=defensive, names=names, judge=judge,
-                             methods=method_names(replacement=True))
-        documents = None
+                             methods=method_names())
+        documents = wor = None
         if dsg.method_spec.unit == "document":  # the engine's Poisson sample of (query, document) units
             documents = plan_documents(dsg, pool_, budget, seed)
             plan = DrawPlan(queries=documents.queries, new=np.ones(documents.n_tasks, dtype=bool),
@@ -641,20 +656,27 @@ class Campaign:
             if not dsg.q.any():
                 raise ValueError("no document can change the compared values in any query (every difference is "
                                  "exactly 0): there is nothing to judge.")
-            plan = draw_budgeted(dsg.q, dsg.costs.cost, budget, seed)
+            if dsg.method_spec.replacement:
+                plan = draw_budgeted(dsg.q, dsg.costs.cost, budget, seed)
+            else:  # the engine's one sample without replacement (the plug-in draws it, as in estimate)
+                wor = plan_without_replacement(dsg, budget, seed)
+                plan = DrawPlan(queries=wor.indices, new=np.ones(wor.n, dtype=bool), charged=wor.cost,
+                                budget=budget)
         return cls._write_new(path, dsg, pool_, plan, np.asarray(probs, dtype=np.float64), qkeys=qkeys, kind=kind,
                               dkeys=dkeys, texts=texts, names=names, target=target, seed=seed, budget=budget,
-                              defensive=defensive, combine=combine, description=description, documents=documents)
+                              defensive=defensive, combine=combine, description=description, documents=documents,
+                              wor=wor)
 
     @classmethod
     def _write_new(cls, path, dsg, pool, plan, P, *, qkeys, kind, dkeys, texts, names, target, seed, budget,
-                   defensive, combine, description, extra_meta=None, documents=None) -> "Campaign":
+                   defensive, combine, description, extra_meta=None, documents=None, wor=None) -> "Campaign":
         """Write a new campaign file from a design, its (standardized) pool and draw plan, atomically.
 
         ``pool`` may hold documents for the drawn queries only (a distributed pool,
         :func:`activerank.distributed.create_campaign`): every other query then has none.
         ``documents`` is the document sample of a document-level method (``plan``
-        then lists its units: one draw per task).
+        then lists its units: one draw per task); ``wor`` the sample of a method without
+        replacement (``plan`` lists its queries in selection order).
         """
         # a Poisson sample spends the budget in expectation only: its realized cost may exceed it
         if documents is None and plan.cost_spent > budget * (1 + _BUDGET_RTOL):  # pragma: no cover
@@ -673,6 +695,8 @@ class Campaign:
         }
         if documents is not None:
             meta.update(unit="document", expected_cost=documents.expected_cost)
+        if wor is not None:
+            meta.update(sampling="without_replacement", wor_threshold=float(wor.threshold))
         directory = os.path.dirname(os.path.abspath(path))
         tmp = os.path.join(directory, f".{os.path.basename(path)}.{os.getpid()}.{secrets.token_hex(4)}.creating")
         conn = _connect(tmp)
@@ -682,7 +706,8 @@ class Campaign:
                 if stmt.strip():
                     conn.execute(stmt)
             conn.execute("INSERT INTO schema_version VALUES (?)",
-                         (SCHEMA_VERSION if documents is None else DOCUMENT_SCHEMA_VERSION,))
+                         (DOCUMENT_SCHEMA_VERSION if documents is not None else
+                          WOR_SCHEMA_VERSION if wor is not None else SCHEMA_VERSION,))
             conn.executemany("INSERT INTO meta VALUES (?, ?)", [(k, json.dumps(v)) for k, v in meta.items()])
             lengths = np.diff(offsets)
             conn.executemany(
@@ -708,10 +733,16 @@ class Campaign:
             conn.execute("INSERT INTO arrays VALUES (?, ?, ?, ?)", ("probs", *_array_blob(P)))
             arrays = [("prediction_mean", dsg.prediction.mean), ("prediction_variance", dsg.prediction.variance),
                       ("prediction_sq_error", dsg.prediction.sq_error)]
+            for name, arr in (("prediction_system_mean", dsg.prediction.system_mean),
+                              ("prediction_output_variance", dsg.prediction.output_variance)):
+                if arr is not None:  # each ranking's own model-assisted mean; the small-sample prior
+                    arrays.append((name, arr))
             if dsg.target.judged is not None:  # ratio metrics: the judged pool beyond the top-k lists
                 arrays += [("judged_items", dsg.target.judged.items), ("judged_offsets", dsg.target.judged.offsets)]
             if documents is not None:
                 arrays += list(documents.arrays().items())
+            if wor is not None:
+                arrays.append(("wor_pi", wor.pi))
             for name, arr in arrays:
                 conn.execute("INSERT INTO arrays VALUES (?, ?, ?, ?)", (name, *_array_blob(np.asarray(arr))))
             conn.executemany(
@@ -843,10 +874,12 @@ class Campaign:
             prediction = Prediction(mean[:, None], nan, nan)
         else:
             pm, pv = stored["prediction_mean"], stored["prediction_variance"]
-            # one contrast: its variance is the stored total (the prior of the small-sample intervals)
-            one = pm.shape[1] == 1 and bool(np.all(np.isfinite(pv)))
+            ov = self._array("prediction_output_variance")
+            if ov is None:  # stores before it was kept: one contrast's variance is the stored total
+                one = pm.shape[1] == 1 and bool(np.all(np.isfinite(pv)))
+                ov = pv[:, None] if one else None
             prediction = Prediction(pm, pv, stored["prediction_sq_error"],
-                                    output_variance=pv[:, None] if one else None)
+                                    system_mean=self._array("prediction_system_mean"), output_variance=ov)
         unit = None
         if target.changes is not None and (cost > 0).any():  # costs in the unit of judging whole queries
             i = int(np.flatnonzero(cost > 0)[0])
@@ -858,7 +891,11 @@ class Campaign:
                      dtype=np.float64).reshape(-1, 3)
         self._plan = DrawPlan(queries=d[:, 0].astype(np.int64), new=d[:, 1].astype(bool), charged=d[:, 2],
                               budget=float(self.meta["budget"]))
-        self._documents = None
+        self._documents = self._wor = None
+        if self.meta.get("sampling") == "without_replacement":
+            self._wor = WORSample(indices=self._plan.queries, pi=self._array("wor_pi"),
+                                  threshold=float(self.meta["wor_threshold"]), cost=self._plan.charged,
+                                  budget=self._plan.budget)
         if self.unit == "document":  # the sampled (query, document) units are the tasks
             self._documents = DocumentPlan.from_arrays({n: self._array(n) for n in _UNIT_ARRAYS},
                                                        n_docs=int(self._offsets[-1]),
@@ -1218,7 +1255,7 @@ class Campaign:
             rows = self._needed[x]
             n = sum(1 for r in rows.tolist() if r in grades)
             (done if n == rows.size else partial if n else pending).append(x)
-        if self._documents is not None:  # a Poisson sample is usable only whole (module campaign.documents)
+        if self._documents is not None or self._wor is not None:  # a sample is usable only whole (module doc)
             prefix = self._plan.n_draws if not (partial or pending) else 0
             return grades, conflicts, done, partial, pending, prefix
         done_set = set(done)
@@ -1238,7 +1275,8 @@ class Campaign:
         the cost of those judged, ``cost_in_progress`` 0, ``cost_planned``
         the realized cost of the sample (Poisson sampling spends the budget
         in expectation: it may exceed it), and ``draws_usable`` is all or
-        nothing (the estimate needs the whole sample).
+        nothing (the estimate needs the whole sample).  So is it for a sample
+        without replacement (``active_wor``), counted in queries.
         """
         grades, conflicts, done, partial, pending, prefix = self._progress(combine)
         planned = self._clamp(math.fsum(self._plan.charged))
@@ -1247,6 +1285,9 @@ class Campaign:
             spent = self._clamp(math.fsum(cost[x] for x in done))
             in_prog = min(self._clamp(math.fsum(cost[x] for x in partial)), self.budget - spent)
             blocking = None if prefix == self._plan.n_draws else self._qkeys[int(self._plan.queries[prefix])]
+            if self._wor is not None:  # usable only whole: the first query of the sample not yet done
+                done_set = set(done)
+                blocking = next((self._qkeys[x] for x in self._planned if x not in done_set), None)
         else:
             judged = np.array([r in grades for r in self._documents.rows.tolist()], dtype=bool)
             spent, in_prog = self._clamp(math.fsum(self._documents.costs[judged])), 0.0
@@ -1286,7 +1327,9 @@ class Campaign:
         (``method="doc_dyn"`` etc., same seed) once every sampled document
         is judged; before that it raises (a sample missing the tasks nobody
         has answered yet is not a Poisson sample; see
-        :mod:`activerank.campaign.documents`).
+        :mod:`activerank.campaign.documents`).  So does a campaign of a
+        method without replacement (``active_wor``) until every sampled query
+        is judged (:mod:`activerank.campaign.without_replacement`).
 
         Returns
         -------
@@ -1305,6 +1348,8 @@ class Campaign:
         """
         if self._documents is not None:
             return self._estimate_documents(combine)
+        if self._wor is not None:
+            return self._estimate_without_replacement(combine)
         grades, _, done, partial, pending, prefix = self._progress(combine)
         if prefix == 0:
             x = int(self._plan.queries[0])
@@ -1321,6 +1366,19 @@ class Campaign:
             rows = self._needed[x]
             labels[rows] = [grades[r] for r in rows.tolist()]
         return estimate_from_plan(self._design, self.pool(), plan, labels)
+
+    def _estimate_without_replacement(self, combine):
+        grades, _, done, partial, pending, _ = self._progress(combine)
+        if partial or pending:
+            raise ValueError(
+                f"the sample without replacement ({self.method!r}) is usable only whole: {len(partial)} of its "
+                f"{len(self._planned)} queries are partially judged and {len(pending)} not at all (module "
+                "activerank.campaign.without_replacement); the judgments stay stored.")
+        labels = np.full(int(self._offsets[-1]), -1, dtype=np.int64)
+        for x in self._planned:
+            rows = self._needed[x]
+            labels[rows] = [grades[r] for r in rows.tolist()]
+        return estimate_without_replacement(self._design, self.pool(), self._wor, labels)
 
     def _estimate_documents(self, combine):
         grades, _ = self._combined(combine)

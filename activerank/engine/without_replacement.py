@@ -18,9 +18,10 @@ from __future__ import annotations
 import numpy as np
 
 from ..inference.estimators import Estimate
+from ..design.without_replacement import WORSample
 from .core import Draws, RunContext, clamp_cost
 
-__all__ = ["wor_sample"]
+__all__ = ["wor_estimate", "wor_sample"]
 
 
 def wor_sample(ctx: RunContext, budget: float, rng) -> Draws:
@@ -35,20 +36,29 @@ def wor_sample(ctx: RunContext, budget: float, rng) -> Draws:
     d = ctx.design
     if not d.q.any():  # every query is determined: nothing to draw or judge
         return Draws.census_only(d, budget)
+    sample = d.method_spec.estimator.draw(d.q, d.costs.cost, budget, rng)
+    x, pi, charged = sample.indices, sample.pi, sample.cost
+    for j, xj in enumerate(x.tolist()):
+        ctx.label(xj, where=f" (sample position {j})",
+                  trace=lambda j=j: _trace(ctx, x[:j], pi[:j], charged[:j], None))
+    return wor_estimate(ctx, sample, budget)
+
+
+def wor_estimate(ctx: RunContext, sample: WORSample, budget: float) -> Draws:
+    """The estimate of a without-replacement ``sample`` whose queries are judged in ``ctx``'s store.
+
+    :func:`wor_sample` after labeling, and a campaign that planned the same
+    sample (:class:`activerank.campaign.Campaign`) once it is judged.
+    """
+    d = ctx.design
     plug = d.method_spec.estimator
     costs = d.costs.cost
-    sample = plug.draw(d.q, costs, budget, rng)
-    x = sample.indices
-    pi = sample.pi
+    x, pi, charged = sample.indices, sample.pi, sample.cost
     census = d.census
     p_rest = d.p.copy()
     p_rest[census] = 0.0
     share = float(p_rest.sum())
     p_norm = p_rest / share
-    charged = sample.cost
-    for j, xj in enumerate(x.tolist()):
-        ctx.label(xj, where=f" (sample position {j})",
-                  trace=lambda j=j: _trace(ctx, x[:j], pi[:j], charged[:j], None))
     if x.size < 2 and sample.threshold != np.inf:
         raise ValueError(
             f"the budget ({budget:g}) bought {x.size} quer{'y' if x.size == 1 else 'ies'} outside the exactly "

@@ -70,8 +70,8 @@ def test_a_registered_method_runs_through_estimate_harness_and_campaign(half_act
 @pytest.mark.parametrize("name", method_names())
 def test_every_registered_method_runs_through_estimate_harness_and_campaign(name, tmp_path):
     """Every built-in method: the Python API, the experiment harness, and a campaign (of the
-    document-level methods campaigns plan the Poisson designs and refuse the others by name, as they refuse
-    the without-replacement query-level ones)."""
+    document-level methods campaigns plan the Poisson designs and refuse the others by name; a query-level
+    method without replacement plans its one sample)."""
     data = ar.load_sample()
     method = get_method(name)
     probs = ar.relevance.UniformRelevanceModel(3).fit(data.X, data.labels).predict_proba(data.X)
@@ -91,11 +91,6 @@ def test_every_registered_method_runs_through_estimate_harness_and_campaign(name
         assert list(summ.budget) == [12, 20] and (summ.n_empty == 0).all()
         assert (summ.mean_cost <= summ.budget * (1.1 if method.unit == "document" else 1) + 1e-9).all()
         assert loss["abs_error"].shape == (2, 20) and np.all(np.isfinite(loss["abs_error"]))
-    if not method.replacement:  # one sample without replacement: not a campaign's planned draw sequence
-        with pytest.raises(ValueError, match="takes one sample without replacement; a campaign plans"):
-            ar.campaign.Campaign.create(tmp_path / "c.db", data, a, probs, budget=12, metric=metric,
-                                        method=name, seed=1)
-        return
     if method.unit == "document":
         from activerank.design.document_methods import DocumentHorvitzThompson
 
@@ -119,7 +114,10 @@ def test_every_registered_method_runs_through_estimate_harness_and_campaign(name
     with ar.campaign.Campaign.create(tmp_path / "c.db", data, a, probs, budget=12, metric=metric, method=name,
                                      seed=1) as camp:
         _judge_every_task(camp, lab, tmp_path / "j.jsonl")
-        assert camp.estimate().estimate == pytest.approx(res.estimate, rel=1e-12)
+        from_store = camp.estimate()
+        assert from_store.estimate == pytest.approx(res.estimate, rel=1e-12)
+        assert from_store.standard_error == pytest.approx(res.standard_error, rel=1e-12)
+        assert from_store.n_draws == res.n_draws and from_store.cost_spent == pytest.approx(res.cost_spent)
 
 
 def _judge_every_task(camp, lab, path):

@@ -1,0 +1,136 @@
+"""Campaigns of query-level methods without replacement (activerank.campaign.without_replacement): the plan
+is the engine's one sample, usable only whole, and its estimate equals activerank.estimate / compare."""
+
+import json
+import sqlite3
+
+import numpy as np
+import pytest
+
+import activerank as ar
+from activerank.campaign import Campaign
+from activerank.campaign.store import WOR_SCHEMA_VERSION
+
+METHOD = "active_wor"
+
+
+@pytest.fixture(scope="module")
+def data():
+    return ar.load_sample()
+
+
+@pytest.fixture(scope="module")
+def probs(data):
+    train = ar.load_sample("train")
+    model = ar.relevance.make_relevance_model("lightgbm", 3, random_state=0, n_estimators=30)
+    return model.fit(train.X, train.labels).predict_proba(data.X)
+
+
+@pytest.fixture(scope="module")
+def labels(data):
+    return ar.KnownLabels.from_data(data)
+
+
+def _answers(camp, labels, queries=None):
+    """One judgments row per task of the planned queries (all, or the pool indices ``queries``)."""
+    rows = []
+    for x in (camp.plan().queries if queries is None else queries).tolist():
+        qid = camp.query_ids[x]
+        docs = camp.tasks(qid)
+        rows += [{"query_id": qid, "doc_id": d, "grade": int(g)} for d, g in zip(docs, labels(int(qid), docs))]
+    return rows
+
+
+def _import(camp, rows, path):
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return camp.import_judgments(path)
+
+
+def _same(res, ref):
+    assert type(res) is type(ref) and res.method == ref.method == METHOD
+    for name in ("estimate", "difference", "standard_error"):
+        if hasattr(ref, name):
+            assert getattr(res, name) == pytest.approx(getattr(ref, name), rel=1e-12, abs=1e-15)
+    if hasattr(ref, "differences"):
+        np.testing.assert_allclose(res.differences, ref.differences, rtol=1e-12, atol=1e-15)
+        np.testing.assert_allclose(res.standard_errors, ref.standard_errors, rtol=1e-12, atol=1e-15)
+    assert res.n_draws == ref.n_draws and res.cost_spent == pytest.approx(ref.cost_spent, rel=1e-12)
+    np.testing.assert_array_equal(res.trace["query"], ref.trace["query"])
+    np.testing.assert_allclose(res.trace["pi"], ref.trace["pi"], rtol=1e-12)
+
+
+def test_plan_is_the_engines_sample_and_the_estimate_equals_estimate(tmp_path, data, probs, labels):
+    a = data.X[:, 24]
+    ref = ar.estimate(data, a, probs, labels, budget=10, metric="err@10", method=METHOD, rng=4)
+    with Campaign.create(tmp_path / "c.db", data, a, probs, budget=10, metric="err@10", method=METHOD,
+                         seed=4) as c:
+        np.testing.assert_array_equal(c.plan().queries, ref.trace["query"])
+        assert np.unique(c.plan().queries).size == c.plan().queries.size  # every query at most once
+        assert c.plan().charged.sum() <= 10 + 1e-9
+        _import(c, _answers(c, labels), tmp_path / "a.jsonl")
+        res = c.estimate()
+    _same(res, ref)
+    with sqlite3.connect(tmp_path / "c.db") as con:
+        assert con.execute("SELECT version FROM schema_version").fetchone()[0] == WOR_SCHEMA_VERSION
+    with Campaign.open(tmp_path / "c.db") as c:  # everything the estimate needs is stored
+        _same(c.estimate(), ref)
+
+
+@pytest.mark.parametrize("judge", ["changeable", "all"])
+def test_comparison_round_trip(tmp_path, data, probs, labels, judge):
+    a, b = data.X[:, 24], data.X[:, 39]
+    ref = ar.compare(data, a, b, probs, labels, budget=12, metric="dcg@10", method=METHOD, rng=5, judge=judge)
+    with Campaign.create(tmp_path / "c.db", data, [a, b], probs, budget=12, metric="dcg@10", method=METHOD,
+                         seed=5, judge=judge) as c:
+        _import(c, _answers(c, labels), tmp_path / "a.jsonl")
+        res = c.estimate()
+    _same(res, ref)
+    if judge == "all":
+        assert res.estimate_a - res.estimate_b == pytest.approx(res.difference, rel=1e-12)
+
+
+def test_k_systems_round_trip(tmp_path, data, probs, labels):
+    systems = {f"s{j}": data.X[:, j] for j in (10, 24, 39)}
+    ref = ar.compare_many(data, [systems["s10"], systems["s24"]], systems["s39"], probs, labels, budget=12,
+                          metric="dcg@5", method=METHOD, rng=6, names=["s10", "s24"], baseline_name="s39")
+    with Campaign.create(tmp_path / "c.db", data, systems, probs, budget=12, metric="dcg@5", method=METHOD,
+                         seed=6, target="baseline") as c:
+        _import(c, _answers(c, labels), tmp_path / "a.jsonl")
+        res = c.estimate()
+    _same(res, ref)
+
+
+def test_partial_judgments_refuse_the_estimate_and_keep_everything(tmp_path, data, probs, labels):
+    a = data.X[:, 24]
+    with Campaign.create(tmp_path / "c.db", data, a, probs, budget=10, metric="err@10", method=METHOD,
+                         seed=4) as c:
+        planned = c.plan().queries
+        n = planned.size
+        with pytest.raises(ValueError, match=rf"usable only whole: 0 of its {n} queries are partially judged "
+                                             rf"and {n} not at all"):
+            c.estimate()
+        # the first queries of the selection order done: still not a sample of this design
+        rows = _answers(c, labels, planned[: n - 1])
+        assert _import(c, rows, tmp_path / "first.jsonl").accepted == len(rows)
+        with pytest.raises(ValueError, match=rf"0 of its {n} queries are partially judged and 1 not at all"):
+            c.estimate()
+        st = c.status()
+        assert st.draws_usable == 0 and st.n_judgments == len(rows)
+        assert st.blocking_query == c.query_ids[planned[-1]]
+        _import(c, _answers(c, labels, planned[n - 1:]), tmp_path / "last.jsonl")
+        assert c.status().draws_usable == n
+        res = c.estimate()
+    _same(res, ar.estimate(data, a, probs, labels, budget=10, metric="err@10", method=METHOD, rng=4))
+
+
+def test_budget_too_small_is_refused_at_creation(tmp_path, data, probs):
+    with pytest.raises(ValueError, match=r"`budget`=1 buys [01] quer\w+ of method 'active_wor': no standard error"):
+        Campaign.create(tmp_path / "c.db", data, data.X[:, 24], probs, budget=1, metric="err@10", method=METHOD,
+                        seed=0)
+
+
+def test_distributed_campaigns_refuse_sampling_without_replacement(tmp_path, data, probs):
+    from activerank.campaign.store import _create_args_iv
+
+    with pytest.raises(ValueError, match="takes one sample without replacement; a campaign on a distributed pool"):
+        _create_args_iv(tmp_path / "c.db", "mean_gain", False, 5, 0, method=METHOD, documents=False)
