@@ -154,6 +154,19 @@ def affordable_budget_iv(budget, costs: np.ndarray, q: np.ndarray) -> float:
     return budget
 
 
+def sample_budget_iv(budget, costs: np.ndarray, scores: np.ndarray) -> float:
+    """A budget for one sample without replacement: it must afford the two cheapest reachable queries
+    (a standard error needs two), checked before anything is labeled."""
+    budget = affordable_budget_iv(budget, costs, scores)
+    reachable = np.sort(costs[scores > 0])
+    if reachable.size >= 2 and budget < reachable[0] + reachable[1]:
+        raise ValueError(
+            f"`budget`={budget:g} is below the cost of the two cheapest queries ({reachable[0] + reachable[1]:.4g} "
+            "in units of the mean query cost); a sample without replacement needs at least 2 queries for a "
+            "standard error.")
+    return budget
+
+
 def _float_array(values, name: str) -> np.ndarray:
     if isinstance(values, (str, bytes)):
         raise TypeError(f"`{name}` must be numeric, got a string.")

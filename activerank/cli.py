@@ -16,6 +16,10 @@ from contextlib import contextmanager
 
 import numpy as np
 
+# the API's default (activerank.estimate / compare); Parquet pools draw with replacement only
+DEFAULT_METHOD = "active_wor"
+DISTRIBUTED_DEFAULT_METHOD = "active"
+
 __all__ = ["main"]
 
 
@@ -166,8 +170,9 @@ def _common(p):
     from .design.methods import method_names
 
     names = (*method_names(), "auto")
-    p.add_argument("--method", default="active", choices=names, metavar="METHOD",
-                   help="sampling/estimation method, one of: " + ", ".join(names) + " (default active)")
+    p.add_argument("--method", default=None, choices=names, metavar="METHOD",
+                   help="sampling/estimation method, one of: " + ", ".join(names) + " (default active_wor; "
+                        "active on Parquet pools, which draw with replacement)")
     p.add_argument("--costs", default="auto", help="auto, log_length, constant or uniform")
     p.add_argument("--grades", type=n_grades_arg, default=None, help="number of grades of the label scale")
     p.add_argument("--seed", type=nonneg_int, default=0, help="seed of the draws and the model (default 0)")
@@ -239,7 +244,8 @@ def _distributed(args, kind: str):
     pool = ard.DaskPool.from_parquet(args.pool, query=args.query_column, document=args.doc_column,
                                      cost=args.cost_column, length=args.length_column)
     probs = [c.strip() for c in args.probs_columns.split(",") if c.strip()]
-    common = dict(budget=args.budget, metric=args.metric, method=args.method, costs=args.costs, rng=args.seed,
+    common = dict(budget=args.budget, metric=args.metric, method=args.method or DISTRIBUTED_DEFAULT_METHOD,
+                  costs=args.costs, rng=args.seed,
                   ci=args.ci)
     if kind == "difference" and args.judge == "changeable":
         raise CLIError("--judge changeable is not available on Parquet pools yet (a distributed comparison judges "
@@ -267,7 +273,7 @@ def _cmd_estimate(args):
     probs = model.predict_proba(data.X)
     res = estimate(data, scores_from_spec(args.scores, data, probs), probs,
                    KnownLabels.from_data(data), budget=args.budget, metric=args.metric,
-                   method=args.method, costs=args.costs, rng=args.seed, ci=args.ci)
+                   method=args.method or DEFAULT_METHOD, costs=args.costs, rng=args.seed, ci=args.ci)
     _report(res, args, "estimate")
 
 
@@ -283,7 +289,7 @@ def _cmd_compare(args):
     res = compare(data, scores_from_spec(args.scores_a, data, probs, option="--scores-a"),
                   scores_from_spec(args.scores_b, data, probs, option="--scores-b"),
                   probs, KnownLabels.from_data(data), budget=args.budget,
-                  metric=args.metric, method=args.method, costs=args.costs, rng=args.seed,
+                  metric=args.metric, method=args.method or DEFAULT_METHOD, costs=args.costs, rng=args.seed,
                   judge=args.judge or "changeable",
                   ci=args.ci)
     _report(res, args, "difference")

@@ -17,9 +17,10 @@ def setup(synthetic_pool):
 def test_estimate_and_compare_run(setup):
     pool, labels, lab = setup
     res = ar.estimate(pool, pool.probs[:, 2], pool.probs, lab, budget=20, metric="err@10", rng=0)
-    assert res.cost_spent <= 20 and res.method == "active" and res.metric == "err@10"
-    assert set(res.trace.columns) >= {"draw", "query", "query_id", "q", "p", "weight", "new", "cost",
+    assert res.cost_spent <= 20 and res.method == "active_wor" and res.metric == "err@10"
+    assert set(res.trace.columns) >= {"draw", "query", "query_id", "q", "pi", "p", "weight", "new", "cost",
                                       "cumulative_cost", "value"}
+    assert res.trace["query"].is_unique and res.n_draws == res.n_queries  # without replacement
     cmp = ar.compare(pool, pool.probs[:, 2], pool.probs[:, 1], pool.probs, lab, budget=20,
                      metric="dcg@5", rng=0, judge="all")
     assert cmp.difference == pytest.approx(cmp.estimate_a - cmp.estimate_b, abs=1e-12)
@@ -179,7 +180,7 @@ def test_warning_as_error_after_labeling_keeps_judgments(setup):
     with warnings.catch_warnings():
         warnings.simplefilter("error", ar.LowEffectiveSampleSizeWarning)
         with pytest.raises(ar.LowEffectiveSampleSizeWarning) as info:
-            ar.estimate(pool, pool.probs[:, 2], pool.probs, lab, budget=3, metric="err@10", rng=0)
+            ar.estimate(pool, pool.probs[:, 2], pool.probs, lab, budget=3, metric="err@10", method="active", rng=0)
     assert len(info.value.judgments) == lab.n_calls > 0
 
 

@@ -15,7 +15,8 @@ def test_demo_runs(capsys):
     # the default budget is the one a newcomer runs: it must not trip the low-ESS warning
     assert main(["demo"]) == 0
     out = capsys.readouterr().out
-    assert "ERR@10 of the model ranker,  active" in out and "true difference" in out
+    assert "ERR@10 of the model ranker, active_wor" in out and "true difference" in out
+    assert "ERR@10(model) - ERR@10(BM25), active_wor" in out
 
 
 def test_estimate_json_and_trace(capsys, tmp_path):
@@ -25,20 +26,25 @@ def test_estimate_json_and_trace(capsys, tmp_path):
     assert rc == 0
     out = json.loads(capsys.readouterr().out)
     assert out["metric"] == "dcg@5" and out["ci_low"] <= out["estimate"] <= out["ci_high"]
-    # the default: Student-t with Kish's effective number of distinct queries minus 1 (<= d - 1)
+    # the default method samples without replacement: Student-t on n - 1 degrees of freedom
+    assert out["method"] == "active_wor" and out["ci"] == "t" and out["dof"] == out["n_queries"] - 1
+    assert out["cost_spent"] <= 10 and trace.read_text().startswith("draw,query,query_id")
+    wr = ["estimate", SAMPLE, "--train", TRAIN, "--model", "logistic", "--budget", "10", "--metric", "dcg@5",
+          "--grades", "3", "--json", "--method", "active"]
+    assert main(wr) == 0
+    out = json.loads(capsys.readouterr().out)
+    # with replacement: Student-t with Kish's effective number of distinct queries minus 1 (<= d - 1)
     assert out["ci"] == "t_draws" and 1 <= out["dof"] <= out["n_queries"] - 1
-    rc = main(["estimate", SAMPLE, "--train", TRAIN, "--model", "logistic", "--budget", "10",
-               "--metric", "dcg@5", "--grades", "3", "--json", "--ci", "bootstrap"])
+    rc = main([*wr, "--ci", "bootstrap"])
     boot = json.loads(capsys.readouterr().out)
     assert rc == 0 and boot["ci"] == "bootstrap" and boot["estimate"] == out["estimate"]
     assert boot["ci_low"] < boot["estimate"] < boot["ci_high"]
-    assert out["cost_spent"] <= 10 and trace.read_text().startswith("draw,query,query_id")
 
 
 def test_compare_text(capsys):
     # budget 10: fewer than 10 effective draws; the command line reports the warning on stderr
     rc = main(["compare", SAMPLE, "--model", "uniform", "--scores-a", "feature:25",
-               "--scores-b", "feature:1", "--budget", "10", "--grades", "3"])
+               "--scores-b", "feature:1", "--budget", "10", "--grades", "3", "--method", "active"])
     out, err = capsys.readouterr()
     assert rc == 0 and "difference" in out and "dof)" in out
     assert "warning: effective sample size" in err
@@ -83,7 +89,7 @@ def test_warnings_print_as_one_clean_line(capsys):
     """The low-ESS warning: one 'activerank estimate: warning: ...' line, no source line, nothing leaked."""
     import warnings
 
-    argv = ["estimate", SAMPLE, "--model", "uniform", "--budget", "3", "--seed", "1"]
+    argv = ["estimate", SAMPLE, "--model", "uniform", "--budget", "3", "--seed", "1", "--method", "active"]
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         assert main(argv) == 0
@@ -98,7 +104,8 @@ def test_warnings_clean_in_a_real_process(tmp_path):
     import sys
 
     proc = subprocess.run([sys.executable, "-m", "activerank.cli", "estimate", SAMPLE, "--model", "uniform",
-                           "--budget", "3", "--seed", "1"], capture_output=True, text=True, cwd=tmp_path)
+                           "--budget", "3", "--seed", "1", "--method", "active"], capture_output=True, text=True,
+                          cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     lines = proc.stderr.splitlines()
     assert len(lines) == 1 and lines[0].startswith("activerank estimate: warning: "), proc.stderr
@@ -130,3 +137,17 @@ def test_parquet_pool_through_the_distributed_path(capsys, tmp_path):
     assert "--scores must be 'column:NAME' for a Parquet pool; got 'feature:3'" in capsys.readouterr().err
     assert main(argv[:-1] + ["--judge", "changeable"]) == 2
     assert "--judge changeable is not available on Parquet pools" in capsys.readouterr().err
+
+
+def test_cli_defaults_are_the_apis():
+    """The command line's default method is the Python API's (Parquet pools: the distributed API's)."""
+    import inspect
+
+    import activerank as ar
+    import activerank.cli as cli
+    import activerank.distributed as ard
+
+    for f in (ar.estimate, ar.compare, ar.compare_many, ar.rank_systems):
+        assert inspect.signature(f).parameters["method"].default == cli.DEFAULT_METHOD == "active_wor"
+    for f in (ard.estimate, ard.compare):
+        assert inspect.signature(f).parameters["method"].default == cli.DISTRIBUTED_DEFAULT_METHOD

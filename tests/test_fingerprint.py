@@ -31,6 +31,8 @@ TOL = 1e-9
 API_METHODS = ("active", "passive", "active_uniform_costs", "model_assisted", "model_assisted_variance",
                "model_assisted_fixed")
 MULTI_METHODS = ("active", "passive", "active_uniform_costs")
+# added in 0.3 (the API's default since): entries of their own, the earlier ones unchanged
+WOR_METHODS = ("active_wor",)
 METRICS = ("err@10", "dcg@5", "err")
 
 
@@ -115,13 +117,13 @@ def _quiet(fn, *args, **kwargs):
 def compute_fingerprint(data, train, probs, lab, tmp_path) -> dict:
     out = {}
     a, b, c = data.X[:, 24], data.X[:, 39], data.X[:, 10]
-    for method in API_METHODS:
+    for method in (*API_METHODS, *WOR_METHODS):
         for metric in METRICS:
             res = _quiet(ar.estimate, data, a, probs, lab, budget=8, metric=metric, method=method, rng=11)
             out[f"estimate/{method}/{metric}"] = _single(res)
             res = _quiet(ar.compare, data, a, b, probs, lab, budget=8, metric=metric, method=method, rng=12)
             out[f"compare/{method}/{metric}"] = _pair(res)
-    for method in MULTI_METHODS:
+    for method in (*MULTI_METHODS, *WOR_METHODS):
         for metric in METRICS:
             res = _quiet(ar.compare_many, data, [a, c], b, probs, lab, budget=8, metric=metric, method=method,
                          rng=13, names=["a", "c"])
@@ -152,7 +154,7 @@ def compute_fingerprint(data, train, probs, lab, tmp_path) -> dict:
                      metric=metric, train=(train.X, train.labels), rng=18)
         out[f"adaptive_pair/{metric}"] = _pair(res)
     # reuse: earlier draws and a census set
-    first = _quiet(ar.estimate, data, a, probs, lab, budget=6, metric="err@10", rng=19)
+    first = _quiet(ar.estimate, data, a, probs, lab, budget=6, metric="err@10", method="active", rng=19)
     judged = {}
     for qid in first.trace["query_id"].unique().tolist():
         x = int(np.flatnonzero(data.query_ids == qid)[0])
@@ -168,9 +170,12 @@ def compute_fingerprint(data, train, probs, lab, tmp_path) -> dict:
                  metric="err@10", train=(train.X, train.labels), reuse=census, rng=21)
     out["adaptive_reuse_census/err@10"] = _single(res)
     # campaign round trip: every planned query judged, then estimated from the store
-    for key, rankers, metric in (("campaign/single", a, "dcg@5"), ("campaign/pair", [a, b], "err@10")):
+    for key, rankers, metric, method in (("campaign/single", a, "dcg@5", "active"),
+                                         ("campaign/pair", [a, b], "err@10", "active"),
+                                         ("campaign/active_wor/pair", [a, b], "err@10", "active_wor")):
         path = tmp_path / f"{key.replace('/', '_')}.db"
-        with ar.campaign.Campaign.create(path, data, rankers, probs, budget=8, metric=metric, seed=22) as camp:
+        with ar.campaign.Campaign.create(path, data, rankers, probs, budget=8, metric=metric, method=method,
+                                         seed=22) as camp:
             judgments = {}
             for x in np.unique(camp.plan().queries).tolist():
                 qid = camp.query_ids[x]

@@ -518,7 +518,8 @@ def test_cli_commands_never_destroy_the_store(judged_store, capsys, argv, patter
 def test_cli_low_ess_warning_is_one_clean_line(capsys):
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        code, _, err = _cli(["estimate", SAMPLE, "--model", "uniform", "--budget", "3", "--seed", "1"], capsys)
+        code, _, err = _cli(["estimate", SAMPLE, "--model", "uniform", "--budget", "3", "--seed", "1", "--method",
+                             "active"], capsys)
     assert code == 0 and caught == []
     assert err.splitlines() == [line for line in err.splitlines() if line.startswith("activerank estimate: warning:")]
     assert len(err.splitlines()) == 1

@@ -398,8 +398,10 @@ def add_campaign_parser(subparsers) -> argparse.ArgumentParser:
                    help="labeling budget in units of the mean query cost")
     p.add_argument("--metric", default="err@10", help="dcg@k or err@k (default err@10)")
     p.add_argument("--method", default="active", choices=method_names(),
-                   help="sampling/estimation method (default active); a document-level method (doc_dyn, doc_stat; "
-                   "additive metrics such as dcg@k) samples single documents instead of whole queries")
+                   help="sampling/estimation method (default active: its draw sequence gives an estimate from any "
+                        "fully judged prefix; active_wor's one sample, the API's default, only when judged whole); a "
+                        "document-level method (doc_dyn, doc_stat; additive metrics such as dcg@k) samples single "
+                        "documents instead of whole queries")
     p.add_argument("--costs", default="auto", choices=("auto", "log_length", "constant", "uniform"))
     p.add_argument("--judge", default="changeable", choices=("changeable", "all"),
                    help="comparisons: judge only the documents that can change a difference (default), or all")

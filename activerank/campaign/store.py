@@ -590,7 +590,11 @@ class Campaign:
             Labeling budget in units of the pool's mean query cost.
         metric, k, method, costs, query_weights, defensive
             As in :func:`activerank.estimate` (``method="auto"`` is not
-            offered: a campaign's design is chosen once, by name).  A
+            offered: a campaign's design is chosen once, by name), but the
+            default method is ``"active"``: its draw sequence gives an
+            estimate from any fully judged prefix while annotators work,
+            where ``"active_wor"`` (the API's default) plans one sample
+            without replacement that is usable only once judged whole.  A
             document-level method (``unit="document"``: ``doc_dyn``,
             ``doc_stat``; additive metrics) plans the engine's Poisson sample
             of single documents instead of a query draw sequence: the

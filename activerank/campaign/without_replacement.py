@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._validation import sample_budget_iv
 from ..design.without_replacement import WORSample
 
 __all__ = ["estimate_without_replacement", "plan_without_replacement"]
@@ -33,6 +34,7 @@ def plan_without_replacement(design, budget: float, seed: int) -> WORSample:
         The budget buys fewer than 2 queries outside the exactly known ones
         (no standard error could be computed).
     """
+    budget = sample_budget_iv(budget, design.costs.cost, design.q)
     sample = design.method_spec.estimator.draw(design.q, design.costs.cost, budget, np.random.default_rng(seed))
     if sample.n < 2 and sample.threshold != np.inf:
         raise ValueError(

@@ -1,19 +1,25 @@
 """``method="auto"``: pick the design with the smaller predicted variance at the budget.
 
-Candidates: the query-level ``active`` design (Sawade et al. 2012; for
-comparisons with ``judge="changeable"`` paying only for documents that can
-change the difference) and, for metrics that add over documents, the
-document-level ``doc_dyn`` design (:mod:`activerank.engine.documents`).
-ERR, RR and normalized metrics stay query-level.
+Candidates: the query-level ``active_wor`` design (one budgeted sample
+without replacement, :mod:`activerank.design.wor_methods`; for comparisons with
+``judge="changeable"`` paying only for documents that can change the
+difference) and, for metrics that add over documents, the document-level
+``doc_dyn`` design (:mod:`activerank.engine.documents`).  ERR, RR and
+normalized metrics stay query-level.
 
 Predicted variances, summed over the target's contrasts, under the relevance
 model, at the budget ``B`` (in the unit of judging whole queries):
 
-* query level: ``share^2 * sum_x p'(x)^2 / q(x) E[(theta - Theta)^2 | x] * (sum_x q(x) lambda(x)) / B``
+* query level without replacement: ``share^2 * sum_x p'(x)^2 (1 / pi(x) - 1) Var_theta[theta | x]``,
+  the variance of the difference estimator with the planning inclusion
+  probabilities ``pi`` of the sample
+  (:func:`~activerank.design.without_replacement.approximate_inclusion_probabilities`;
+  ``p'`` = ``p`` renormalized on the sampled stratum, ``share`` its mass);
+* query level with replacement (:func:`predicted_query_variance` of an
+  ``active`` design): ``share^2 * sum_x p'(x)^2 / q(x) E[(theta - Theta)^2 | x] * (sum_x q(x) lambda(x)) / B``
   -- the asymptotic variance of the self-normalized estimator with the
-  expected number of draws ``B / E_q[lambda]`` (``p'`` = ``p`` renormalized on
-  the sampled stratum, ``share`` its mass; repeated draws, which are free, are
-  ignored, so this is conservative at budgets near the pool's size);
+  expected number of draws ``B / E_q[lambda]`` (repeated draws, which are
+  free, are ignored, so this is conservative at budgets near the pool's size);
 * document level: ``sum_z (1 / pi_z - 1) ||W_z||^2 Var[g(y_z)]``, the exact
   variance of the difference estimator of the Poisson design spending ``B``
   (:func:`activerank.inference.documents.expected_poisson_variance`).
@@ -57,6 +63,8 @@ class AutoChoice:
 
 def predicted_query_variance(design, budget: float) -> float:
     """Predicted summed variance of a query-level design's estimate at ``budget`` (see the module notes)."""
+    if not design.method_spec.replacement:
+        return _predicted_wor_variance(design, budget)
     q, p = design.q, design.p
     census = design.census
     live = q > 0
@@ -70,13 +78,32 @@ def predicted_query_variance(design, budget: float) -> float:
     return share**2 * per_draw * cost_per_draw / float(budget)
 
 
+def _predicted_wor_variance(design, budget: float) -> float:
+    """``share^2 sum_x p'(x)^2 (1 / pi(x) - 1) sum_j Var_theta[theta_j | x]``: the difference estimator's
+    variance under the planning inclusion probabilities of the sample without replacement."""
+    from .without_replacement import approximate_inclusion_probabilities
+
+    q, p = design.q, design.p
+    census = design.census
+    live = q > 0
+    share = 1.0 - float(p[census].sum()) if census.size else 1.0
+    if not live.any() or share <= 0:
+        return 0.0
+    p_rest = np.where(live, p, 0.0)
+    p_rest = p_rest / p_rest.sum()
+    pi = approximate_inclusion_probabilities(q, design.costs.cost, float(budget))
+    ok = live & (pi > 0)
+    v = float(np.sum(p_rest[ok] ** 2 * (1.0 / pi[ok] - 1.0) * design.prediction.variance[ok]))
+    return share**2 * v
+
+
 def choose_method(query_design, doc_design, budget: float) -> AutoChoice:
     """Compare the query-level design with the document-level one (``None`` when not applicable).
 
     Parameters
     ----------
     query_design : Design
-        The ``active`` design.
+        The query-level design (``active_wor`` for fixed budgets).
     doc_design : Design or None
         The ``doc_dyn`` design (additive metrics only).
     budget : float

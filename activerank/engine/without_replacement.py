@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..inference.estimators import Estimate
+from .._validation import sample_budget_iv
 from ..design.without_replacement import WORSample
+from ..inference.estimators import Estimate
 from .core import Draws, RunContext, clamp_cost
 
 __all__ = ["wor_estimate", "wor_sample"]
@@ -36,6 +37,7 @@ def wor_sample(ctx: RunContext, budget: float, rng) -> Draws:
     d = ctx.design
     if not d.q.any():  # every query is determined: nothing to draw or judge
         return Draws.census_only(d, budget)
+    budget = sample_budget_iv(budget, d.costs.cost, d.q)
     sample = d.method_spec.estimator.draw(d.q, d.costs.cost, budget, rng)
     x, pi, charged = sample.indices, sample.pi, sample.cost
     for j, xj in enumerate(x.tolist()):
@@ -114,13 +116,14 @@ def _own(plug, ci, system_values, system_mean, x, pi, p_norm, beta) -> Estimate:
 
 
 def _trace(ctx, x, pi, charged, values):
-    """One row per sampled query: ``draw, query, query_id, pi, p, weight, new, cost, cumulative_cost``
+    """One row per sampled query: ``draw, query, query_id, q, pi, p, weight, new, cost, cumulative_cost``
     and (once judged) the value columns."""
     import pandas as pd
 
     from .assemble import value_columns
 
-    cols = {"draw": np.arange(x.size), "query": x, "query_id": np.asarray(ctx.pool.query_ids)[x], "pi": pi,
+    cols = {"draw": np.arange(x.size), "query": x, "query_id": np.asarray(ctx.pool.query_ids)[x],
+            "q": ctx.design.q[x], "pi": pi,
             "p": ctx.design.p[x], "weight": ctx.design.p[x] / pi, "new": np.ones(x.size, dtype=bool),
             "cost": charged, "cumulative_cost": np.cumsum(charged)}
     if values is not None:

@@ -71,7 +71,7 @@ def test_cli_round_trip_equals_estimate(tmp_path, files, capsys):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", LowEffectiveSampleSizeWarning)
         ref = ar.estimate(data, data.X[:, 0], probs, ar.KnownLabels.from_data(data), budget=12,
-                          metric="dcg@5", rng=4)
+                          metric="dcg@5", method="active", rng=4)
     assert got["estimate"] == ref.estimate and got["standard_error"] == ref.standard_error
     assert got["n_draws"] == ref.n_draws == got["n_draws_planned"]
     code, out, _ = run_cli(["campaign", "status", db, "--json"], capsys)
@@ -210,12 +210,14 @@ def test_cli_k_system_campaign_equals_the_api(tmp_path, files, capsys, mode):
         warnings.simplefilter("ignore", LowEffectiveSampleSizeWarning)
         if mode == "baseline":
             ref = ar.compare_many(data, {"feature:25": data.X[:, 24], "feature:40": data.X[:, 39]}, data.X[:, 0],
-                                  probs, lab, budget=10, metric="err@5", rng=6, baseline_name="feature:1")
+                                  probs, lab, budget=10, metric="err@5", method="active", rng=6,
+                                  baseline_name="feature:1")
             expected = dict(zip(ref.names, ref.differences))
             key = "difference"
         else:
             ref = ar.rank_systems(data, {"feature:25": data.X[:, 24], "feature:40": data.X[:, 39],
-                                         "feature:1": data.X[:, 0]}, probs, lab, budget=10, metric="err@5", rng=6)
+                                         "feature:1": data.X[:, 0]}, probs, lab, budget=10, metric="err@5",
+                                  method="active", rng=6)
             expected = dict(zip(ref.names, ref.relative))
             key = "relative"
     assert set(got) == set(expected)

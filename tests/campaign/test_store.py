@@ -79,7 +79,7 @@ def test_round_trip_equals_activerank_estimate(tmp_path, data, probs, camp, fmt)
     assert rep.accepted == exp.n_rows and not rep.rejected
     res = _quiet(camp.estimate)
     ref = _quiet(ar.estimate, data, data.X[:, 0], probs, ar.KnownLabels.from_data(data), budget=BUDGET,
-                 metric=METRIC, rng=3)
+                 metric=METRIC, method="active", rng=3)
     assert type(res) is type(ref)
     assert res.estimate == ref.estimate and res.standard_error == ref.standard_error
     assert res.n_draws == ref.n_draws and res.cost_spent == ref.cost_spent

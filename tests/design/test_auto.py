@@ -36,10 +36,10 @@ def test_auto_stays_query_level_for_cascade_and_ratio_metrics(metric, family):
     pool, a, b, rng = _problem(0, n_queries=40)
     lab = ar.KnownLabels(pool.query_ids, pool.offsets, pool.sample_labels(rng))
     res = _quiet(ar.compare, pool, a, b, pool.probs, lab, budget=10, metric=metric, method="auto", rng=1)
-    ref = _quiet(ar.compare, pool, a, b, pool.probs, lab, budget=10, metric=metric, method="active", rng=1)
+    ref = _quiet(ar.compare, pool, a, b, pool.probs, lab, budget=10, metric=metric, method="active_wor", rng=1)
     auto = res.trace.attrs["auto"]
-    assert res.method == auto["method"] == "active" and family in auto["reason"]
-    assert set(auto["predicted_variance"]) == {"active"}
+    assert res.method == auto["method"] == "active_wor" and family in auto["reason"]
+    assert set(auto["predicted_variance"]) == {"active_wor"}
     assert (res.difference, res.standard_error) == (ref.difference, ref.standard_error)
 
 
@@ -50,28 +50,28 @@ def test_auto_runs_the_design_it_chose_and_says_why():
         res = _quiet(fn, pool, *args, pool.probs, lab, budget=15, metric="dcg@5", method="auto", rng=2)
         auto = res.trace.attrs["auto"]
         v = auto["predicted_variance"]
-        assert set(v) == {"active", "doc_dyn"} and res.method == auto["method"] == min(v, key=v.get)
+        assert set(v) == {"active_wor", "doc_dyn"} and res.method == auto["method"] == min(v, key=v.get)
         ref = _quiet(fn, pool, *args, pool.probs, lab, budget=15, metric="dcg@5", method=res.method, rng=2)
         point = "estimate" if fn is ar.estimate else "difference"
         assert getattr(res, point) == getattr(ref, point) and res.standard_error == ref.standard_error
     # a budget too small for two documents in expectation leaves only the query-level design
     from activerank.design.auto import choose_method
 
-    q = ar.make_design(pool, (a,), pool.probs, metric="dcg@1", costs="constant")
+    q = ar.make_design(pool, (a,), pool.probs, metric="dcg@1", costs="constant", method="active_wor")
     d = ar.make_design(pool, (a,), pool.probs, metric="dcg@1", costs="constant", method="doc_dyn")
     choice = choose_method(q, d, 1.5)
-    assert choice.method == "active" and choice.predicted_variance["doc_dyn"] == np.inf
+    assert choice.method == "active_wor" and choice.predicted_variance["doc_dyn"] == np.inf
     assert "too small" in choice.reason
 
 
 @pytest.mark.statistical
-@pytest.mark.parametrize("method", ["active", "doc_dyn"])
+@pytest.mark.parametrize("method", ["active", "active_wor", "doc_dyn"])
 def test_predicted_variances_match_the_simulated_error(method):
     """Labels drawn from the model: the predicted variance is the mean squared error of the estimate."""
     pool, a, b, rng = _problem(2)
     budget = 30.0
     dsg = ar.make_design(pool, (a, b), pool.probs, metric="dcg@5", method=method)
-    if method == "active":
+    if method != "doc_dyn":
         predicted = predicted_query_variance(dsg, budget)
     else:
         from activerank.design.auto import choose_method
@@ -88,6 +88,7 @@ def test_predicted_variances_match_the_simulated_error(method):
         res = _quiet(run, dsg, pool_, ar.KnownLabels(pool.query_ids, pool.offsets, labels), FixedBudget(budget, rng))
         err[i] = res.difference - truth
     mse = float(np.mean(err**2))
-    # Monte-Carlo error of the mean square ~ sqrt(2 / reps) = 6%; the query-level prediction is asymptotic
-    # and ignores that repeated draws are free
+    # Monte-Carlo error of the mean square ~ sqrt(2 / reps) = 6%; the with-replacement prediction is
+    # asymptotic and ignores that repeated draws are free; without replacement the planning inclusion
+    # probabilities approximate the sequential Poisson design's
     assert mse == pytest.approx(predicted, rel=0.25 if method == "active" else 0.2), (mse, predicted)

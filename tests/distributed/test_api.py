@@ -67,7 +67,8 @@ def test_estimate_from_parquet_with_a_model_equals_in_memory(client, tmp_path):
     res_d = ard.estimate(pool, "score_a", model, labeler_of(labels), budget=20, metric="err@5", rng=gen_d)
     mem, (sa,), _, _ = ard.in_memory(pool, scores=["score_a"], probs=PROBS)
     probs = model.predict_proba(df[["f0", "f1"]].to_numpy())
-    res_m = ar.estimate(mem, sa, probs, labeler_of(labels), budget=20, metric="err@5", costs="constant", rng=gen_m)
+    res_m = ar.estimate(mem, sa, probs, labeler_of(labels), budget=20, metric="err@5", costs="constant",
+                        method="active", rng=gen_m)
     _same(res_d, res_m, ["estimate", "standard_error", "cost_spent", "n_queries"])
     # a Generator passed in moves on exactly as in memory
     assert gen_d.random() == gen_m.random()
@@ -79,7 +80,8 @@ def test_query_id_as_the_index(data):
     res_d = ard.estimate(ard.DaskPool(frame), "score_a", PROBS, labeler_of(labels), budget=15, metric="dcg@5",
                          rng=2)
     mem, (sa,), probs, _ = ard.in_memory(frame, scores=["score_a"], probs=PROBS)
-    res_m = ar.estimate(mem, sa, probs, labeler_of(labels), budget=15, metric="dcg@5", costs="constant", rng=2)
+    res_m = ar.estimate(mem, sa, probs, labeler_of(labels), budget=15, metric="dcg@5", costs="constant",
+                        method="active", rng=2)
     _same(res_d, res_m, ["estimate", "standard_error"])
 
 
@@ -93,7 +95,8 @@ def test_string_query_ids_from_parquet(data, tmp_path):
     pool = ard.DaskPool.from_parquet(str(tmp_path))
     res_d = ard.compare(pool, "score_a", "score_b", PROBS, labeler_of(labels), budget=15, rng=1)
     mem, (sa, sb), probs, _ = ard.in_memory(pool, scores=["score_a", "score_b"], probs=PROBS)
-    res_m = ar.compare(mem, sa, sb, probs, labeler_of(labels), budget=15, costs="constant", rng=1, judge="all")
+    res_m = ar.compare(mem, sa, sb, probs, labeler_of(labels), budget=15, costs="constant", method="active", rng=1,
+                       judge="all")
     assert res_d.trace["query_id"].str.startswith("q").all()
     _same(res_d, res_m, ["difference", "standard_error"])
 

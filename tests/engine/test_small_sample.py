@@ -51,11 +51,12 @@ def test_compare_many_uses_multivariate_t():
     labels = pool.sample_labels(rng)
     lab = ar.KnownLabels(pool.query_ids, pool.offsets, labels)
     c = a + 0.3 * rng.random(a.size)
-    res = ar.compare_many(pool, [a, c], b, pool.probs, lab, budget=20, metric="dcg@5", rng=1)
+    res = ar.compare_many(pool, [a, c], b, pool.probs, lab, budget=20, metric="dcg@5", method="active", rng=1)
     assert res.ci == "t_draws" and np.isfinite(res.dof)  # the default (ci="auto")
     t_sim = res.confidence_intervals(simultaneous=True).critical_value
     t_one = res.confidence_intervals(simultaneous=False).critical_value
-    normal = ar.compare_many(pool, [a, c], b, pool.probs, lab, budget=20, metric="dcg@5", rng=1, ci="normal")
+    normal = ar.compare_many(pool, [a, c], b, pool.probs, lab, budget=20, metric="dcg@5", method="active", rng=1,
+                             ci="normal")
     z_sim = normal.confidence_intervals(simultaneous=True).critical_value
     # heavier tails than the normal at the same dependence, and the joint value above the single one
     assert t_sim > t_one > 1.96 and t_sim > z_sim
@@ -178,8 +179,9 @@ def test_bootstrap_with_a_census_stratum_and_adaptive_batches():
     ra = rank_by_scores(a, pool.offsets)
     lists = [[z for z in ra[x].tolist() if z % 7] or ra[x][:1].tolist() for x in range(ra.n_queries)]
     rb = ar.Rankings.from_list(lists)  # an index update: many differences exactly 0 (census stratum)
-    t = _quiet(ar.compare, pool, ra, rb, pool.probs, lab, budget=10, metric="dcg@5", rng=1)
-    boot = _quiet(ar.compare, pool, ra, rb, pool.probs, lab, budget=10, metric="dcg@5", rng=1, ci="bootstrap")
+    t = _quiet(ar.compare, pool, ra, rb, pool.probs, lab, budget=10, metric="dcg@5", method="active", rng=1)
+    boot = _quiet(ar.compare, pool, ra, rb, pool.probs, lab, budget=10, metric="dcg@5", method="active", rng=1,
+                  ci="bootstrap")
     assert boot.difference == t.difference and boot.n_draws == t.n_draws
     lo, hi = boot.confidence_interval()
     assert lo < boot.difference < hi
@@ -199,16 +201,18 @@ def test_bootstrap_is_refused_before_any_label_where_it_does_not_apply():
     lab = _Recording(pool, pool.sample_labels(rng))
     c = a + 0.3 * rng.random(a.size)
     with pytest.raises(ValueError, match=r"`ci`='bootstrap' .* compare_many and rank_systems report joint"):
-        ar.compare_many(pool, [a, c], b, pool.probs, lab, budget=10, metric="dcg@5", rng=1, ci="bootstrap")
+        ar.compare_many(pool, [a, c], b, pool.probs, lab, budget=10, metric="dcg@5", method="active", rng=1,
+                        ci="bootstrap")
     with pytest.raises(ValueError, match=r"`ci`='bootstrap' .* compare_many and rank_systems"):
-        ar.rank_systems(pool, [a, b, c], pool.probs, lab, budget=10, metric="dcg@5", rng=1, ci="bootstrap")
+        ar.rank_systems(pool, [a, b, c], pool.probs, lab, budget=10, metric="dcg@5", method="active", rng=1,
+                        ci="bootstrap")
     with pytest.raises(ValueError, match=r"`ci`='bootstrap' .* method 'doc_dyn' samples single documents"):
         ar.compare(pool, a, b, pool.probs, lab, budget=10, metric="dcg@5", method="doc_dyn", rng=1,
                    ci="bootstrap")
     assert lab.asked == []
     with pytest.raises(ValueError, match=r"`ci` must be one of \['auto', 't', 't_draws', 'bootstrap', "
                                          r"'normal'\]; got 'bca'"):
-        ar.estimate(pool, a, pool.probs, lab, budget=10, rng=1, ci="bca")
+        ar.estimate(pool, a, pool.probs, lab, budget=10, method="active", rng=1, ci="bca")
 
 
 def test_bootstrap_refuses_a_target_precision_schedule_and_unknown_estimators():

@@ -117,7 +117,7 @@ def test_uniform_q_gives_passive_mean_exactly():
     lab = ar.KnownLabels(pool.query_ids, pool.offsets, labels)
     uniform = np.full((500, 3), 1.0 / 3)
     kw = dict(budget=30, metric="dcg@10", costs="uniform", rng=3)
-    a = ar.estimate(pool, rng.random(500), uniform, lab, **kw)
+    a = ar.estimate(pool, rng.random(500), uniform, lab, method="active", **kw)
     b = ar.estimate(pool, rng.random(500), uniform, lab, method="passive", **kw)
     np.testing.assert_allclose(a.trace["weight"], 1.0, rtol=1e-12)
     assert a.estimate == pytest.approx(a.trace["value"].mean(), rel=1e-12)
@@ -128,7 +128,7 @@ def test_result_interval_and_fields(synthetic_pool):
     pool = synthetic_pool
     labels = pool.sample_labels(np.random.default_rng(1))
     lab = ar.KnownLabels(pool.query_ids, pool.offsets, labels)
-    res = ar.estimate(pool, pool.probs[:, 2], pool.probs, lab, budget=30, metric="err@10", rng=0)
+    res = ar.estimate(pool, pool.probs[:, 2], pool.probs, lab, budget=30, metric="err@10", method="active", rng=0)
     ci90, ci95 = res.confidence_interval(0.90), res.confidence_interval()
     assert ci95.low < ci90.low < res.estimate < ci90.high < ci95.high
     # default ci="auto" = "t_draws": Student-t with Kish's effective number of distinct queries minus 1
@@ -136,7 +136,8 @@ def test_result_interval_and_fields(synthetic_pool):
     assert res.ci == "t_draws" and res.dof == pytest.approx(max(min(k.sum() ** 2 / (k * k).sum(), k.size) - 1, 1))
     assert res.dof <= res.n_queries - 1
     assert ci95.high - res.estimate == pytest.approx(stats.t.ppf(0.975, res.dof) * res.standard_error, rel=1e-9)
-    res = ar.estimate(pool, pool.probs[:, 2], pool.probs, lab, budget=30, metric="err@10", rng=0, ci="normal")
+    res = ar.estimate(pool, pool.probs[:, 2], pool.probs, lab, budget=30, metric="err@10", method="active", rng=0,
+                      ci="normal")
     ci95 = res.confidence_interval()
     assert res.ci == "normal" and res.dof == np.inf
     assert ci95.high - res.estimate == pytest.approx(1.959964 * res.standard_error, rel=1e-6)
@@ -152,7 +153,7 @@ def test_low_ess_warns(synthetic_pool):
     labels = pool.sample_labels(np.random.default_rng(1))
     lab = ar.KnownLabels(pool.query_ids, pool.offsets, labels)
     with pytest.warns(LowEffectiveSampleSizeWarning, match=r"effective sample size"):
-        ar.estimate(pool, pool.probs[:, 2], pool.probs, lab, budget=3, metric="err@10", rng=0)
+        ar.estimate(pool, pool.probs[:, 2], pool.probs, lab, budget=3, metric="err@10", method="active", rng=0)
 
 
 def test_estimate_from_labels_matches_estimate(synthetic_pool):
@@ -160,7 +161,7 @@ def test_estimate_from_labels_matches_estimate(synthetic_pool):
     labels = pool.sample_labels(np.random.default_rng(2))
     lab = ar.KnownLabels(pool.query_ids, pool.offsets, labels)
     scores = pool.probs[:, 1]
-    res = ar.estimate(pool, scores, pool.probs, lab, budget=25, metric="err", rng=11)
+    res = ar.estimate(pool, scores, pool.probs, lab, budget=25, metric="err", method="active", rng=11)
     dsg = design(pool, (rank_by_scores(scores, pool.offsets),), pool.probs, metric="err")
     plan = draw_budgeted(dsg.q, dsg.costs.cost, 25, np.random.default_rng(11))
     judged = np.full(labels.size, -1)
