@@ -165,12 +165,12 @@ def exact_tolerance(T):
     return 1e-9 * (1.0 + np.abs(np.asarray(T, dtype=float)))
 
 
-def _pack(name, est, se, cost, T, n):
+def _pack(name, est, se, cost, T, n=None):
     """Per-budget summaries and per-rep losses; est/se (nb, reps, T), cost and n (nb, reps).
 
     ``n`` is the number of sampled units: distinct queries or documents judged (query level, Poisson,
     uniform, with replacement), first-stage draws (two-stage), draws (UBIS); the bias/coverage
-    check looks at budgets with enough of them.
+    check looks at budgets with enough of them (None: not known, NaN).
     """
     loss, err = _loss(est, T)
     width = 1.959964 * np.where(np.isfinite(se), se, np.inf)
@@ -180,7 +180,8 @@ def _pack(name, est, se, cost, T, n):
     # of 0 is not an estimate)
     return dict(name=name, loss=loss, cost=cost, coverage=cover, bias=err.mean(axis=1),
                 bias_se=err.std(axis=1, ddof=1) / np.sqrt(err.shape[1]), valid=(cost > 0).all(axis=1),
-                n=np.asarray(n, dtype=float).mean(axis=1), truth=np.asarray(T, dtype=float))
+                n=np.full(cost.shape[0], np.nan) if n is None else np.asarray(n, dtype=float).mean(axis=1),
+                truth=np.asarray(T, dtype=float))
 
 
 def bias_z(bias, se, tol):
