@@ -197,16 +197,27 @@ def figure(ds, mc, depth):
               "doc_hh_naive": ("tab:purple", ":"), "doc_hh": ("tab:purple", "-"), "doc_stat": ("tab:blue", "--"),
               "doc_dyn": ("tab:blue", "-"), "two_stage": ("tab:green", "-"), "ubis": ("tab:red", "-")}
     for ax, task in zip(axes.ravel(), tasks):
+        shown = []
         for m in METHODS:
             c = mc[(mc.task == task) & (mc.method == m) & mc.valid].sort_values("cost")
             if c.empty:
                 continue
             col, ls = styles[m]
             ax.plot(c.cost, c.loss, color=col, ls=ls, lw=1.4, label=m)
+            shown.append(c.loss.to_numpy())
         d = depth[depth.task == task].groupby("k", as_index=False).agg(cost=("cost", "mean"), loss=("loss", "mean"))
-        ax.scatter(d.cost, np.maximum(d.loss, 1e-12), marker="x", color="k", s=18, label="depth-k (k=1..10)")
+        shown.append(d.loss.to_numpy())
+        every = np.concatenate(shown)
+        # exact answers (a census: loss ~1e-16) would squash the curves; the axis stops above rounding
+        # and exact points sit on its floor as triangles
+        floor = every[every > 1e-9 * every.max()].min() / 3
+        exact = d.loss < 1e-9 * every.max()
+        ax.scatter(d.cost[~exact], d.loss[~exact], marker="x", color="k", s=18, label="depth-k (k=1..10)")
+        ax.scatter(d.cost[exact], np.full(int(exact.sum()), floor), marker="v", color="k", s=22,
+                   label="depth-k exact (loss 0)", clip_on=False)
         ax.set_xscale("log")
         ax.set_yscale("log")
+        ax.set_ylim(bottom=floor)
         ax.set_title(TITLES[task], fontsize=9)
         ax.set_xlabel("documents judged (units of one whole query)", fontsize=7)
         ax.set_ylabel("mean loss", fontsize=7)
