@@ -142,8 +142,9 @@ def dataset_section(ds):
     # depth-k pooling and uniform document sampling at equal cost
     lines += ["", "Deterministic depth-k pooling (all queries, unjudged = 0) against doc_dyn at the same cost "
               "(loss = |bias| for depth-k; doc_dyn's mean loss interpolated at that cost; – = the cost lies "
-              "outside doc_dyn's grid). Last column: the k in 1..9 where depth-k has the smaller loss "
-              "(depth-10 judges every document of the compared top-10 lists and is exact):", "",
+              "outside doc_dyn's grid). Last column: the k where depth-k has the smaller loss, of the k < 10 whose "
+              "cost lies inside doc_dyn's grid (depth-10 judges every document of the compared top-10 lists and "
+              "is exact):", "",
               "| task | k=1 cost | depth-1 loss | doc_dyn loss | k=3 cost | depth-3 loss | doc_dyn loss | "
               "k=10 cost | depth-10 loss | doc_dyn loss | depth-k better at |",
               "|---|---|---|---|---|---|---|---|---|---|---|"]
@@ -157,9 +158,13 @@ def dataset_section(ds):
             r = d[d.k == k].iloc[0]
             dl = interp_loss(dyn, r.cost)
             cells += [f"{r.cost:.0f}", f"{r.loss:.3g}", "–" if not np.isfinite(dl) else f"{dl:.3g}"]
-        wins = [int(r.k) for r in d.itertuples() if r.k < 10 and r.loss < interp_loss(dyn, r.cost)]
+        # only depths whose cost lies inside doc_dyn's budget grid can be compared
+        compared = [(int(r.k), r.loss < dl) for r in d.itertuples()
+                    if r.k < 10 and np.isfinite(dl := interp_loss(dyn, r.cost))]
+        wins = [k for k, won in compared if won]
+        span = f"{compared[0][0]}–{compared[-1][0]}" if compared else "–"
         lines.append(f"| {TITLES[task]} | " + " | ".join(cells) + " | "
-                     + (", ".join(map(str, wins)) if wins else "none") + " |")
+                     + (", ".join(map(str, wins)) if wins else "none") + f" of {span} |")
     grid = sorted(set(mc[mc.method == "doc_dyn"].budget))
     points = [b for b in (5, 20, 100) if b in grid] or grid[-3:]
     lines += ["", "Uniform sampling of pooled documents (HT, unbiased) against doc_dyn: loss ratio "
