@@ -29,6 +29,7 @@ ENV_VAR = "ACTIVERANK_DATA"
 LETOR4_URL = "https://www.microsoft.com/en-us/research/project/letor-learning-rank-information-retrieval/letor-4-0/"
 LETOR3_URL = "https://www.microsoft.com/en-us/research/project/letor-learning-rank-information-retrieval/letor-3-0/"
 MSLR_URL = "https://www.microsoft.com/en-us/research/project/mslr/"
+FASTRANK_URL = "https://github.com/jjfiv/fastrank (folder examples/)"
 
 
 class DatasetNotFoundError(FileNotFoundError):
@@ -103,6 +104,11 @@ DATASETS: dict = {
         "LETOR 3.0 OHSUMED: S1-S5 of the QueryLevelNorm and of the raw Feature-min version "
         "(S5 = Fold1 test, S1 = Fold2 test, ... cyclically)",
         LETOR3_URL),
+    "trec-news": DatasetLayout(
+        "trec-news", "trec-news-2018-fastrank", ("trec_news_2018.train", "trec_news_2018.test"),
+        "TREC News 2018 background linking, 50 queries with 5 features and grades 0-4, as in the fastrank "
+        "examples (train 45 + test 5 queries, no document length)",
+        FASTRANK_URL),
     "mslr-web10k": DatasetLayout(
         "mslr-web10k", "mslr-web10k", _FOLDS, "MSLR-WEB10K: Fold1-Fold5 with train/vali/test.txt", MSLR_URL),
     "mslr-web30k": DatasetLayout(
@@ -197,7 +203,7 @@ def dataset_dir(name: str, root=None) -> pathlib.Path:
     ----------
     name : str
         A key of :data:`DATASETS` (``"mq2008"``, ``"mq2007"``,
-        ``"ohsumed"``, ``"mslr-web10k"``, ``"mslr-web30k"``).
+        ``"ohsumed"``, ``"trec-news"``, ``"mslr-web10k"``, ``"mslr-web30k"``).
     root : str or os.PathLike, optional
         Data root (default: see :func:`data_root`).
 

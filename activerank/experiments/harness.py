@@ -1,6 +1,8 @@
 """Reproduce the experiments of Sawade et al. (ECML PKDD 2012, §5) on LETOR data.
 
-Protocol (for a dataset in the five-partition layout ``S1.txt .. S5.txt``):
+Protocol (for a dataset in the five-partition layout ``S1.txt .. S5.txt``, or
+given as a few files whose queries are dealt into five partitions by sorted
+query id, as TREC News):
 
 1. For every *training partition* ``t`` (rotated over all five): split its
    queries at random into halves, fit rankers and relevance models on one half
@@ -47,8 +49,9 @@ documents, with title+abstract length from the raw ``Feature-min`` files
 (:func:`activerank.io.letor.ohsumed_doc_length`).  MQ2008: feature 20 (document
 length) is min-max normalised *per query*, so no absolute length exists; we use
 a **constant cost per judged document** (a query costs the number of distinct
-documents in the evaluated top-k lists).  Budgets are in units of the pool's
-mean query cost.
+documents in the evaluated top-k lists); likewise TREC News (fastrank's five
+features, no length; 50 queries, so a pool holds 40).  Budgets are in units of
+the pool's mean query cost.
 
 Command line::
 
@@ -73,7 +76,7 @@ import numpy as np
 import pandas as pd
 
 from ..design.costs import QueryCosts, document_costs, query_costs
-from ..io.letor import LetorData, concat, load_partitions, ohsumed_doc_length
+from ..io.letor import LetorData, concat, load_letor, load_partitions, ohsumed_doc_length
 from ..metrics import Metric, parse_metric, pool_metric_values
 from ..relevance.models import fit_with_validation, make_relevance_model
 from ..relevance.rankers import expected_gain_scores, fit_linear_ranker, rank_by_scores, remove_fraction
@@ -129,10 +132,11 @@ class DatasetSpec:
     Attributes
     ----------
     name : str
+        Also the key of the data set's layout in :data:`activerank.datasets.DATASETS`.
     subdir : str
-        Directory (under the data root) with ``S1.txt`` .. ``S5.txt``.
+        Directory (under the data root) with ``S1.txt`` .. ``S5.txt`` (or with ``files``).
     length_subdir : str or None
-        Row-aligned twin files to read document length from.
+        Row-aligned twin files to read document length from (five-partition layout only).
     length_feature : int, callable or None
         As in :func:`activerank.io.letor.load_letor`.
     cost_model : str
@@ -143,6 +147,15 @@ class DatasetSpec:
         Budget at which passive's error defines the savings target.
     cost_note : str
         How the cost model was chosen (reported next to the results).
+    n_grades : int
+        Size of the label scale (grades ``0 .. n_grades - 1``).
+    files : tuple of str or None
+        For a data set that is not split into ``S1.txt`` .. ``S5.txt``: the
+        files under ``subdir`` that together hold every query.  Their queries
+        are dealt into five partitions by sorted query id, round-robin
+        (:func:`_deal_partitions`), so the five-fold protocol is unchanged.
+    n_features : int or None
+        Number of features, checked when reading (``None``: the first file fixes it).
     """
 
     name: str
@@ -154,6 +167,8 @@ class DatasetSpec:
     reference_budget: float
     cost_note: str
     n_grades: int = 3
+    files: tuple | None = None
+    n_features: int | None = None
 
 
 DATASETS: dict[str, DatasetSpec] = {
@@ -178,6 +193,21 @@ DATASETS: dict[str, DatasetSpec] = {
         reference_budget=15,
         cost_note=("log(title+abstract length) per judged document, length = f31/f33 of the raw "
                    "Feature-min files"),
+    ),
+    # 50 queries (fastrank's example split 45 + 5, merged and dealt into five partitions of 10): a pool
+    # holds 40 queries, so the grid stops short of judging all of it
+    "trec-news": DatasetSpec(
+        name="trec-news",
+        subdir="trec-news-2018-fastrank",
+        length_subdir=None,
+        length_feature=None,
+        cost_model="constant",
+        budgets=(2, 3, 5, 7, 10, 15, 20, 30),
+        reference_budget=10,
+        cost_note="constant cost per judged document (the five features give no document length)",
+        n_grades=5,
+        files=("trec_news_2018.train", "trec_news_2018.test"),
+        n_features=5,
     ),
 }
 
@@ -205,9 +235,14 @@ def load_dataset(spec: DatasetSpec | str, data_root: str | None = None) -> tuple
     Returns
     -------
     data : LetorData
-        All queries of S1..S5 in partition order.
+        All queries of S1..S5 (or of ``spec.files``) in partition order.
     partition : ndarray of shape (n_queries,), int
         Partition number (1..5) of every query.
+
+    Raises
+    ------
+    activerank.datasets.DatasetNotFoundError
+        The data set is not under the data root (naming the expected layout).
     """
     spec = _spec_iv(spec)
     from ..datasets import data_root as _root, dataset_dir
@@ -217,17 +252,57 @@ def load_dataset(spec: DatasetSpec | str, data_root: str | None = None) -> tuple
     if key not in _DATA_CACHE:
         dataset_dir(spec.name, root)  # a missing dataset: which one, the layout and where to get it
         folder = root / spec.subdir
-        parts = []
-        for k in range(1, 6):
-            parts.append(load_partitions(
-                folder, [k], n_grades=spec.n_grades,
-                length_feature=spec.length_feature,
-                length_root=None if spec.length_subdir is None else root / spec.length_subdir,
-            ))
-        data = concat(parts)
-        part = np.repeat(np.arange(1, 6), [d.n_queries for d in parts])
+        if spec.files is None:
+            parts = []
+            for k in range(1, 6):
+                parts.append(load_partitions(
+                    folder, [k], n_grades=spec.n_grades, n_features=spec.n_features,
+                    length_feature=spec.length_feature,
+                    length_root=None if spec.length_subdir is None else root / spec.length_subdir,
+                ))
+            data = concat(parts)
+            part = np.repeat(np.arange(1, 6), [d.n_queries for d in parts])
+        else:
+            if spec.length_subdir is not None:
+                raise ValueError(f"dataset {spec.name!r}: `length_subdir` needs the S1..S5 layout; "
+                                 "with `files` give `length_feature` (read from the same files).")
+            data = concat([load_letor(folder / f, n_grades=spec.n_grades, n_features=spec.n_features,
+                                      length_feature=spec.length_feature) for f in spec.files])
+            part = _deal_partitions(data.query_ids)
+            order = np.argsort(part, kind="stable")
+            data, part = data.subset(order), part[order]
         _DATA_CACHE[key] = (data, part)
     return _DATA_CACHE[key]
+
+
+def _deal_partitions(query_ids, n_partitions: int = 5) -> np.ndarray:
+    """Deal queries into partitions by sorted query id, round-robin.
+
+    The ``i``-th smallest query id goes to partition ``i mod n_partitions + 1``:
+    deterministic, independent of file order, and the partitions differ in
+    size by at most one query.
+
+    Parameters
+    ----------
+    query_ids : array-like of int, shape (n_queries,)
+        Distinct raw query ids.
+    n_partitions : int, default 5
+
+    Returns
+    -------
+    ndarray of shape (n_queries,), int
+        Partition number (``1 .. n_partitions``) of every query, in the input order.
+
+    Examples
+    --------
+    >>> _deal_partitions([40, 10, 30, 20, 50, 60], 5).tolist()
+    [4, 1, 3, 2, 5, 1]
+    """
+    ids = np.asarray(query_ids).reshape(-1)
+    order = np.argsort(ids, kind="stable")
+    part = np.empty(ids.size, dtype=np.int64)
+    part[order] = np.arange(ids.size) % n_partitions + 1
+    return part
 
 
 def _spec_iv(spec) -> DatasetSpec:
@@ -1245,7 +1320,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="activerank experiment",
         description="Reproduce Sawade et al. (2012) §5 on LETOR data: error curves, label savings, figures.")
     ap.add_argument("--datasets", default="mq2008,ohsumed", help="comma list of %(default)s")
-    ap.add_argument("--data", default=None, help="data root with mq2008/ and ohsumed-letor3/ "
+    ap.add_argument("--data", default=None, help="data root with mq2008/, ohsumed-letor3/, trec-news-2018-fastrank/ "
                     "(default $ACTIVERANK_DATA or ../shared/data)")
     ap.add_argument("--out", default="benchmarks/results", help="output directory (default %(default)s)")
     ap.add_argument("--folds", default="1,2,3,4,5", help="training partitions (default %(default)s)")

@@ -4,7 +4,7 @@ Harness protocol (:mod:`activerank.experiments.harness`): for every fold the
 rankers and relevance models are trained on one LETOR partition, the other
 four partitions are the pool whose hidden labels give the truth.  Metric
 DCG@10.  Cost = documents judged, weighted by the dataset's document cost
-model (MQ2008: 1 per document; OHSUMED: log length); budgets are expressed in
+model (MQ2008, TREC News: 1 per document; OHSUMED: log length); budgets are expressed in
 units of the mean cost of judging one whole query (the union of the compared
 top-10 lists), so "budget 100" means the documents of ~100 queries.
 
@@ -37,8 +37,18 @@ systems).  Savings = 1 - B / B_ref where B is the budget at which a design's
 mean loss reaches passive's at B_ref = 100 (log-linear interpolation over the
 design's mean realized cost; 95% bootstrap interval over repetitions).
 
-Run:  python benchmarks/document_level/run.py [--datasets mq2008] [--reps 1000] [--folds 1,2,3,4,5]
-Writes results/{curves.csv, savings.csv, savings.md, depth_k.csv, fig_*.png}.
+A (fold, task) where no judgment can change the target (two rankers with the
+same top-10 lists, which happens on the tiny TREC News folds) is skipped with a
+note: every design would be exact without a label.  Bias/coverage check: per
+budget, pooled over folds, |bias| / SE (0 when the estimate is the truth up to
+rounding, e.g. a census with SE 0) and the coverage of the 95% interval (an SE
+of 0 covers exactly when the estimate is the truth); ``checks.csv`` holds every
+budget with the mean number of sampled units ``mean_n``.
+
+Run:  python benchmarks/document_level/run.py [--datasets mq2008,ohsumed,trec-news] [--reps 1000]
+      [--folds 1,2,3,4,5]; then report.py.
+Writes results/<dataset>/{curves,savings,depth_k,checks,skipped}.csv and run.log; per-(fold, task)
+raw arrays in results/<dataset>/raw/ (not committed; a rerun resumes from them).
 """
 
 from __future__ import annotations
@@ -75,6 +85,7 @@ REL = np.array([0.5, 1, 1.5, 2, 3, 5, 7, 10, 15, 20, 30, 50, 75, 100, 150, 200, 
 QUERY_LEVEL = ("passive", "active", "active_cancel")
 DOC_LEVEL = ("doc_uniform", "doc_uniform_inf", "doc_hh_naive", "doc_hh", "doc_stat", "doc_dyn", "two_stage", "ubis")
 UBIS_K = (1, 2, 3, 4, 6, 8, 12)
+MIN_N = 50  # sampled units from which the bias / coverage check applies (smaller: O(1/n) effects)
 CHUNK = 250  # repetitions per block in the Poisson kernels (memory)
 
 
@@ -149,14 +160,48 @@ def _loss(est, T):
     return (np.abs(err[..., 0]) if T.size == 1 else (err**2).sum(axis=-1)), err
 
 
-def _pack(name, est, se, cost, T):
-    """Per-budget summaries and per-rep losses; est/se (nb, reps, T), cost (nb, reps)."""
+def exact_tolerance(T):
+    """Float tolerance below which an estimate equals the truth (a census answer, SE exactly 0)."""
+    return 1e-9 * (1.0 + np.abs(np.asarray(T, dtype=float)))
+
+
+def _pack(name, est, se, cost, T, n=None):
+    """Per-budget summaries and per-rep losses; est/se (nb, reps, T), cost and n (nb, reps).
+
+    ``n`` is the number of sampled units: distinct queries or documents judged (query level, Poisson,
+    uniform, with replacement), first-stage draws (two-stage), draws (UBIS); the bias/coverage
+    check looks at budgets with enough of them (None: not known, NaN).
+    """
     loss, err = _loss(est, T)
-    cover = (np.abs(err) <= 1.959964 * np.where(np.isfinite(se), se, np.inf)).mean(axis=(1, 2))
+    width = 1.959964 * np.where(np.isfinite(se), se, np.inf)
+    # a determined answer has SE exactly 0: covered when it is the truth (up to rounding), not otherwise
+    cover = ((np.abs(err) <= width) | (np.abs(err) <= exact_tolerance(T))).mean(axis=(1, 2))
     # a budget point counts only if every repetition judged something (an empty run's "estimate"
     # of 0 is not an estimate)
     return dict(name=name, loss=loss, cost=cost, coverage=cover, bias=err.mean(axis=1),
-                bias_se=err.std(axis=1, ddof=1) / np.sqrt(err.shape[1]), valid=(cost > 0).all(axis=1))
+                bias_se=err.std(axis=1, ddof=1) / np.sqrt(err.shape[1]), valid=(cost > 0).all(axis=1),
+                n=np.full(cost.shape[0], np.nan) if n is None else np.asarray(n, dtype=float).mean(axis=1),
+                truth=np.asarray(T, dtype=float))
+
+
+def bias_z(bias, se, tol):
+    """|bias| / SE; 0 where the bias is rounding (an exact answer has SE 0), inf where SE is 0 but bias is not."""
+    bias, se = np.abs(bias), np.asarray(se, dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        z = bias / se
+    return np.where(bias <= tol, 0.0, np.where(se > 0, z, np.inf))
+
+
+def pooled_check(parts):
+    """Per budget, pooled over folds: largest |bias| / SE over the targets, mean coverage, mean n, validity."""
+    bias = np.mean([p["bias"] for p in parts], axis=0)  # (nb, T)
+    se = np.sqrt(np.mean([p["bias_se"] ** 2 for p in parts], axis=0)) / np.sqrt(len(parts))
+    tol = np.max([exact_tolerance(p["truth"]) for p in parts], axis=0)
+    z = bias_z(bias, se, tol).max(axis=1)
+    valid = np.all([p["valid"] for p in parts], axis=0)
+    # budgets where some run judged nothing have no estimate (its 0 is constant: SE ~ 1e-17)
+    return dict(z=np.where(valid, z, np.nan), coverage=np.mean([p["coverage"] for p in parts], axis=0),
+                n=np.mean([p["n"] for p in parts], axis=0), valid=valid)
 
 
 # --------------------------------------------------------------------------- query-level designs
@@ -176,8 +221,10 @@ def query_level(ctx, q, costs_rel, rng, reps, mass=1.0, name="passive"):
         est[..., j] = mass * np.where(np.isfinite(r.estimate), r.estimate, 0.0)
         se[..., j] = mass * r.standard_error
     cum = np.cumsum(plan.charged, axis=1)
-    cost = np.where(stops > 0, cum[np.arange(reps)[None, :], np.maximum(stops - 1, 0)], 0.0)
-    out = _pack(name, est, se, cost, ctx.T)
+    at = (np.arange(reps)[None, :], np.maximum(stops - 1, 0))
+    cost = np.where(stops > 0, cum[at], 0.0)
+    distinct = np.where(stops > 0, np.cumsum(plan.charged > 0, axis=1)[at], 0)
+    out = _pack(name, est, se, cost, ctx.T, distinct)
     out["budgets"] = b
     return out
 
@@ -195,6 +242,7 @@ def poisson(ctx, score, rng, reps, model, name):
     est = np.empty((ctx.rel.size, reps, ctx.n_targets))
     se = np.empty_like(est)
     cost = np.empty((ctx.rel.size, reps))
+    n = np.empty((ctx.rel.size, reps))
     for start in range(0, reps, CHUNK):
         U = rng.random((min(CHUNK, reps - start), t.n_units))
         for bi, B in enumerate(budgets):
@@ -205,7 +253,8 @@ def poisson(ctx, score, rng, reps, model, name):
             est[bi, sl] = e_
             se[bi, sl] = np.sqrt(np.clip(np.diagonal(cov, axis1=-2, axis2=-1), 0, None))
             cost[bi, sl] = mask @ ctx.c
-    return _pack(name, est, se, cost / ctx.scale, ctx.T)
+            n[bi, sl] = mask.sum(axis=1)
+    return _pack(name, est, se, cost / ctx.scale, ctx.T, n)
 
 
 def uniform(ctx, rng, reps, name, impute=False):
@@ -216,6 +265,7 @@ def uniform(ctx, rng, reps, name, impute=False):
     est = np.empty((ctx.rel.size, reps, ctx.n_targets))
     se = np.empty_like(est)
     cost = np.empty((ctx.rel.size, reps))
+    sizes = np.empty((ctx.rel.size, reps))
     free = np.ones(N, dtype=bool)
     for start in range(0, reps, CHUNK):
         rank = np.argsort(rng.random((min(CHUNK, reps - start), N)), axis=1).argsort(axis=1)
@@ -224,6 +274,7 @@ def uniform(ctx, rng, reps, name, impute=False):
             n = int(min(N, max(2, round(rel * ctx.scale / mean_c))))
             mask = (rank < n).astype(np.float64)
             cost[bi, sl] = mask @ ctx.c
+            sizes[bi, sl] = n
             if impute:
                 est[bi, sl] = _impute(ctx, mask)
                 se[bi, sl] = np.nan
@@ -231,7 +282,7 @@ def uniform(ctx, rng, reps, name, impute=False):
                 e_, cov = _srs_kernel(t.weights, ctx.u, free, n, mask, 0.0)
                 est[bi, sl] = e_
                 se[bi, sl] = np.sqrt(np.clip(np.diagonal(cov, axis1=-2, axis2=-1), 0, None))
-    return _pack(name, est, se, cost / ctx.scale, ctx.T)
+    return _pack(name, est, se, cost / ctx.scale, ctx.T, sizes)
 
 
 def _impute(ctx, mask):
@@ -248,31 +299,40 @@ def _impute(ctx, mask):
 
 
 def with_replacement(ctx, Q, rng, reps, model, name):
+    """Draws with replacement from Q (repeats free), Hansen-Hurwitz; repetitions in blocks of CHUNK."""
     t = ctx.t
     m = ctx.mom.mean if model else np.zeros(t.n_units)
     M = t.weights.T @ m
-    plan = draw_budgeted_batch(Q, ctx.c / ctx.scale, ctx.rel[-1], reps, rng, max_draws=40 * t.n_units)
-    stops = budget_stops(plan, ctx.rel)
-    x = plan.queries
-    n = stops.astype(float)
-    est = np.empty(stops.shape + (ctx.n_targets,))
+    est = np.empty((ctx.rel.size, reps, ctx.n_targets))
     se = np.empty_like(est)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        ratio = np.where(plan.valid, (ctx.u - m)[x] / np.where(Q[x] > 0, Q[x], 1.0), 0.0)
-    rows = np.arange(reps)[None, :]
-    idx = np.maximum(stops - 1, 0)
-    for j in range(ctx.n_targets):
-        z = ratio * t.weights[x, j]
-        s1 = np.cumsum(z, axis=1)[rows, idx]
-        s2 = np.cumsum(z * z, axis=1)[rows, idx]
-        with np.errstate(invalid="ignore", divide="ignore"):
-            mean = np.where(stops > 0, s1 / n, 0.0)
-            var = np.where(stops > 1, (s2 - n * mean**2) / (n - 1) / n, np.nan)
-        est[..., j] = mean + M[j]
-        se[..., j] = np.sqrt(np.clip(var, 0, None))
-    cum = np.cumsum(plan.charged, axis=1)
-    cost = np.where(stops > 0, cum[rows, idx], 0.0)
-    return _pack(name, est, se, cost, ctx.T)
+    cost = np.empty((ctx.rel.size, reps))
+    distinct = np.empty((ctx.rel.size, reps))
+    for start in range(0, reps, CHUNK):
+        # a concentrated Q needs many draws (repeats are free): one block of repetitions at a time,
+        # or the (repetitions x draws) arrays take gigabytes
+        nr = min(CHUNK, reps - start)
+        sl = slice(start, start + nr)
+        plan = draw_budgeted_batch(Q, ctx.c / ctx.scale, ctx.rel[-1], nr, rng, max_draws=40 * t.n_units)
+        stops = budget_stops(plan, ctx.rel)
+        x = plan.queries
+        n = stops.astype(float)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ratio = np.where(plan.valid, (ctx.u - m)[x] / np.where(Q[x] > 0, Q[x], 1.0), 0.0)
+        rows = np.arange(nr)[None, :]
+        idx = np.maximum(stops - 1, 0)
+        for j in range(ctx.n_targets):
+            z = ratio * t.weights[x, j]
+            s1 = np.cumsum(z, axis=1)[rows, idx]
+            s2 = np.cumsum(z * z, axis=1)[rows, idx]
+            with np.errstate(invalid="ignore", divide="ignore"):
+                mean = np.where(stops > 0, s1 / n, 0.0)
+                var = np.where(stops > 1, (s2 - n * mean**2) / (n - 1) / n, np.nan)
+            est[:, sl, j] = mean + M[j]
+            se[:, sl, j] = np.sqrt(np.clip(var, 0, None))
+        cum = np.cumsum(plan.charged, axis=1)
+        cost[:, sl] = np.where(stops > 0, cum[rows, idx], 0.0)
+        distinct[:, sl] = np.where(stops > 0, np.cumsum(plan.charged > 0, axis=1)[rows, idx], 0)
+    return _pack(name, est, se, cost, ctx.T, distinct)
 
 
 def two_stage(ctx, rng, reps, name, docs_per_query=2.0):
@@ -282,6 +342,7 @@ def two_stage(ctx, rng, reps, name, docs_per_query=2.0):
     est = np.empty((ctx.rel.size, reps, ctx.n_targets))
     se = np.empty_like(est)
     cost = np.empty((ctx.rel.size, reps))
+    n = np.empty((ctx.rel.size, reps))
     e = ctx.u - d.model_means
     for r in range(reps):
         plan = draw_two_stage(d, t, budgets[-1], rng)
@@ -291,6 +352,7 @@ def two_stage(ctx, rng, reps, name, docs_per_query=2.0):
         c1 = np.cumsum(z, axis=0)
         c2 = np.cumsum(z * z, axis=0)
         for bi, s in enumerate(stops):
+            n[bi, r] = s
             if s < 2:
                 est[bi, r], se[bi, r], cost[bi, r] = d.model_total, np.nan, cum[s - 1] if s else 0.0
                 continue
@@ -298,7 +360,7 @@ def two_stage(ctx, rng, reps, name, docs_per_query=2.0):
             est[bi, r] = mean + d.model_total
             se[bi, r] = np.sqrt(np.clip((c2[s - 1] - s * mean**2) / (s - 1) / s, 0, None))
             cost[bi, r] = cum[s - 1]
-    return _pack(name, est, se, cost / ctx.scale, ctx.T)
+    return _pack(name, est, se, cost / ctx.scale, ctx.T, n)
 
 
 def ubis(ctx, rng, reps, name, eps=0.05):
@@ -322,7 +384,8 @@ def ubis(ctx, rng, reps, name, eps=0.05):
             first = np.ones(flat.shape, dtype=bool)
             first[:, 1:] = flat[:, 1:] != flat[:, :-1]
             cost[ki, sl] = (first * ctx.c[flat]).sum(axis=1)
-    out = _pack(name, est, se, cost / ctx.scale, ctx.T)
+    n = np.repeat((ks * draws.shape[1])[:, None], reps, axis=1)
+    out = _pack(name, est, se, cost / ctx.scale, ctx.T, n)
     out["budgets"] = None
     return out
 
@@ -426,19 +489,19 @@ def savings(results, names, ref, n_boot=300, seed=0):
             cb, lb = curves(parts, ia)
             bb, _ = budget_to_reach(cb[order], lb[order], tb)
             boot.append(1 - bb / ref)
-        pooled_bias = np.mean([p["bias"] for p in parts], axis=0)  # (nb, T)
-        pooled_se = np.sqrt(np.mean([p["bias_se"] ** 2 for p in parts], axis=0)) / np.sqrt(len(parts))
-        z = np.abs(pooled_bias) / np.where(pooled_se > 0, pooled_se, np.inf)
-        # budgets where some run judged nothing have no estimate (its 0 is constant: SE ~ 1e-17)
-        z = np.where(valid.reshape(valid.shape + (1,) * (z.ndim - 1)), z, np.nan)
+        chk = pooled_check(parts)
+        big = chk["valid"] & (chk["n"] >= MIN_N)
         rows.append(dict(method=name, savings=float(1 - b / ref), low=float(np.quantile(boot, 0.025)),
                          high=float(np.quantile(boot, 0.975)), censored=int(cens), error_ref=float(t0),
-                         max_bias_z=float(np.nanmax(z)),
-                         coverage=float(np.mean([p["coverage"] for p in parts]))))
+                         n_folds=len(parts),
+                         max_bias_z=float(np.nanmax(chk["z"])) if chk["valid"].any() else np.nan,
+                         coverage=float(chk["coverage"][chk["valid"]].mean()) if chk["valid"].any() else np.nan,
+                         max_bias_z_n50=float(chk["z"][big].max()) if big.any() else np.nan,
+                         min_coverage_n50=float(chk["coverage"][big].min()) if big.any() else np.nan))
     return rows
 
 
-RAW_KEYS = ("loss", "cost", "coverage", "bias", "bias_se", "valid")
+RAW_KEYS = ("loss", "cost", "coverage", "bias", "bias_se", "valid", "n", "truth")
 
 
 def save_raw(path, res):
@@ -463,70 +526,123 @@ def load_raw(path):
     return res
 
 
+def budget_labels(name, r, rel):
+    """The budget grid of one design's result (UBIS: draws per query)."""
+    if r.get("budgets") is not None:
+        return np.asarray(r["budgets"], dtype=float)
+    return np.array(UBIS_K, float) if name == "ubis" else rel
+
+
+def determined(ctx):
+    """True if no document's label can change any target (e.g. two rankers with the same top 10)."""
+    return not bool((ctx.t.norms > 0).any())
+
+
+def run_dataset(ds, args, cfg, out_dir, say):
+    """Simulate every (fold, task) of one dataset; write its CSVs into ``out_dir``."""
+    spec = DATASETS[ds]
+    ref = float(spec.reference_budget)
+    rel = REL[REL <= max(spec.budgets)]
+    raw_dir = out_dir / "raw"
+    raw_dir.mkdir(parents=True, exist_ok=True)
+    # seeds depend on the dataset, not on its position in --datasets
+    di = list(DATASETS).index(ds)
+    curve_rows, save_rows, depth_rows, check_rows, skipped = [], [], [], [], []
+    all_res = {}
+    for fold in [int(f) for f in args.folds.split(",")]:
+        fm = fit_fold(spec, fold, cfg, data_root=cfg.data_root)
+        doc_costs, _ = document_costs(fm.pool, fm.pool.n_docs, spec.cost_model)
+        for ti, key in enumerate(args.tasks.split(",")):
+            tt = time.perf_counter()
+            ctx = Context(build_task(fm, key, fold), doc_costs, rel)
+            if determined(ctx):
+                # every design would be exact at zero cost and every loss 0: savings undefined
+                say(f"{ds} fold {fold} {key}: skipped, no judgment can change the target (the compared "
+                    f"top-10 lists give every document the same discount); exact value {ctx.T.tolist()}")
+                skipped.append(dict(dataset=ds, fold=fold, task=key, reason="determined", value=ctx.T.tolist()))
+                continue
+            raw_path = raw_dir / f"{ds}_fold{fold}_{key}_r{args.reps}.npz"
+            if raw_path.exists():  # resume: a finished (fold, task) is not simulated again
+                res = load_raw(raw_path)
+            else:
+                res = run_task(ctx, args.reps, [di, fold, ti])
+                save_raw(raw_path, res)
+            for name, r in res.items():
+                all_res.setdefault(key, {}).setdefault(name, []).append(r)
+                b = budget_labels(name, r, rel)
+                for bi in range(len(b)):
+                    curve_rows.append(dict(dataset=ds, fold=fold, task=key, method=name,
+                                           budget=b[bi], mean_cost=float(r["cost"][bi].mean()),
+                                           mean_loss=float(r["loss"][bi].mean()),
+                                           se_loss=float(r["loss"][bi].std(ddof=1) / np.sqrt(args.reps)),
+                                           coverage=float(r["coverage"][bi]),
+                                           max_abs_bias=float(np.abs(r["bias"][bi]).max()),
+                                           mean_n=float(r["n"][bi]),
+                                           valid=bool(r["valid"][bi]),
+                                           n_targets=ctx.n_targets))
+            for row in depth_k(ctx):
+                depth_rows.append(dict(dataset=ds, fold=fold, task=key, **row))
+            say(f"{ds} fold {fold} {key}: {time.perf_counter() - tt:.0f}s, peak RSS {peak_rss_gb():.1f} GB")
+    for key, res in all_res.items():
+        for row in savings(res, [n for n in QUERY_LEVEL + DOC_LEVEL if n != "passive"], ref):
+            save_rows.append(dict(dataset=ds, task=key, **row))
+        for name, parts in res.items():
+            chk = pooled_check(parts)
+            b = budget_labels(name, parts[0], rel)
+            for bi in range(len(b)):
+                check_rows.append(dict(dataset=ds, task=key, method=name, budget=b[bi], n_folds=len(parts),
+                                       mean_n=float(chk["n"][bi]), max_bias_z=float(chk["z"][bi]),
+                                       coverage=float(chk["coverage"][bi]), valid=bool(chk["valid"][bi])))
+    pd.DataFrame(curve_rows).to_csv(out_dir / "curves.csv", index=False)
+    sav = pd.DataFrame(save_rows)
+    sav.to_csv(out_dir / "savings.csv", index=False)
+    pd.DataFrame(depth_rows).to_csv(out_dir / "depth_k.csv", index=False)
+    pd.DataFrame(check_rows).to_csv(out_dir / "checks.csv", index=False)
+    pd.DataFrame(skipped, columns=["dataset", "fold", "task", "reason", "value"]).to_csv(
+        out_dir / "skipped.csv", index=False)
+    return sav
+
+
+def peak_rss_gb():
+    """Peak resident memory of this process so far (GB; Linux reports KiB)."""
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--datasets", default="mq2008")
+    ap.add_argument("--datasets", default="mq2008", help=f"comma list of {', '.join(DATASETS)}")
     ap.add_argument("--folds", default="1,2,3,4,5")
     ap.add_argument("--tasks", default=",".join(TASKS))
     ap.add_argument("--reps", type=int, default=1000)
     ap.add_argument("--cache", default=None)
     ap.add_argument("--data", default=None)
-    ap.add_argument("--out", default=str(RESULTS))
-    ap.add_argument("--raw", default=None, help="where per-(fold, task) raw results are kept (default <out>/raw)")
+    ap.add_argument("--out", default=str(RESULTS), help="results folder; each dataset writes <out>/<dataset>/")
     args = ap.parse_args()
     from pathlib import Path
 
-    out_dir = Path(args.out)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    raw_dir = Path(args.raw) if args.raw else out_dir / "raw"
-    raw_dir.mkdir(parents=True, exist_ok=True)
     cfg = config(args.cache, args.data)
-    t0 = time.perf_counter()
-    curve_rows, save_rows, depth_rows = [], [], []
-    for di, ds in enumerate(args.datasets.split(",")):
-        spec = DATASETS[ds]
-        ref = float(spec.reference_budget)
-        rel = REL[REL <= max(spec.budgets)]
-        all_res = {}
-        for fold in [int(f) for f in args.folds.split(",")]:
-            fm = fit_fold(spec, fold, cfg, data_root=cfg.data_root)
-            doc_costs, _ = document_costs(fm.pool, fm.pool.n_docs, spec.cost_model)
-            for ti, key in enumerate(args.tasks.split(",")):
-                tt = time.perf_counter()
-                ctx = Context(build_task(fm, key, fold), doc_costs, rel)
-                raw_path = raw_dir / f"{ds}_fold{fold}_{key}_r{args.reps}.npz"
-                if raw_path.exists():  # resume: a finished (fold, task) is not simulated again
-                    res = load_raw(raw_path)
-                else:
-                    res = run_task(ctx, args.reps, [di, fold, ti])
-                    save_raw(raw_path, res)
-                for name, r in res.items():
-                    all_res.setdefault(key, {}).setdefault(name, []).append(r)
-                    b = r["budgets"] if r.get("budgets") is not None else (
-                        np.array(UBIS_K, float) if name == "ubis" else rel)
-                    for bi in range(len(b)):
-                        curve_rows.append(dict(dataset=ds, fold=fold, task=key, method=name,
-                                               budget=b[bi], mean_cost=float(r["cost"][bi].mean()),
-                                               mean_loss=float(r["loss"][bi].mean()),
-                                               se_loss=float(r["loss"][bi].std(ddof=1) / np.sqrt(args.reps)),
-                                               coverage=float(r["coverage"][bi]),
-                                               max_abs_bias=float(np.abs(r["bias"][bi]).max()),
-                                               valid=bool(r["valid"][bi]),
-                                               n_targets=ctx.n_targets))
-                for row in depth_k(ctx):
-                    depth_rows.append(dict(dataset=ds, fold=fold, task=key, **row))
-                print(f"{ds} fold {fold} {key}: {time.perf_counter() - tt:.0f}s", flush=True)
-        for key, res in all_res.items():
-            for row in savings(res, [n for n in QUERY_LEVEL + DOC_LEVEL if n != "passive"], ref):
-                save_rows.append(dict(dataset=ds, task=key, **row))
-    curves = pd.DataFrame(curve_rows)
-    sav = pd.DataFrame(save_rows)
-    depth = pd.DataFrame(depth_rows)
-    curves.to_csv(out_dir / "curves.csv", index=False)
-    sav.to_csv(out_dir / "savings.csv", index=False)
-    depth.to_csv(out_dir / "depth_k.csv", index=False)
-    print(f"done in {time.perf_counter() - t0:.0f}s")
-    print(sav.pivot_table(index=["dataset", "task"], columns="method", values="savings").round(2).to_string())
+    for ds in args.datasets.split(","):
+        if ds not in DATASETS:
+            ap.error(f"unknown dataset {ds!r}; choose from {', '.join(DATASETS)}")
+    for ds in args.datasets.split(","):
+        out_dir = Path(args.out) / ds
+        out_dir.mkdir(parents=True, exist_ok=True)
+        log = open(out_dir / "run.log", "a")
+
+        def say(line, log=log):
+            print(line, flush=True)
+            log.write(line + "\n")
+            log.flush()
+
+        t0 = time.perf_counter()
+        say(f"# run.py --datasets {ds} --folds {args.folds} --reps {args.reps} ({time.strftime('%Y-%m-%d %H:%M')})")
+        sav = run_dataset(ds, args, cfg, out_dir, say)
+        say(f"{ds} done in {time.perf_counter() - t0:.0f}s, peak RSS {peak_rss_gb():.1f} GB")
+        if len(sav):
+            say(sav.pivot_table(index="task", columns="method", values="savings").round(2).to_string())
+        log.close()
 
 
 if __name__ == "__main__":

@@ -37,6 +37,8 @@ def test_data_root_from_argument_and_environment(tmp_path, monkeypatch):
 @pytest.mark.parametrize("name, layout, url", [
     ("mq2008", r"mq2008/S1\.txt \.\.\. mq2008/S5\.txt", "letor-4-0"),
     ("ohsumed", r"ohsumed-letor3/QueryLevelNorm/S1\.txt", "letor-3-0"),
+    ("trec-news", r"trec-news-2018-fastrank/trec_news_2018\.train, trec-news-2018-fastrank/trec_news_2018\.test",
+     "jjfiv/fastrank"),
     ("mslr-web30k", r"mslr-web30k/Fold1/train\.txt", "project/mslr"),
 ])
 def test_missing_dataset_names_dataset_layout_and_download_page(tmp_path, name, layout, url):
