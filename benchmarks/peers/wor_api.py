@@ -180,8 +180,11 @@ def main(argv=None):
                      f"{g.auto_ratio.min():.2f}–{g.auto_ratio.max():.2f} (gm {gm(g.auto_ratio):.2f}) | "
                      f"{(g.auto_high < 1).sum()}/{len(g)} |")
     worse = df[df.vs_ppi > 1.1]
-    lines += ["", f"All cells: active_wor's MSE is gm {gm(df.vs_default):.2f} of the 0.2 default's and gm "
-              f"{gm(df.vs_ppi):.2f} of PPI++'s; worse than PPI++ by more than 10% in {len(worse)} of {len(df)} "
+    lines += ["", f"All cells: active_wor's MSE is gm {gm(df.vs_default):.2f} (median {df.vs_default.median():.2f}) "
+              f"of the 0.2 default's and gm {gm(df.vs_ppi):.2f} (median {df.vs_ppi.median():.2f}) of PPI++'s (the "
+              "geometric means include the cells where a census makes the estimate exact); worse than the 0.2 "
+              f"default by more than 10% in {int((df.vs_default > 1.1).sum())} of {len(df)} cells; worse than "
+              f"PPI++ by more than 10% in {len(worse)} of {len(df)} "
               f"cells (max {df.vs_ppi.max():.2f}; at {', '.join(sorted({f'{int(b)}' for b in worse.budget}))} "
               "budget units)."]
     (RESULTS / "wor_api.md").write_text("\n".join(lines) + "\n")
