@@ -164,7 +164,8 @@ Estimate a ranker's mean metric from a budget of relevance judgments.
         the sample's cost within the budget, inclusion
         ``∝ p sqrt(Var[L|x] / lambda)`` with a defensive share) and estimates
         the model's exact pool mean plus the Horvitz-Thompson sum of the
-        residuals (unbiased; :mod:`activerank.design.wor_methods`); measured
+        residuals, with a coefficient tuned on the sample and shrunk towards 1
+        (:mod:`activerank.design.wor_methods`); measured
         on MQ2008 and OHSUMED (128 benchmark cells, ``benchmarks/peers``) its
         mean squared error is a median 0.86 of ``"active"``'s.
         ``"active"`` (Sawade et al.'s Algorithm 1, the default before 0.3)

@@ -203,10 +203,10 @@ for _m in (
            description="q ∝ p sqrt(Var[L|x] / lambda), tuned control variate"),
     Method("model_assisted_fixed", _variance, ModelAssisted(tuned=False),
            description="q ∝ p sqrt(Var[L|x] / lambda), control variate with coefficient 1"),
-    Method("active_wor", _variance, WithoutReplacementDesign(), replacement=False,
+    Method("active_wor", _variance, WithoutReplacementDesign(coefficient=None), replacement=False,
            description="budgeted sequential Poisson sample without replacement, inclusion ∝ p sqrt(Var[L|x] / "
                        "lambda) (defensive); the model's exact pool mean plus the Horvitz-Thompson sum of the "
-                       "residuals (difference estimator, unbiased)"),
+                       "residuals times a coefficient shrunk towards 1 (PPI++-style power tuning)"),
     Method("doc_dyn", _passive, DocumentHorvitzThompson(control_variate=True), unit="document",
            description="documents sampled independently (Poisson pi-ps on the model's residual variance); "
                        "the model's exact total plus Horvitz-Thompson of the residuals (Cormack & Grossman's "

@@ -83,8 +83,10 @@ def wor_estimate(ctx: RunContext, sample: WORSample, budget: float) -> Draws:
                         main.coefficient)
     own = None
     if target.kind != "mean" and target.changes is None:  # every document judged: each ranking's own value
-        # a difference: both rankings with the contrast's coefficient, so estimate_a - estimate_b = difference
-        beta = float(main.coefficient[0]) if target.kind == "difference" else None
+        # every ranking with the contrasts' (shared) coefficient, so the contrasts of the rankings' own
+        # estimates are the contrast estimates (estimate_a - estimate_b = difference)
+        coef = np.asarray(main.coefficient, dtype=np.float64)
+        beta = float(coef[0]) if coef.size and np.all(coef == coef[0]) else None
         own = _own(plug, ctx.ci, system_values, pred.system_mean, x, pi, p_norm, beta)
         if census.size:
             own = Estimate(pool_values[census].T @ d.p[census] + share * own.estimate, share**2 * own.covariance,
@@ -112,7 +114,7 @@ def _own(plug, ci, system_values, system_mean, x, pi, p_norm, beta) -> Estimate:
         return plug.fit(system_values, zeros, pi, p_norm[x], np.zeros(system_values.shape[1]), ci=ci,
                         coefficient=0.0).estimate
     return plug.fit(system_values, system_mean[x], pi, p_norm[x], system_mean.T @ p_norm, ci=ci,
-                    coefficient=beta).estimate
+                    coefficient=beta, fitted=beta is not None and plug.coefficient is None).estimate
 
 
 def _trace(ctx, x, pi, charged, values):

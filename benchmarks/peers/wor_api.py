@@ -4,8 +4,8 @@
 (:mod:`activerank.design.wor_methods`): budgeted sequential Poisson sample with
 scores ``p sqrt(Var[L|x] / lambda)`` (defensive 0.1) over the undetermined queries
 (comparisons: changeable-document costs, determined queries a census stratum),
-difference estimator ``M + HT(y - m)`` (unbiased), SE pooled with the model's
-predicted design variance, Student-t.  Simulated by the plug-in's own batched path
+estimator ``beta M + HT(y - beta m)`` with ``beta`` tuned on the sample and shrunk
+towards 1, SE pooled with the model's predicted design variance, Student-t on n - 2.  Simulated by the plug-in's own batched path
 (:meth:`~activerank.design.wor_methods.WithoutReplacementDesign.simulate`, equal to
 the engine's fit sample by sample: tests/design/test_wor_methods.py).
 
@@ -50,8 +50,10 @@ RESULTS = Path(__file__).resolve().parent / "results"
 
 
 def simulate_wor(t, lam, budgets, reps, seed):
-    """Per contrast: the plug-in's batched simulation over the undetermined queries (one shared sample:
-    the same generator state for every contrast); returns summed squared error per run and coverage."""
+    """All contrasts from one shared sample, as the API estimates them (one tuned coefficient shared by the
+    contrasts of k systems); returns summed squared error per run, coverage (mean over contrasts) and n."""
+    from scipy.stats import t as student
+
     plug = get_method("active_wor").estimator
     Y, Mx, V, p = t["Y"], t["M"], t["V"], t["p"]
     det = t.get("det", np.zeros(p.size, dtype=bool))
@@ -60,21 +62,15 @@ def simulate_wor(t, lam, budgets, reps, seed):
     pq = p[live] / mass
     scores = optimal_distribution(V.sum(0)[live], lam[live], pq, defensive=0.1)
     R = p @ Y.T
-    sq = np.zeros((len(budgets), reps))
-    covered = np.zeros((len(budgets), reps))
-    n = None
-    for j in range(Y.shape[0]):
-        out = plug.simulate(Y[j][live], Mx[j][live], pq, scores, lam[live], np.asarray(budgets, float), reps,
-                            np.random.default_rng(seed), output_variance=V[j][live])
-        est = mass * out["estimate"]  # determined queries: contrast exactly 0
-        se = mass * out["standard_error"]
-        n = out["n"]
-        from scipy.stats import t as student
-
-        q = student.ppf(0.975, np.maximum(n - 1, 1))
-        err = est - R[j]
-        sq += err**2
-        covered += (np.abs(err) <= q * se + 1e-12 * np.maximum(1.0, np.abs(R[j]))) / Y.shape[0]  # exact runs: SE 0
+    out = plug.simulate(Y[:, live].T, Mx[:, live].T, pq, scores, lam[live], np.asarray(budgets, float), reps,
+                        np.random.default_rng(seed), output_variance=V[:, live].T)
+    n = out["n"]
+    est = mass * out["estimate"].reshape(Y.shape[0], *n.shape)  # determined queries: contrast exactly 0
+    se = mass * out["standard_error"].reshape(est.shape)
+    q = student.ppf(0.975, np.maximum(n - (2 if plug.coefficient is None else 1), 1))  # as the plug-in's fit
+    err = est - R[:, None, None]
+    sq = (err**2).sum(0)
+    covered = (np.abs(err) <= q * se + 1e-12 * np.maximum(1.0, np.abs(R))[:, None, None]).mean(0)  # exact: SE 0
     return sq, covered, n
 
 

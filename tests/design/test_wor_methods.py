@@ -74,7 +74,8 @@ def test_trace_budget_and_the_difference_of_the_two_rankings():
     assert res.cost_spent <= 12 + 1e-9 and tr["cumulative_cost"].iloc[-1] == pytest.approx(res.cost_spent)
     assert np.all((tr["pi"] > 0) & (tr["pi"] <= 1)) and np.allclose(tr["weight"], tr["p"] / tr["pi"])
     assert res.estimate_a - res.estimate_b == pytest.approx(res.difference, rel=1e-12)
-    assert res.ci == "t" and res.dof == res.n_queries - 1 and res.control_coefficient == 1.0
+    # the registered method tunes the coefficient (shrunk towards 1): Student-t on n - 2
+    assert res.ci == "t" and res.dof == res.n_queries - 2 and np.isfinite(res.control_coefficient)
     # the same seed, the same sample and numbers
     again = ar.compare(pool, a, b, pool.probs, lab, budget=12, metric="dcg@5", method="active_wor", rng=4,
                        judge="all")
@@ -139,3 +140,28 @@ def test_unbiased_with_honest_intervals_through_the_api(scenario):
     assert abs(est.mean() - truth) <= 3 * est.std(ddof=1) / np.sqrt(reps)
     assert 0.7 <= np.mean(se**2) / est.var(ddof=1) <= 1.5
     assert cover >= 0.9
+
+
+def test_harness_path_with_several_outputs_shares_one_coefficient():
+    """k systems in the batched simulation: one sample, one tuned coefficient for every contrast, equal to
+    the engine's fit on every sample."""
+    pool, a, b, rng = _problem(6, n_queries=60)
+    labels = pool.sample_labels(rng)
+    dsg = ar.make_design(pool, (a, b), pool.probs, metric="dcg@5", method="active_wor")
+    y2 = _values(pool, labels, (a, b), "dcg@5")
+    y2 = np.column_stack([y2, -0.5 * y2])  # two outputs of different sign and scale
+    m = dsg.prediction.mean[:, 0]
+    m2 = np.column_stack([m, -0.5 * m])
+    plug = dsg.method_spec.estimator
+    budgets = np.array([8.0, 15.0])
+    out = plug.simulate(y2, m2, dsg.p, dsg.q, dsg.costs.cost, budgets, 4, np.random.default_rng(3))
+    batch = draw_without_replacement_batch(dsg.q, dsg.costs.cost, budgets, 4, np.random.default_rng(3))
+    for bi in range(budgets.size):
+        for r in range(4):
+            sel = batch.order[r][batch.mask()[bi, r]]
+            pi = batch.pi()[bi, r][batch.mask()[bi, r]]
+            fit = plug.fit(y2[sel], m2[sel], pi, dsg.p[sel], dsg.p @ m2, ci="normal")
+            np.testing.assert_allclose(fit.estimate.estimate, out["estimate"][:, bi, r], rtol=1e-10)
+            np.testing.assert_allclose(fit.estimate.standard_error, out["standard_error"][:, bi, r], rtol=1e-10)
+            # one shared coefficient: the second output is exactly -0.5 times the first
+            assert out["estimate"][1, bi, r] == pytest.approx(-0.5 * out["estimate"][0, bi, r], rel=1e-10)
