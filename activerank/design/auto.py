@@ -63,38 +63,33 @@ class AutoChoice:
 
 def predicted_query_variance(design, budget: float) -> float:
     """Predicted summed variance of a query-level design's estimate at ``budget`` (see the module notes)."""
-    if not design.method_spec.replacement:
-        return _predicted_wor_variance(design, budget)
-    q, p = design.q, design.p
-    census = design.census
-    live = q > 0
-    share = 1.0 - float(p[census].sum()) if census.size else 1.0
-    if not live.any() or share <= 0:
+    stratum = _sampled_stratum(design)
+    if stratum is None:
         return 0.0
-    p_rest = np.where(live, p, 0.0)
-    p_rest = p_rest / p_rest.sum()
-    per_draw = float(np.sum(p_rest[live] ** 2 / q[live] * design.prediction.sq_error[live]))
+    live, share, p_rest = stratum
+    q, pred = design.q, design.prediction
+    if not design.method_spec.replacement:  # the difference estimator under the planning inclusion probabilities
+        from .without_replacement import approximate_inclusion_probabilities
+
+        pi = approximate_inclusion_probabilities(q, design.costs.cost, float(budget))
+        ok = live & (pi > 0)
+        return share**2 * float(np.sum(p_rest[ok] ** 2 * (1.0 / pi[ok] - 1.0) * pred.variance[ok]))
+    per_draw = float(np.sum(p_rest[live] ** 2 / q[live] * pred.sq_error[live]))
     cost_per_draw = float(np.dot(q, design.costs.cost))
     return share**2 * per_draw * cost_per_draw / float(budget)
 
 
-def _predicted_wor_variance(design, budget: float) -> float:
-    """``share^2 sum_x p'(x)^2 (1 / pi(x) - 1) sum_j Var_theta[theta_j | x]``: the difference estimator's
-    variance under the planning inclusion probabilities of the sample without replacement."""
-    from .without_replacement import approximate_inclusion_probabilities
-
+def _sampled_stratum(design):
+    """``(live, share, p')``: the queries that can be sampled, their target mass and ``p`` renormalized on
+    them; None when nothing is left to sample."""
     q, p = design.q, design.p
     census = design.census
     live = q > 0
     share = 1.0 - float(p[census].sum()) if census.size else 1.0
     if not live.any() or share <= 0:
-        return 0.0
+        return None
     p_rest = np.where(live, p, 0.0)
-    p_rest = p_rest / p_rest.sum()
-    pi = approximate_inclusion_probabilities(q, design.costs.cost, float(budget))
-    ok = live & (pi > 0)
-    v = float(np.sum(p_rest[ok] ** 2 * (1.0 / pi[ok] - 1.0) * design.prediction.variance[ok]))
-    return share**2 * v
+    return live, share, p_rest / p_rest.sum()
 
 
 def choose_method(query_design, doc_design, budget: float) -> AutoChoice:

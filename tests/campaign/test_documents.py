@@ -22,23 +22,6 @@ DOC_METHODS = method_names(estimator=DocumentHorvitzThompson)
 OTHER_DOC_METHODS = tuple(m for m in method_names(unit="document") if m not in DOC_METHODS)
 
 
-@pytest.fixture(scope="module")
-def data():
-    return ar.load_sample()
-
-
-@pytest.fixture(scope="module")
-def probs(data):
-    train = ar.load_sample("train")
-    model = ar.relevance.make_relevance_model("lightgbm", 3, random_state=0, n_estimators=30)
-    return model.fit(train.X, train.labels).predict_proba(data.X)
-
-
-@pytest.fixture(scope="module")
-def labels(data):
-    return ar.KnownLabels.from_data(data)
-
-
 def read_tasks(path):
     path = str(path)
     with open(path, newline="") as f:

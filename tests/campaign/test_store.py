@@ -16,18 +16,6 @@ BUDGET = 12
 METRIC = "dcg@5"
 
 
-@pytest.fixture(scope="module")
-def data():
-    return ar.load_sample()
-
-
-@pytest.fixture(scope="module")
-def probs(data):
-    train = ar.load_sample("train")
-    model = ar.relevance.make_relevance_model("lightgbm", 3, random_state=0, n_estimators=30)
-    return model.fit(train.X, train.labels).predict_proba(data.X)
-
-
 @pytest.fixture()
 def camp(tmp_path, data, probs):
     c = Campaign.create(tmp_path / "c.db", data, data.X[:, 0], probs, budget=BUDGET, metric=METRIC, seed=3)

@@ -14,23 +14,6 @@ from activerank.campaign.store import WOR_SCHEMA_VERSION
 METHOD = "active_wor"
 
 
-@pytest.fixture(scope="module")
-def data():
-    return ar.load_sample()
-
-
-@pytest.fixture(scope="module")
-def probs(data):
-    train = ar.load_sample("train")
-    model = ar.relevance.make_relevance_model("lightgbm", 3, random_state=0, n_estimators=30)
-    return model.fit(train.X, train.labels).predict_proba(data.X)
-
-
-@pytest.fixture(scope="module")
-def labels(data):
-    return ar.KnownLabels.from_data(data)
-
-
 def _answers(camp, labels, queries=None):
     """One judgments row per task of the planned queries (all, or the pool indices ``queries``)."""
     rows = []
