@@ -345,6 +345,11 @@ def _create_args_iv(path, combine, overwrite, budget, seed, *, method=None, docu
         raise ValueError(f"`combine` must be one of {list(COMBINE_RULES)}; got {combine!r}.")
     if method is not None:
         spec = get_method(method)
+        if spec.unit == "prefix":
+            raise ValueError(
+                f"`method`={spec.name!r} decides how deep to judge a query from the labels it has seen, one "
+                "document at a time; a campaign exports its tasks before any label: use 'active_wor' or "
+                "'active' (or 'doc_dyn' for additive metrics).")
         if spec.unit == "document" and not documents:
             raise ValueError(
                 f"`method`={spec.name!r} samples single documents; a campaign on a distributed pool plans whole "
@@ -650,7 +655,7 @@ class Campaign:
                 texts[_key(q)] = str(t)
         dsg = prepare_design(pool, pool_, target, rankings, probs, metric=metric, k=k, method=method, costs=costs,
                              query_weights=query_weights, defensive=defensive, names=names, judge=judge,
-                             methods=method_names())
+                             methods=method_names(unit="query") + method_names(unit="document"))
         documents = wor = None
         if dsg.method_spec.unit == "document":  # the engine's Poisson sample of (query, document) units
             documents = plan_documents(dsg, pool_, budget, seed)

@@ -206,6 +206,15 @@ def prepare_design(pool, pool_, kind: str, rankings, probs, *, metric, k=None, m
             raise ValueError(
                 f"`method`={spec.name!r} does not support the {kind!r} target of {TARGET_KINDS.get(kind, kind)}(); "
                 f"its estimator handles {', '.join(repr(k) for k in supported) or 'no target'}.")
+    if spec.unit == "prefix":
+        if m.family != "cascade":
+            raise ValueError(
+                f"`method`={spec.name!r} judges a random-depth prefix of every sampled query and needs a cascade "
+                f"metric (ERR@k, RR@k); {str(m)!r} is a {m.family} metric: use 'doc_dyn' for additive metrics or "
+                "a query-level method such as 'active_wor'.")
+        if predicted is not None:
+            raise ValueError(f"`predicted` (per-query predictions) is not used by the prefix method {spec.name!r}; "
+                             "leave it None.")
     P = probs_iv(probs, n_rows=pool_.n_docs)
     target = make_target(kind, rankings, m, names, offsets=pool_.offsets, judge=judge)
     p = query_weights_iv(query_weights, pool_.n_queries)

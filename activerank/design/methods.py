@@ -52,6 +52,17 @@ name             draw                                               estimator
 ``two_stage``    queries by ``q``, ~2 documents per drawn query     two-stage, ``M + mean z_d``
 ``doc_ubis``     ``k`` draws inside every query from its ``Q_x``     UBIS-k (Schnabel et al. 2015)
 ================ ================================================== ===============================
+
+Prefix methods (``unit="prefix"``; cascade metrics: ERR, RR) sample queries
+(Poisson) and judge each sampled query top down until a stopping rule that
+looks at the labels seen says stop (:mod:`activerank.design.prefix`, run by
+:mod:`activerank.engine.prefix`):
+
+================ ================================================== ===============================
+name             draw                                               estimator
+================ ================================================== ===============================
+``prefix``       Poisson queries, judged to a random depth          ``M + HT(sum_j D_j / P_j)``
+================ ================================================== ===============================
 """
 
 from __future__ import annotations
@@ -64,6 +75,7 @@ import numpy as np
 from ..inference.estimators import Estimator, ModelAssisted, SelfNormalized
 from .document_methods import DocumentDesign, DocumentHorvitzThompson, HansenHurwitz, TwoStage, \
     UniformHorvitzThompson, WithinQuery
+from .prefix import PrefixSampling
 from .sampling import optimal_distribution
 from .wor_methods import WithoutReplacementDesign
 
@@ -88,11 +100,14 @@ class Method:
         Moments under the relevance model, or under uniform grade
         probabilities (the paper's uniD ablation).
     description : str
-    unit : {"query", "document"}
-        What a draw is: a whole query (``sample`` gives ``q``), or a (query,
+    unit : {"query", "document", "prefix"}
+        What a draw is: a whole query (``sample`` gives ``q``), a (query,
         document) pair (``estimator`` is a
         :class:`~activerank.design.document_methods.DocumentDesign` plug-in,
-        which draws and estimates; ``sample`` is not used).
+        which draws and estimates; ``sample`` is not used), or a query of
+        which a random-depth prefix is judged (``estimator`` is a
+        :class:`~activerank.design.prefix.PrefixSampling`; ``q > 0`` marks
+        the queries it may sample).
     replacement : bool, default True
         Query-level draws with replacement (Algorithm 1's budgeted loop), or
         one budgeted without-replacement sample (``estimator`` is a
@@ -150,8 +165,11 @@ def register_method(method: Method, *, replace: bool = False) -> Method:
         raise TypeError(f"`method.estimator` must be an Estimator; got {type(method.estimator).__name__}.")
     if method.relevance not in ("model", "uniform"):
         raise ValueError(f"`method.relevance` must be 'model' or 'uniform'; got {method.relevance!r}.")
-    if method.unit not in ("query", "document"):
-        raise ValueError(f"`method.unit` must be 'query' or 'document'; got {method.unit!r}.")
+    if method.unit not in ("query", "document", "prefix"):
+        raise ValueError(f"`method.unit` must be 'query', 'document' or 'prefix'; got {method.unit!r}.")
+    if (method.unit == "prefix") != isinstance(method.estimator, PrefixSampling):
+        raise ValueError("a method that judges a random-depth prefix of sampled queries (`unit`='prefix') needs a "
+                         "PrefixSampling estimator (activerank.design.prefix), and only it.")
     if (method.unit == "document") != isinstance(method.estimator, DocumentDesign):
         raise ValueError("a document-level method (`unit`='document') needs a DocumentDesign estimator "
                          "(activerank.design.document_methods), and only it.")
@@ -227,5 +245,9 @@ for _m in (
     Method("doc_ubis", _passive, WithinQuery(), unit="document",
            description="k draws with replacement inside every query (Schnabel et al. 2015's UBIS-k, k the "
                        "largest the budget affords); additive metrics"),
+    Method("prefix", _variance, PrefixSampling(), unit="prefix",
+           description="queries sampled independently, then a random-depth prefix of each judged top down (stop "
+                       "where the rest matters little); the model's prediction plus the importance-weighted "
+                       "conditional-expectation increments; cascade metrics (ERR, RR)"),
 ):
     register_method(_m)

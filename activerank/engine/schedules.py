@@ -57,6 +57,10 @@ class FixedBudget(Schedule):
             from .documents import document_sample
 
             return document_sample(ctx, self.budget, self.rng)
+        if d.method_spec.unit == "prefix":  # queries, then a random-depth prefix of each (the method's plug-in)
+            from .prefix import prefix_sample
+
+            return prefix_sample(ctx, self.budget, self.rng)
         if not d.method_spec.replacement:  # one budgeted sample without replacement, by the method's plug-in
             from .without_replacement import wor_sample
 

@@ -632,6 +632,9 @@ def simulate(problem: Problem, method, budgets, n_reps: int, rng=None, *,
     b = np.asarray(budgets, dtype=np.float64)
     if b.ndim != 1 or b.size == 0 or np.any(np.diff(b) <= 0):
         raise ValueError(f"`budgets` must be a non-empty increasing 1-d sequence; got {budgets!r}.")
+    if get_method(method).unit == "prefix":
+        raise ValueError(f"method {get_method(method).name!r} judges random-depth prefixes; it is simulated by "
+                         "PrefixSampling.simulate (benchmarks/peers/prefix_api.py), not by this harness.")
     if get_method(method).unit == "document":
         return _simulate_documents(problem, get_method(method), b, n_reps, rng, defensive)
     if not get_method(method).replacement:

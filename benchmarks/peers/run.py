@@ -206,7 +206,8 @@ def make_tasks(fm: FoldModels, name: str, metric: str, *, seed=SEED):
                 raise AssertionError("a determined query has a nonzero contrast")
             cc = changeable_costs(doc_costs, cs, scale=full.scale)
             cancel = {"queries": np.where(det, 0.0, 1.0), "documents": cc.cost}
-        t.update(det=det, cancel_costs=cancel, cost_scale=full.scale)
+        t.update(det=det, cancel_costs=cancel, cost_scale=full.scale, systems=systems,
+                 changes=cs if len(systems) > 1 else None)
         if parse_metric(metric).family == "additive":  # document-level designs (doc_dyn)
             dt = document_target(systems, n_docs=pool.n_docs, metric=metric, n_grades=pool.n_grades,
                                  contrasts=contrasts, query_weights=p)

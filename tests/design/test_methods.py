@@ -78,12 +78,20 @@ def test_every_registered_method_runs_through_estimate_harness_and_campaign(name
     probs = 0.5 * probs + 0.5 * np.eye(3)[data.labels]  # informative, never certain
     lab = ar.KnownLabels.from_data(data)
     a, b = data.X[:, 24], data.X[:, 39]
-    metric = "dcg@5"
+    metric = "err@5" if method.unit == "prefix" else "dcg@5"
     res = ar.estimate(data, a, probs, lab, budget=12, metric=metric, method=name, rng=1)
     assert res.method == name and np.isfinite(res.estimate) and res.standard_error > 0
     cmp = ar.compare(data, a, b, probs, lab, budget=12, metric=metric, method=name, rng=2)
     assert cmp.method == name and np.isfinite(cmp.difference)
     fm = ex.FoldModels(data, {"f": a, "g": b}, {"f": probs, "g": probs}, {})
+    if method.unit == "prefix":  # simulated by its plug-in (benchmarks/peers/prefix_api.py); no campaigns
+        prob = ex.build_problem(fm, ex.ScenarioInstance("t", "a", "test", "f", None, ("f",)), metric)
+        with pytest.raises(ValueError, match="PrefixSampling.simulate"):
+            ex.simulate(prob, name, [12, 20], 20, rng=0)
+        with pytest.raises(ValueError, match="one document at a time"):
+            ar.campaign.Campaign.create(tmp_path / "c.db", data, a, probs, budget=12, metric=metric, method=name,
+                                        seed=1)
+        return
     for inst in (ex.ScenarioInstance("t", "a", "test", "f", None, ("f",)),
                  ex.ScenarioInstance("u", "b", "test", "f", "g", ("f", "g"))):
         prob = ex.build_problem(fm, inst, metric)

@@ -1,0 +1,528 @@
+"""Judge a random-depth prefix of every sampled query: two-stage sampling for cascade metrics (ERR, RR).
+
+A cascade metric ``L = sum_i c(i) R(y_i) prod_{j<i} (1 - R(y_j))`` is not a sum
+over documents, so the document-level designs (:mod:`activerank.design.documents`)
+do not apply; but it is *multilinear* in the per-document values ``R(y_d)``.
+Under the relevance model (labels independent given ``x``), the expected value
+given the labels of some documents is therefore the metric evaluated with
+``R(y_d)`` for the judged documents and ``rho_d = E[R(y_d) | x, d]`` for the
+others.  Judge the query's documents one by one in a fixed order (the union of
+the compared top-``k`` lists by best rank; with ``judge="changeable"`` only
+those that can change a contrast) and let ``G_j`` be that conditional
+expectation after ``j`` judgments: ``G_0 = m(x)`` is the model's prediction,
+``G_J = L`` the true value, and the increments are exact,
+
+``D_j = G_j - G_{j-1} = (R(y_j) - rho_j) g_j``,
+
+with ``g_j`` the gradient of the target's contrasts with respect to document
+``j``'s value at the state before it is judged (it depends on earlier labels
+only).  Stop after document ``j`` with a probability that may depend on the
+labels seen: with ``U ~ Uniform(0, 1)`` drawn once per query and a
+non-increasing sequence ``P_j`` computed from the labels before ``j``,
+document ``j`` is judged iff ``U <= P_j``, so ``P(judged | labels) = P_j`` and
+
+``e(x) = sum_{j judged} D_j / P_j``
+
+is an unbiased estimate of ``L(x) - m(x)`` whatever the model.  Here
+``P_j = min(1, min_{l <= j} max(a_l, f_x) / tau_x)`` with the model's
+standard deviation of the increment ``a_l = sd(R(y_l)) ||g_l||`` (deep
+documents and documents below a likely relevant one matter little) and a
+defensive floor ``f_x``.  Queries are a Poisson sample with probabilities
+``pi_x``; the estimate is
+
+``T_hat = sum_pool p m + sum_S p (e / pi)``,
+
+with the unbiased variance estimate ``sum_S p^2 [(1 - pi)/pi^2 e e' +
+V_hat_x / pi]``, where ``V_hat_x = sum_{j, l judged} D_j D_l'
+(1/P_{min(j,l)} - 1) / P_{max(j,l)}`` estimates the within-query variance
+``sum_{j,l} D_j D_l' (1/P_{min(j,l)} - 1)`` (two judgments ``j < l`` happen
+together iff ``U <= P_l``).
+
+The design (:func:`plan_prefix`) chooses ``tau_x`` and ``pi_x`` together:
+for a price ``mu`` of one unit of expected cost, every query takes the
+``tau`` (from a grid, ``tau = 0`` meaning "judge everything") and ``pi``
+minimizing ``p^2 (V + W(tau)) / pi - p^2 V + mu pi C(tau)``, where ``V`` is
+the model's variance of the query's contrasts, ``W(tau)`` the added
+within-query variance and ``C(tau)`` the expected cost of the judged prefix
+(both by Monte Carlo under the model; the Monte Carlo only shapes the
+design, the estimate stays unbiased); ``mu`` is set so that the expected
+cost equals the budget.  Spending the budget in expectation is what the
+Poisson document designs do too (:mod:`activerank.engine.documents`).
+
+References
+----------
+.. [1] O. Chapelle, D. Metzler, Y. Zhang, P. Grinspan. "Expected reciprocal
+   rank for graded relevance." CIKM 2009 (the cascade metric).
+.. [2] C.-E. Särndal, B. Swensson, J. Wretman. *Model Assisted Survey
+   Sampling.* Springer, 1992, Sec. 4.3 (two-stage designs, their variance
+   and its unbiased estimator).
+.. [3] G. V. Cormack, M. R. Grossman. "Unbiased low-variance estimators for
+   precision and related information retrieval effectiveness measures."
+   SIGIR 2019 (the model's expectation plus importance-weighted residuals).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..inference.estimators import Estimator
+from ..ragged import Rankings
+
+__all__ = ["PrefixLayout", "PrefixPlan", "PrefixSampling", "cascade_gradients", "plan_prefix", "prefix_estimate",
+           "prefix_layout",
+           "stop_probabilities", "within_estimate"]
+
+#: Number of nonzero ``tau`` values the design tries per query (plus ``tau = 0``: judge everything).
+TAU_GRID = 24
+#: Simulated label vectors per query behind the planning averages.
+N_PLANNING_SIMULATIONS = 64
+#: Floor of the stopping score, as a share of the query's mean score (keeps every ``P_j > 0``).
+WITHIN_DEFENSIVE = 0.05
+
+
+@dataclass(frozen=True, eq=False)
+class PrefixLayout:
+    """Every query's documents in judging order (padded), and where they sit in each ranking.
+
+    Attributes
+    ----------
+    rows : ndarray of shape (n_queries, J), int64
+        Global document rows in judging order; ``-1`` pads.
+    mask : ndarray of shape (n_queries, J), bool
+        Real entries.
+    pos : ndarray of shape (n_queries, J, n_systems), int64
+        0-based rank of the document in every system's top ``k`` (``-1``: absent).
+    system_rows : ndarray of shape (n_queries, n_systems, k), int64
+        Every system's top ``k`` (``-1`` pads).
+    cost : ndarray of shape (n_queries, J)
+        Cost of a new judgment in the budget's unit (0 for padding and documents judged already).
+    values : ndarray of shape (n_grades,)
+        The metric's ``R(y)`` per grade.
+    discount : ndarray of shape (k,)
+        ``c(i)`` per 0-based rank.
+    contrast : ndarray of shape (n_outputs, n_systems)
+    """
+
+    rows: np.ndarray
+    mask: np.ndarray
+    pos: np.ndarray
+    system_rows: np.ndarray
+    cost: np.ndarray
+    values: np.ndarray
+    discount: np.ndarray
+    contrast: np.ndarray
+
+    @property
+    def n_queries(self) -> int:
+        return self.rows.shape[0]
+
+    def system_values(self, probs) -> np.ndarray:
+        """``rho = E[R(y)]`` at every system rank, shape (n_queries, n_systems, k) (0 on padding)."""
+        rho = probs @ self.values
+        r = self.system_rows
+        return np.where(r >= 0, rho[np.maximum(r, 0)], 0.0)
+
+
+def _padded(r: Rankings, k: int) -> np.ndarray:
+    lens = np.minimum(np.diff(r.offsets), k)
+    j = np.arange(k)
+    m = j[None, :] < lens[:, None]
+    out = np.full((r.n_queries, k), -1, dtype=np.int64)
+    out[m] = r.items[(r.offsets[:-1, None] + j[None, :])[m]]
+    return out
+
+
+def prefix_layout(rankings, contrast, metric, n_grades: int, n_docs: int, query_costs, document_costs, *,
+                  keep: Rankings | None = None, judged=None) -> PrefixLayout:
+    """The judging order of every query: its documents by best rank over the systems, ties by system order.
+
+    Parameters
+    ----------
+    rankings : sequence of Rankings
+        The compared rankings, truncated at the metric's cutoff.
+    contrast : ndarray of shape (n_outputs, n_systems)
+    metric : Metric
+        A cascade metric (its ``R(y)`` and ``c(i)``).
+    n_grades, n_docs : int
+    query_costs : ndarray of shape (n_queries,)
+        Cost of judging every document of the query to judge, in the budget's unit.
+    document_costs : ndarray of shape (n_docs,)
+        Raw per-document costs: a query's cost is split over its documents in proportion.
+    keep : Rankings, optional
+        Per query, the only rows to judge (the changeable ones; the others cancel in every contrast).
+    judged : ndarray of shape (n_docs,), bool, optional
+        Documents judged already (free).
+    """
+    systems = list(rankings)
+    N, s = systems[0].n_queries, len(systems)
+    k = int(metric.k) if metric.k is not None else max(int(np.diff(r.offsets).max(initial=0)) for r in systems)
+    k = max(k, 1)
+    srows = np.stack([_padded(r, k) for r in systems], axis=1)  # (N, s, k)
+    rank = np.broadcast_to(np.arange(k)[None, None, :], srows.shape)
+    sys_ = np.broadcast_to(np.arange(s)[None, :, None], srows.shape)
+    qx = np.broadcast_to(np.arange(N)[:, None, None], srows.shape)
+    ok = srows >= 0
+    x, row, rk, sy = qx[ok], srows[ok], rank[ok], sys_[ok]
+    if keep is not None:
+        kq = np.repeat(np.arange(N), np.diff(keep.offsets))
+        keys = np.asarray(keep.items, dtype=np.int64) + kq * np.int64(n_docs)
+        inside = np.isin(x.astype(np.int64) * n_docs + row, keys)
+        x, row, rk, sy = x[inside], row[inside], rk[inside], sy[inside]
+    order = np.lexsort((sy, rk, x))
+    x, row, rk = x[order], row[order], rk[order]
+    _, first = np.unique(x.astype(np.int64) * n_docs + row, return_index=True)
+    first = np.sort(first)  # first appearance in (query, rank, system) order
+    x, row = x[first], row[first]
+    counts = np.bincount(x, minlength=N)
+    J = max(int(counts.max(initial=0)), 1)
+    start = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    col = np.arange(x.size) - start[x]
+    rows = np.full((N, J), -1, dtype=np.int64)
+    rows[x, col] = row
+    mask = rows >= 0
+    pos = np.full((N, J, s), -1, dtype=np.int64)
+    for si in range(s):
+        hit = (rows[:, :, None] == srows[:, si, None, :]) & mask[:, :, None]
+        pos[:, :, si] = np.where(hit.any(-1), hit.argmax(-1), -1)
+    raw = np.where(mask, np.asarray(document_costs, dtype=np.float64)[np.maximum(rows, 0)], 0.0)
+    tot = raw.sum(1, keepdims=True)
+    share = np.divide(raw, tot, out=np.where(mask, 1.0 / np.maximum(counts[:, None], 1), 0.0), where=tot > 0)
+    cost = np.asarray(query_costs, dtype=np.float64)[:, None] * share
+    if judged is not None:
+        cost = np.where(mask & np.asarray(judged)[np.maximum(rows, 0)], 0.0, cost)
+    return PrefixLayout(rows, mask, pos, srows, cost, metric.grade_values(n_grades),
+                        np.asarray(metric.discounts(k), dtype=np.float64), np.asarray(contrast, dtype=np.float64))
+
+
+def _gradient(rho: np.ndarray, discount: np.ndarray, pos: np.ndarray, contrast: np.ndarray) -> np.ndarray:
+    """Gradient of the contrasts w.r.t. the document at ``pos`` (per system), state ``rho``: (B, t)."""
+    one = 1.0 - rho
+    S = np.ones_like(rho)
+    S[..., 1:] = np.cumprod(one[..., :-1], axis=-1)
+    k = rho.shape[-1]
+    T = np.zeros_like(rho)
+    for r in range(k - 2, -1, -1):  # the tail below rank r, with its own survival products
+        T[..., r] = discount[r + 1] * rho[..., r + 1] + one[..., r + 1] * T[..., r + 1]
+    g = S * (discount - T)
+    at = np.take_along_axis(g, np.maximum(pos, 0)[..., None], axis=-1)[..., 0]
+    return np.where(pos >= 0, at, 0.0) @ contrast.T
+
+
+def _reveal(rho: np.ndarray, pos: np.ndarray, value: np.ndarray) -> None:
+    b, si = np.nonzero(pos >= 0)
+    rho[b, si, pos[b, si]] = value[b]
+
+
+def cascade_gradients(layout: PrefixLayout, queries, rho_sys, grade_values) -> np.ndarray:
+    """Gradients ``g_j`` along the full judging path of ``B`` label vectors, shape (B, J, n_outputs).
+
+    Parameters
+    ----------
+    layout : PrefixLayout
+    queries : ndarray of shape (B,)
+        The query of every path.
+    rho_sys : ndarray of shape (n_queries, n_systems, k)
+        The model's ``rho`` at every system rank (:meth:`PrefixLayout.system_values`).
+    grade_values : ndarray of shape (B, J)
+        ``R(y_j)`` of the path's labels (anything on padding).
+    """
+    rho = rho_sys[queries].copy()
+    pos = layout.pos[queries]
+    J = layout.rows.shape[1]
+    out = np.zeros((queries.size, J, layout.contrast.shape[0]))
+    for j in range(J):
+        out[:, j] = _gradient(rho, layout.discount, pos[:, j], layout.contrast)
+        _reveal(rho, pos[:, j], grade_values[:, j])
+    return out
+
+
+def stop_probabilities(scores, floor, tau) -> np.ndarray:
+    """``P_j = min(1, min_{l <= j} max(a_l, floor) / tau)`` (``tau = 0``: 1), shape of ``scores`` (B, J)."""
+    tau = np.asarray(tau, dtype=np.float64)[:, None]
+    a = np.minimum.accumulate(np.maximum(scores, np.asarray(floor, dtype=np.float64)[:, None]), axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        P = np.where(tau > 0, np.minimum(1.0, a / np.where(tau > 0, tau, 1.0)), 1.0)
+    return P
+
+
+def within_estimate(D, P, judged):
+    """``e = sum_judged D_j / P_j`` and ``V_hat = sum_{j,l judged} D_j D_l' (1/P_min - 1)/P_max``.
+
+    Parameters
+    ----------
+    D : ndarray of shape (B, J, t)
+    P : ndarray of shape (B, J)
+        Non-increasing along ``J``.
+    judged : ndarray of shape (B, J), bool
+
+    Returns
+    -------
+    e : ndarray of shape (B, t)
+    V : ndarray of shape (B, t, t)
+    """
+    Dj = np.where(judged[..., None], D, 0.0)
+    Pj = np.where(judged, P, 1.0)
+    e = (Dj / Pj[..., None]).sum(1)
+    J = P.shape[1]
+    early = np.minimum.outer(np.arange(J), np.arange(J))
+    late = np.maximum.outer(np.arange(J), np.arange(J))
+    K = (1.0 / Pj[:, early] - 1.0) / Pj[:, late]
+    V = np.einsum("bjl,bjs,blt->bst", K, Dj, Dj)
+    return e, V
+
+
+@dataclass(frozen=True, eq=False)
+class PrefixPlan:
+    """The design of a budget: query inclusion probabilities and every query's stopping rule.
+
+    Attributes
+    ----------
+    pi : ndarray of shape (n_queries,)
+        Poisson inclusion probability (0 for queries not sampled: determined or ``p = 0``).
+    tau : ndarray of shape (n_queries,)
+        Stopping scale (0: judge every document of the query).
+    floor : ndarray of shape (n_queries,)
+        Floor of the stopping score.
+    expected_cost : ndarray of shape (n_queries,)
+        Model-expected cost of the query's judged prefix.
+    within_variance : ndarray of shape (n_queries,)
+        Model-expected added within-query variance (summed over outputs).
+    budget : float
+        Expected cost of the design (``sum pi C``).
+    """
+
+    pi: np.ndarray
+    tau: np.ndarray
+    floor: np.ndarray
+    expected_cost: np.ndarray
+    within_variance: np.ndarray
+    budget: float
+
+    @property
+    def exact(self) -> bool:
+        """Every sampled query judged whole with probability one (a census of the live queries)."""
+        live = self.pi > 0
+        return bool(np.all(self.pi[live] >= 1.0) and np.all(self.tau[live] == 0.0))
+
+
+def _simulate_labels(probs_rows, n_sims, rng) -> np.ndarray:
+    cdf = np.cumsum(probs_rows, axis=-1)
+    u = rng.random((probs_rows.shape[0], n_sims, probs_rows.shape[1], 1))
+    y = (u > cdf[:, None]).sum(-1)
+    return np.minimum(y, probs_rows.shape[-1] - 1)
+
+
+def plan_prefix(layout: PrefixLayout, probs, p, variance, live, budget: float, rng, *, defensive: float = 0.1,
+                n_sims: int = N_PLANNING_SIMULATIONS, chunk: int = 4096) -> PrefixPlan:
+    """Choose ``pi_x`` and ``tau_x`` for an expected ``budget`` (module docstring).
+
+    Parameters
+    ----------
+    layout : PrefixLayout
+    probs : ndarray of shape (n_docs, n_grades)
+    p : ndarray of shape (n_queries,)
+        Query weights of the target.
+    variance : ndarray of shape (n_queries,)
+        The model's variance of the query's contrasts (summed over outputs).
+    live : ndarray of shape (n_queries,), bool
+        Queries that can be sampled (``p > 0``, not determined).
+    budget : float
+    rng : numpy.random.Generator
+        Randomness of the planning simulations only.
+    defensive : float
+        Share of the pool's mean variance added to every query's, so that no live query has ``pi = 0``.
+    """
+    N, J = layout.rows.shape
+    rho_sys = layout.system_values(probs)
+    R = layout.values
+    safe_rows = np.maximum(layout.rows, 0)
+    rho = probs[safe_rows] @ R
+    sd = np.sqrt(np.maximum(probs[safe_rows] @ R**2 - rho**2, 0.0))
+    full_cost = layout.cost.sum(1)
+    W = np.zeros((TAU_GRID + 1, N))
+    C = np.repeat(full_cost[None, :], TAU_GRID + 1, axis=0)
+    taus = np.zeros((TAU_GRID + 1, N))
+    floor = np.zeros(N)
+    idx = np.flatnonzero(live)
+    for lo in range(0, idx.size, chunk):
+        q = idx[lo:lo + chunk]
+        y = _simulate_labels(probs[safe_rows[q]], n_sims, rng)  # (n, M, J); padding is masked below
+        paths = np.repeat(q, n_sims)
+        f = R[y.reshape(q.size * n_sims, J)]
+        g = cascade_gradients(layout, paths, rho_sys, f)  # (nM, J, t)
+        gn = np.sqrt((g**2).sum(-1))
+        m = layout.mask[paths]
+        a = np.where(m, sd[paths] * gn, np.inf)
+        d2 = np.where(m, (f - rho[paths]) ** 2 * gn**2, 0.0)
+        mean_a = np.where(m, a, 0.0).sum(1).reshape(q.size, n_sims).sum(1) / np.maximum(
+            m.sum(1).reshape(q.size, n_sims).sum(1), 1)
+        fl = WITHIN_DEFENSIVE * mean_a
+        floor[q] = fl
+        top = np.where(m, a, 0.0).max(1).reshape(q.size, n_sims).max(1)
+        grid = np.geomspace(1e-3, 1.0, TAU_GRID)[:, None] * np.maximum(top, fl)[None, :]
+        cost = layout.cost[paths]
+        for gi in range(TAU_GRID):
+            tau = np.where(fl > 0, grid[gi], 0.0)
+            P = stop_probabilities(a, np.repeat(fl, n_sims), np.repeat(tau, n_sims))
+            with np.errstate(divide="ignore", invalid="ignore"):
+                w = np.where(m & (P > 0), d2 * (1.0 / P - 1.0), 0.0).sum(1)
+            W[gi + 1, q] = w.reshape(q.size, n_sims).mean(1)
+            C[gi + 1, q] = np.where(m, P * cost, 0.0).sum(1).reshape(q.size, n_sims).mean(1)
+            taus[gi + 1, q] = tau
+    V = np.where(live, np.asarray(variance, dtype=np.float64), 0.0)
+    V = (1.0 - defensive) * V + defensive * (V[live].mean() if live.any() else 0.0)
+    pw = np.where(live, np.asarray(p, dtype=np.float64), 0.0)
+    total = float(full_cost[live].sum())
+    if budget >= total:  # judge every live query whole: the value is exact
+        pi = live.astype(np.float64)
+        return PrefixPlan(pi, np.zeros(N), floor, full_cost, np.zeros(N), total)
+    Ccl = np.maximum(C, 1e-300)
+
+    def choose(mu):
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            pis = np.minimum(1.0, pw[None] * np.sqrt((V[None] + W) / (mu * Ccl)))
+            val = np.where(pis > 0, pw[None] ** 2 * (V[None] + W) / pis, 0.0) - pw[None] ** 2 * V[None] \
+                + mu * pis * C
+        j = np.argmin(val, axis=0)
+        cols = np.arange(N)
+        return np.where(live, pis[j, cols], 0.0), j
+
+    lo_mu, hi_mu = 1e-30, 1e30
+    for _ in range(200):
+        mu = np.sqrt(lo_mu * hi_mu)
+        pi, j = choose(mu)
+        if float(np.dot(pi, C[j, np.arange(N)])) > budget:
+            lo_mu = mu
+        else:
+            hi_mu = mu
+        if hi_mu / lo_mu < 1 + 1e-10:
+            break
+    pi, j = choose(hi_mu)
+    cols = np.arange(N)
+    Cx = C[j, cols]
+    return PrefixPlan(pi, taus[j, cols], floor, Cx, W[j, cols], float(np.dot(pi, Cx)))
+
+
+# --------------------------------------------------------------------------- the method plug-in
+
+
+def prefix_estimate(e, V, pi, p, pool_mean):
+    """The two-stage difference estimator and its unbiased covariance estimate.
+
+    Parameters
+    ----------
+    e : ndarray of shape (n, t)
+        Within-query estimates of ``L(x) - m(x)`` of the sampled queries.
+    V : ndarray of shape (n, t, t)
+        Their within-query covariance estimates.
+    pi, p : ndarray of shape (n,)
+    pool_mean : ndarray of shape (t,)
+        ``sum_pool p m``.
+
+    Returns
+    -------
+    estimate : ndarray of shape (t,)
+    covariance : ndarray of shape (t, t)
+    """
+    w = p / pi
+    est = np.asarray(pool_mean, dtype=np.float64) + w @ e
+    c1 = ((1.0 - pi) * w**2)[:, None, None] * e[:, :, None] * e[:, None, :]
+    cov = c1.sum(0) + np.einsum("n,nst->st", p**2 / pi, V)
+    return est, cov
+
+
+class PrefixSampling(Estimator):
+    """Plug-in of the ``prefix`` method: Poisson queries, a random-depth prefix judged in each (module doc).
+
+    Attributes
+    ----------
+    targets : tuple of str
+        Every target kind (one ranker, differences, candidates vs a baseline, systems vs the mean system).
+    n_sims : int
+        Planning simulations per query.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from activerank.design.prefix import prefix_estimate
+    >>> est, cov = prefix_estimate(np.array([[0.1], [-0.1]]), np.zeros((2, 1, 1)), np.array([0.5, 0.5]),
+    ...                            np.array([0.5, 0.5]), np.array([0.3]))
+    >>> est.tolist()
+    [0.3]
+    """
+
+    name = "prefix"
+    uses_predictions = True
+    targets = ("mean", "difference", "baseline", "ranking")
+
+    def __init__(self, *, n_sims: int = N_PLANNING_SIMULATIONS):
+        self.n_sims = int(n_sims)
+
+    def __call__(self, values, weights, *, predictions=None, pool_predictions=None, n_distinct=None):
+        raise TypeError("the prefix method judges documents one by one within sampled queries; the engine runs "
+                        "it (activerank.engine.prefix), not on weighted query draws.")
+
+    def prefix(self, values, weights, stops, *, predictions=None, pool_prediction=None, queries=None):
+        raise TypeError("the prefix method has no query-draw batched estimator; benchmarks simulate it with "
+                        "PrefixSampling.simulate.")
+
+    def plan(self, layout, probs, p, variance, live, budget, rng, *, defensive=0.1) -> PrefixPlan:
+        return plan_prefix(layout, probs, p, variance, live, budget, rng, defensive=defensive, n_sims=self.n_sims)
+
+    @staticmethod
+    def draw(plan: PrefixPlan, rng):
+        """Poisson sample of queries and one uniform per sampled query: (queries, U)."""
+        u = rng.random(plan.pi.size)
+        x = np.flatnonzero(u < plan.pi)
+        return x, rng.random(x.size)
+
+    @staticmethod
+    def simulate(layout, plan, probs, labels, p, mean, n_reps, rng):
+        """Batched repetitions on a fully labelled pool (benchmarks): estimates and covariances.
+
+        The judging path of a query is a deterministic function of its labels, so
+        ``D`` and ``P`` are computed once per query; a repetition only draws the
+        Poisson sample and the uniforms.
+
+        Returns
+        -------
+        estimate : ndarray of shape (n_reps, t)
+        covariance : ndarray of shape (n_reps, t, t)
+        n : ndarray of shape (n_reps,)
+            Sampled queries.
+        cost : ndarray of shape (n_reps,)
+            Realized cost.
+        """
+        N, J = layout.rows.shape
+        live = plan.pi > 0
+        q = np.flatnonzero(live)
+        R = layout.values
+        safe = np.maximum(layout.rows[q], 0)
+        f = R[labels[safe]]
+        rho = probs[safe] @ R
+        sd = np.sqrt(np.maximum(probs[safe] @ R**2 - rho**2, 0.0))
+        g = cascade_gradients(layout, q, layout.system_values(probs), f)
+        m = layout.mask[q]
+        D = np.where(m[..., None], (f - rho)[..., None] * g, 0.0)
+        a = np.where(m, sd * np.sqrt((g**2).sum(-1)), np.inf)
+        P = stop_probabilities(a, plan.floor[q], plan.tau[q])
+        t = layout.contrast.shape[0]
+        pool_mean = p @ mean
+        est = np.zeros((n_reps, t))
+        cov = np.zeros((n_reps, t, t))
+        n = np.zeros(n_reps, dtype=np.int64)
+        cost = np.zeros(n_reps)
+        for r in range(n_reps):
+            s = rng.random(q.size) < plan.pi[q]
+            U = rng.random(int(s.sum()))
+            judged = m[s] & (U[:, None] <= P[s])
+            e, V = within_estimate(D[s], P[s], judged)
+            est[r], cov[r] = prefix_estimate(e, V, plan.pi[q][s], p[q][s], pool_mean)
+            n[r] = s.sum()
+            cost[r] = float(np.where(judged, layout.cost[q][s], 0.0).sum())
+        return est, cov, n, cost
+
+    def __repr__(self) -> str:
+        return f"PrefixSampling(n_sims={self.n_sims})"

@@ -1,0 +1,111 @@
+"""The ``prefix`` method in the engine: Poisson queries, a random-depth prefix judged in each.
+
+A registered method with ``unit="prefix"`` (:mod:`activerank.design.methods`,
+its plug-in a :class:`~activerank.design.prefix.PrefixSampling`) runs through
+the engine's fixed-budget schedule and this one function: the plug-in plans the
+design for the budget (query inclusion probabilities and per-query stopping
+rules), draws the Poisson sample of queries and their uniforms; the labeler is
+asked -- through the one labeling step, one document per request, top down --
+for the documents of every sampled query until its stopping rule says stop;
+the plug-in's estimator turns the judged prefixes into the estimate and its
+covariance.  Documents judged earlier (``judgments=``) are free.  The budget is
+spent in expectation, as by the Poisson document designs.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..design.prefix import _gradient, _reveal, prefix_estimate, prefix_layout, within_estimate
+from ..inference.estimators import Estimate
+from .core import Draws, RunContext
+
+__all__ = ["prefix_sample"]
+
+
+def _layout(design, judged):
+    t = design.target
+    keep = t.changes.rows if t.changes is not None else None
+    return prefix_layout(t.rankings, t.contrast, t.metric, design.n_grades, design.probs.shape[0],
+                         design.costs.cost, design.document_costs, keep=keep, judged=judged)
+
+
+def prefix_sample(ctx: RunContext, budget: float, rng) -> Draws:
+    """Plan, draw and judge the ``prefix`` design for ``budget``; estimate.
+
+    Returns
+    -------
+    Draws
+        One entry per sampled query, with ``estimate`` and ``trace`` set
+        (the trace has one row per judged document).
+    """
+    import pandas as pd
+
+    d = ctx.design
+    plug = d.method_spec.estimator
+    labels = ctx.judgments.labels
+    if not d.q.any():  # every query is determined: nothing to draw or judge
+        return Draws.census_only(d, budget)
+    layout = _layout(d, labels >= 0)
+    live = d.q > 0
+    plan = plug.plan(layout, d.probs, d.p, d.prediction.variance, live, float(budget), rng,
+                     defensive=d.defensive)
+    if plan.pi.sum() < 2.0 and not plan.exact:
+        raise ValueError(f"`budget`={budget:g} is too small for the prefix method: it samples "
+                         f"{plan.pi.sum():.3g} queries in expectation; at least 2 are needed for a standard error.")
+    x, U = plug.draw(plan, rng)
+    R = layout.values
+    rows, mask = layout.rows[x], layout.mask[x]
+    safe = np.maximum(rows, 0)
+    rho = d.probs[safe] @ R
+    sd = np.sqrt(np.maximum(d.probs[safe] @ R**2 - rho**2, 0.0))
+    state = layout.system_values(d.probs)[x].copy()
+    n, J = rows.shape
+    t = layout.contrast.shape[0]
+    D = np.zeros((n, J, t))
+    P = np.ones((n, J))
+    judged = np.zeros((n, J), dtype=bool)
+    new = np.zeros((n, J), dtype=bool)
+    prev = np.ones(n)
+    tau, floor = plan.tau[x], plan.floor[x]
+    for j in range(J):
+        active = mask[:, j] & (U <= prev)
+        if not active.any():
+            break
+        g = _gradient(state, layout.discount, layout.pos[x, j], layout.contrast)
+        a = np.maximum(sd[:, j] * np.sqrt((g**2).sum(-1)), floor)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            Pj = np.where(tau > 0, np.minimum(prev, np.minimum(1.0, a / np.where(tau > 0, tau, 1.0))), 1.0)
+        hit = active & (U <= Pj)
+        new[:, j] = hit & (labels[safe[:, j]] < 0)
+        for i in np.flatnonzero(hit):
+            ctx.judgments.ask(ctx.labeler, int(x[i]), rows[i, j:j + 1],
+                              where=f" (prefix sample, query position {i}, document {j})")
+        f = np.where(hit, R[np.maximum(labels[safe[:, j]], 0)], rho[:, j])
+        D[:, j] = np.where(hit[:, None], (f - rho[:, j])[:, None] * g, 0.0)
+        _reveal(state, np.where(hit[:, None], layout.pos[x, j], -1), f)
+        P[:, j] = np.where(active, Pj, prev)
+        prev = np.where(active, Pj, prev)
+        judged[:, j] = hit
+    e, V = within_estimate(D, P, judged)
+    pool_mean = d.prediction.pool_mean(d.p)
+    pi = plan.pi[x]
+    est, cov = prefix_estimate(e, V, pi, d.p[x], pool_mean)
+    charged_doc = np.where(new, layout.cost[x], 0.0)
+    charged = charged_doc.sum(1)
+    jq, jj = np.nonzero(judged)
+    trace = pd.DataFrame({
+        "query": x[jq], "query_id": np.asarray(ctx.pool.query_ids)[x[jq]], "doc_row": rows[jq, jj],
+        "doc_id": ctx.pool.doc_keys(rows[jq, jj]), "depth": jj, "pi": pi[jq], "P": P[jq, jj], "p": d.p[x[jq]],
+        "new": new[jq, jj], "cost": charged_doc[jq, jj], "grade": labels[rows[jq, jj]],
+    })
+    trace["cumulative_cost"] = np.cumsum(trace["cost"].to_numpy())
+    trace.attrs.update(design="Poisson sample of queries, a random-depth prefix judged in each (prefix)",
+                       expected_cost=float(plan.budget), n_sampled_queries=int(x.size))
+    exact = plan.exact
+    dof = math.inf if exact or ctx.ci == "normal" else float(max(x.size - 1, 1))
+    estimate = Estimate(est, np.zeros_like(cov) if exact else cov, float(x.size))
+    return Draws(x, charged > 0, charged, pi, d.p[x] / pi, float(budget), float(charged.sum()),
+                 "all_judged" if exact else "budget", estimate=estimate, trace=trace, attrs={"dof": dof})
