@@ -121,15 +121,16 @@ def _fixed(pool, pool_, kind, rankings, probs, labeler, *, budget, rng, judgment
 
 
 def _auto_design(pool, pool_, kind, rankings, probs, budget, design_args):
-    """``method="auto"``: the query-level ``active_wor`` design or, for additive metrics, ``doc_dyn``,
-    whichever has the smaller predicted variance at the budget (:mod:`activerank.design.auto`)."""
+    """``method="auto"``: the query-level ``active_wor`` design or, for additive metrics, ``doc_dyn`` (cascade
+    metrics: ``prefix``), whichever has the smaller predicted variance at the budget (:mod:`activerank.design.auto`)."""
     from .design.auto import choose_method
 
     args = dict(design_args, method="active_wor")
     query = prepare_design(pool, pool_, kind, rankings, probs, **args)
     doc = None
-    if query.metric.family == "additive" and args.get("predicted") is None:
-        doc = prepare_design(pool, pool_, kind, rankings, probs, **dict(args, method="doc_dyn"))
+    alternative = {"additive": "doc_dyn", "cascade": "prefix"}.get(query.metric.family)
+    if alternative is not None and args.get("predicted") is None:
+        doc = prepare_design(pool, pool_, kind, rankings, probs, **dict(args, method=alternative))
     choice = choose_method(query, doc, budget)
     return (doc if doc is not None and choice.method == doc.method else query), choice
 
@@ -192,10 +193,14 @@ Estimate a ranker's mean metric from a budget of relevance judgments.
         ``"doc_hh"`` draws them with replacement from Schnabel et al.'s
         ``Q*`` (Hansen-Hurwitz), ``"two_stage"`` draws queries and then about
         two documents per drawn query
-        (:mod:`activerank.design.document_methods`).  ``"auto"`` runs
-        ``"active_wor"`` or, for additive metrics, ``"doc_dyn"``, whichever
-        has the smaller variance predicted by the relevance model at the
-        budget; the result's ``method`` is the one run and
+        (:mod:`activerank.design.document_methods`).  ``"prefix"`` (cascade
+        metrics: ERR, RR) samples queries and judges each top down to a
+        random depth decided by the labels seen (:mod:`activerank.design.prefix`;
+        the budget is spent in expectation, the labeler asked one document at
+        a time).  ``"auto"`` runs ``"active_wor"`` or, for additive metrics,
+        ``"doc_dyn"`` (cascade metrics: ``"prefix"``), whichever has the
+        smaller variance predicted by the relevance model at the budget; the
+        result's ``method`` is the one run and
         ``trace.attrs["auto"]`` holds the predicted variances
         (:mod:`activerank.design.auto`).
     costs : {"auto", "log_length", "constant", "uniform"}, array or callable

@@ -4,8 +4,10 @@ Candidates: the query-level ``active_wor`` design (one budgeted sample
 without replacement, :mod:`activerank.design.wor_methods`; for comparisons with
 ``judge="changeable"`` paying only for documents that can change the
 difference) and, for metrics that add over documents, the document-level
-``doc_dyn`` design (:mod:`activerank.engine.documents`).  ERR, RR and
-normalized metrics stay query-level.
+``doc_dyn`` design (:mod:`activerank.engine.documents`); for cascade metrics
+(ERR, RR), the ``prefix`` design (:mod:`activerank.design.prefix`: Poisson
+queries, a random-depth prefix judged in each).  Normalized metrics stay
+query-level.
 
 Predicted variances, summed over the target's contrasts, under the relevance
 model, at the budget ``B`` (in the unit of judging whole queries):
@@ -22,7 +24,11 @@ model, at the budget ``B`` (in the unit of judging whole queries):
   free, are ignored, so this is conservative at budgets near the pool's size);
 * document level: ``sum_z (1 / pi_z - 1) ||W_z||^2 Var[g(y_z)]``, the exact
   variance of the difference estimator of the Poisson design spending ``B``
-  (:func:`activerank.inference.documents.expected_poisson_variance`).
+  (:func:`activerank.inference.documents.expected_poisson_variance`);
+* prefix: ``sum_x p(x)^2 [(Var_theta[theta | x] + W(x)) / pi(x) - Var_theta[theta | x]]``
+  with the plan's inclusion probabilities and added within-query variance
+  ``W`` for the budget (:func:`predicted_prefix_variance`; the planning
+  simulations use a fixed seed, so the choice does not depend on ``rng``).
 
 Both take the model's label distribution as the truth; in particular the
 document-level prediction treats labels within a query as independent given
@@ -36,7 +42,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["AutoChoice", "choose_method", "predicted_query_variance"]
+__all__ = ["AutoChoice", "choose_method", "predicted_prefix_variance", "predicted_query_variance"]
+
+#: Seed of the planning simulations behind the prefix design's predicted variance.
+PLANNING_SEED = 20121
 
 
 @dataclass(frozen=True)
@@ -79,6 +88,26 @@ def predicted_query_variance(design, budget: float) -> float:
     return share**2 * per_draw * cost_per_draw / float(budget)
 
 
+def predicted_prefix_variance(design, budget: float) -> float:
+    """Predicted summed variance of the ``prefix`` design's estimate at ``budget`` (module notes)."""
+    from ..engine.prefix import _layout
+
+    live = design.q > 0
+    if not live.any():
+        return 0.0
+    plug = design.method_spec.estimator
+    plan = plug.plan(_layout(design, None), design.probs, design.p, design.prediction.variance, live, float(budget),
+                     np.random.default_rng(PLANNING_SEED), defensive=design.defensive)
+    if plan.exact:
+        return 0.0
+    if plan.pi.sum() < 2.0:
+        raise ValueError(f"`budget`={budget:g} is too small for the prefix method: it samples "
+                         f"{plan.pi.sum():.3g} queries in expectation")
+    ok = plan.pi > 0
+    p, V, W, pi = design.p[ok], design.prediction.variance[ok], plan.within_variance[ok], plan.pi[ok]
+    return float(np.sum(p**2 * ((V + W) / pi - V)))
+
+
 def _sampled_stratum(design):
     """``(live, share, p')``: the queries that can be sampled, their target mass and ``p`` renormalized on
     them; None when nothing is left to sample."""
@@ -100,7 +129,7 @@ def choose_method(query_design, doc_design, budget: float) -> AutoChoice:
     query_design : Design
         The query-level design (``active_wor`` for fixed budgets).
     doc_design : Design or None
-        The ``doc_dyn`` design (additive metrics only).
+        The alternative: the ``doc_dyn`` design (additive metrics) or the ``prefix`` design (cascade metrics).
     budget : float
     """
     from ..engine.documents import document_target_of, unit_costs
@@ -111,12 +140,15 @@ def choose_method(query_design, doc_design, budget: float) -> AutoChoice:
     if doc_design is None:
         return AutoChoice(query_design.method, {query_design.method: v_query},
                           f"{query_design.metric.family} metric: only query-level designs apply")
-    dt = document_target_of(doc_design)
     try:
-        est = doc_design.method_spec.estimator
-        pd_ = inclusion_probabilities(dt, doc_design.probs, budget, utility=est.utility,
-                                      costs=unit_costs(doc_design, dt), defensive=doc_design.defensive)
-        v_doc = expected_poisson_variance(dt, pd_, doc_design.probs, control_variate=est.control_variate)
+        if doc_design.method_spec.unit == "prefix":
+            v_doc = predicted_prefix_variance(doc_design, budget)
+        else:
+            dt = document_target_of(doc_design)
+            est = doc_design.method_spec.estimator
+            pd_ = inclusion_probabilities(dt, doc_design.probs, budget, utility=est.utility,
+                                          costs=unit_costs(doc_design, dt), defensive=doc_design.defensive)
+            v_doc = expected_poisson_variance(dt, pd_, doc_design.probs, control_variate=est.control_variate)
     except ValueError as exc:  # e.g. the budget buys fewer than 2 documents in expectation
         return AutoChoice(query_design.method, {query_design.method: v_query, doc_design.method: np.inf},
                           f"{doc_design.method} not applicable: {exc}")

@@ -9,7 +9,9 @@ asked -- through the one labeling step, one document per request, top down --
 for the documents of every sampled query until its stopping rule says stop;
 the plug-in's estimator turns the judged prefixes into the estimate and its
 covariance.  Documents judged earlier (``judgments=``) are free.  The budget is
-spent in expectation, as by the Poisson document designs.
+spent in expectation, as by the Poisson document designs.  Only the target's
+contrasts are estimated: a comparison's per-ranking means (``estimate_a``,
+``estimate_b``) are NaN, as with ``judge="changeable"``.
 """
 
 from __future__ import annotations

@@ -35,6 +35,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 
 import run as peers  # noqa: E402
+import wor_api  # noqa: E402
 
 from activerank.design.methods import get_method  # noqa: E402
 from activerank.design.prefix import prefix_layout  # noqa: E402
@@ -77,6 +78,7 @@ def main(argv=None):
                                 keep=keep)
             live = (t["p"] > 0) & ~t["det"]
             truth = t["Y"] @ t["p"]
+            v_wor = wor_api.predicted_variances(t, lam, peers.BUDGETS[ds], "documents")[0]
             for bi, B in enumerate(peers.BUDGETS[ds]):
                 seed = [peers.SEED, ["mq2008", "ohsumed"].index(ds), mi, si, bi, 50]
                 t0 = time.perf_counter()
@@ -84,6 +86,9 @@ def main(argv=None):
                 est, cov, n, cost = plug.simulate(lay, plan, probs, pool.labels, t["p"], t["M"].T, args.reps,
                                                   np.random.default_rng(seed + [1]))
                 secs = time.perf_counter() - t0
+                ok = plan.pi > 0  # what method="auto" compares (activerank.design.auto.predicted_prefix_variance)
+                V = t["V"].sum(0)[ok]
+                v_prefix = float(np.sum(t["p"][ok] ** 2 * ((V + plan.within_variance[ok]) / plan.pi[ok] - V)))
                 err = est - truth[None, :]
                 sq = (err**2).sum(1)
                 se = np.sqrt(np.clip(np.diagonal(cov, axis1=1, axis2=2), 0, None))
@@ -101,7 +106,10 @@ def main(argv=None):
                                  high=np.quantile(boot, 0.975), vs_active_wor=sq.mean() / float(w.mse.iloc[0]),
                                  coverage=covered.mean(), max_bias_z=float(np.abs(z).max()),
                                  var_ratio=float(np.mean(err.var(0, ddof=1) / np.mean(se**2, 0))),
-                                 queries=n.mean(), cost=cost.mean(), seconds=secs))
+                                 queries=n.mean(), cost=cost.mean(), seconds=secs, v_prefix=v_prefix,
+                                 v_wor=v_wor[bi], predicted_over_mse=v_prefix / sq.mean()))
+                rows[-1].update(auto="prefix" if v_prefix < v_wor[bi] else "active_wor",
+                                auto_ratio=rows[-1]["ratio"] if v_prefix < v_wor[bi] else float(w.ratio.iloc[0]))
                 r = rows[-1]
                 print(f"{ds} {scen} B={B}: ratio {r['ratio']:.3f} [{r['low']:.2f}, {r['high']:.2f}] vs wor "
                       f"{r['vs_active_wor']:.3f} cover {r['coverage']:.3f} |z| {r['max_bias_z']:.1f} "
@@ -113,21 +121,28 @@ def main(argv=None):
              "peer of the cell, results.csv) [95% bootstrap over prefix's runs]; **bold** = interval below 1; "
              "`vs active_wor` = ratio to the 0.3 default (wor_api.csv); coverage of the normal 95% interval (mean "
              "over contrasts); `|bias|/SE` = largest Monte-Carlo z of the bias over contrasts; `var/SE²` = "
-             "empirical variance over the mean estimated variance; `queries` = mean sampled queries.", "",
-             "| dataset | scenario | budget | ratio | vs active_wor | coverage | abs bias/SE | var/SE² | queries |",
-             "|---|---|---|---|---|---|---|---|---|"]
+             "empirical variance over the mean estimated variance; `queries` = mean sampled queries; `auto` = what "
+             "method='auto' runs (the smaller of the predicted variances of prefix and active_wor) and its ratio "
+             "to the best peer; `pred/MSE` = prefix's predicted variance over its realized MSE (the model's "
+             "labels are not the truth).", "",
+             "| dataset | scenario | budget | ratio | vs active_wor | coverage | abs bias/SE | var/SE² | queries "
+             "| auto | pred/MSE |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in df.itertuples():
         rat = f"**{r.ratio:.2f}** [{r.low:.2f}, {r.high:.2f}]" if r.high < 1 else \
             f"{r.ratio:.2f} [{r.low:.2f}, {r.high:.2f}]"
         lines.append(f"| {r.dataset} | {r.scenario} | {r.budget:g} | {rat} | {r.vs_active_wor:.2f} | "
-                     f"{r.coverage:.3f} | {r.max_bias_z:.1f} | {r.var_ratio:.2f} | {r.queries:.0f} |")
+                     f"{r.coverage:.3f} | {r.max_bias_z:.1f} | {r.var_ratio:.2f} | {r.queries:.0f} | "
+                     f"{r.auto} {r.auto_ratio:.2f} | {r.predicted_over_mse:.2f} |")
     gm = lambda x: np.exp(np.log(np.clip(x, 1e-12, None)).mean())  # noqa: E731
-    lines += ["", "| scenario | ratio to best peer (range, gm) | vs active_wor (range, gm) | coverage |",
-              "|---|---|---|---|"]
+    lines += ["", "| scenario | ratio to best peer (range, gm) | vs active_wor (range, gm) | coverage "
+              "| auto runs prefix | auto ratio (range) |",
+              "|---|---|---|---|---|---|"]
     for scen, g in df.groupby("scenario", sort=False):
         lines.append(f"| {scen} | {g.ratio.min():.2f}–{g.ratio.max():.2f} (gm {gm(g.ratio):.2f}) | "
                      f"{g.vs_active_wor.min():.2f}–{g.vs_active_wor.max():.2f} (gm {gm(g.vs_active_wor):.2f}) | "
-                     f"{g.coverage.min():.3f}–{g.coverage.max():.3f} |")
+                     f"{g.coverage.min():.3f}–{g.coverage.max():.3f} | {(g.auto == 'prefix').sum()}/{len(g)} | "
+                     f"{g.auto_ratio.min():.2f}–{g.auto_ratio.max():.2f} |")
     (RESULTS / "prefix_api.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines[-(df.scenario.nunique() + 2):]))
 

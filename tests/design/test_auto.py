@@ -7,7 +7,7 @@ import pytest
 
 import activerank as ar
 from activerank._validation import pool_iv
-from activerank.design.auto import predicted_query_variance
+from activerank.design.auto import predicted_prefix_variance, predicted_query_variance
 from activerank.engine import FixedBudget, run
 from activerank.inference.snis import LowEffectiveSampleSizeWarning
 from activerank.metrics import pool_metric_values
@@ -31,8 +31,8 @@ def _quiet(fn, *args, **kw):
         return fn(*args, **kw)
 
 
-@pytest.mark.parametrize("metric,family", [("err@10", "cascade"), ("ndcg@5", "ratio"), ("rr", "cascade")])
-def test_auto_stays_query_level_for_cascade_and_ratio_metrics(metric, family):
+@pytest.mark.parametrize("metric,family", [("ndcg@5", "ratio"), ("ap@5", "ratio")])
+def test_auto_stays_query_level_for_ratio_metrics(metric, family):
     pool, a, b, rng = _problem(0, n_queries=40)
     lab = ar.KnownLabels(pool.query_ids, pool.offsets, pool.sample_labels(rng))
     res = _quiet(ar.compare, pool, a, b, pool.probs, lab, budget=10, metric=metric, method="auto", rng=1)
@@ -43,15 +43,16 @@ def test_auto_stays_query_level_for_cascade_and_ratio_metrics(metric, family):
     assert (res.difference, res.standard_error) == (ref.difference, ref.standard_error)
 
 
-def test_auto_runs_the_design_it_chose_and_says_why():
+@pytest.mark.parametrize("metric,alternative", [("dcg@5", "doc_dyn"), ("err@5", "prefix"), ("rr@5", "prefix")])
+def test_auto_runs_the_design_it_chose_and_says_why(metric, alternative):
     pool, a, b, rng = _problem(1, n_queries=60)
     lab = ar.KnownLabels(pool.query_ids, pool.offsets, pool.sample_labels(rng))
     for fn, args in ((ar.estimate, (a,)), (ar.compare, (a, b))):
-        res = _quiet(fn, pool, *args, pool.probs, lab, budget=15, metric="dcg@5", method="auto", rng=2)
+        res = _quiet(fn, pool, *args, pool.probs, lab, budget=15, metric=metric, method="auto", rng=2)
         auto = res.trace.attrs["auto"]
         v = auto["predicted_variance"]
-        assert set(v) == {"active_wor", "doc_dyn"} and res.method == auto["method"] == min(v, key=v.get)
-        ref = _quiet(fn, pool, *args, pool.probs, lab, budget=15, metric="dcg@5", method=res.method, rng=2)
+        assert set(v) == {"active_wor", alternative} and res.method == auto["method"] == min(v, key=v.get)
+        ref = _quiet(fn, pool, *args, pool.probs, lab, budget=15, metric=metric, method=res.method, rng=2)
         point = "estimate" if fn is ar.estimate else "difference"
         assert getattr(res, point) == getattr(ref, point) and res.standard_error == ref.standard_error
     # a budget too small for two documents in expectation leaves only the query-level design
@@ -65,13 +66,16 @@ def test_auto_runs_the_design_it_chose_and_says_why():
 
 
 @pytest.mark.statistical
-@pytest.mark.parametrize("method", ["active", "active_wor", "doc_dyn"])
+@pytest.mark.parametrize("method", ["active", "active_wor", "doc_dyn", "prefix"])
 def test_predicted_variances_match_the_simulated_error(method):
     """Labels drawn from the model: the predicted variance is the mean squared error of the estimate."""
     pool, a, b, rng = _problem(2)
     budget = 30.0
-    dsg = ar.make_design(pool, (a, b), pool.probs, metric="dcg@5", method=method)
-    if method != "doc_dyn":
+    metric = "err@5" if method == "prefix" else "dcg@5"
+    dsg = ar.make_design(pool, (a, b), pool.probs, metric=metric, method=method)
+    if method == "prefix":
+        predicted = predicted_prefix_variance(dsg, budget)
+    elif method != "doc_dyn":
         predicted = predicted_query_variance(dsg, budget)
     else:
         from activerank.design.auto import choose_method
@@ -83,8 +87,8 @@ def test_predicted_variances_match_the_simulated_error(method):
     err = np.empty(reps)
     for i in range(reps):
         labels = pool.sample_labels(rng)
-        truth = np.mean(pool_metric_values(labels, a.truncate(5), metric="dcg@5", ymax=2)
-                        - pool_metric_values(labels, b.truncate(5), metric="dcg@5", ymax=2))
+        truth = np.mean(pool_metric_values(labels, a.truncate(5), metric=metric, ymax=2)
+                        - pool_metric_values(labels, b.truncate(5), metric=metric, ymax=2))
         res = _quiet(run, dsg, pool_, ar.KnownLabels(pool.query_ids, pool.offsets, labels), FixedBudget(budget, rng))
         err[i] = res.difference - truth
     mse = float(np.mean(err**2))
