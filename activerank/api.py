@@ -194,10 +194,10 @@ Estimate a ranker's mean metric from a budget of relevance judgments.
         ``Q*`` (Hansen-Hurwitz), ``"two_stage"`` draws queries and then about
         two documents per drawn query
         (:mod:`activerank.design.document_methods`).  ``"prefix"`` (cascade
-        metrics: ERR, RR) samples queries and judges each top down to a
-        random depth decided by the labels seen (:mod:`activerank.design.prefix`;
-        the budget is spent in expectation, the labeler asked one document at
-        a time).  ``"auto"`` runs ``"active_wor"`` or, for additive metrics,
+        metrics: ERR, RR) samples queries and judges each one document at a
+        time, most influential first, to a random depth decided by the
+        labels seen (:mod:`activerank.design.prefix`; the budget is spent in
+        expectation).  ``"auto"`` runs ``"active_wor"`` or, for additive metrics,
         ``"doc_dyn"`` (cascade metrics: ``"prefix"``), whichever has the
         smaller variance predicted by the relevance model at the budget; the
         result's ``method`` is the one run and

@@ -54,7 +54,8 @@ name             draw                                               estimator
 ================ ================================================== ===============================
 
 Prefix methods (``unit="prefix"``; cascade metrics: ERR, RR) sample queries
-(Poisson) and judge each sampled query top down until a stopping rule that
+(Poisson) and judge each sampled query one document at a time (the most
+influential next, given the labels seen) until a stopping rule that
 looks at the labels seen says stop (:mod:`activerank.design.prefix`, run by
 :mod:`activerank.engine.prefix`):
 
@@ -246,8 +247,9 @@ for _m in (
            description="k draws with replacement inside every query (Schnabel et al. 2015's UBIS-k, k the "
                        "largest the budget affords); additive metrics"),
     Method("prefix", _variance, PrefixSampling(), unit="prefix",
-           description="queries sampled independently, then a random-depth prefix of each judged top down (stop "
-                       "where the rest matters little); the model's prediction plus the importance-weighted "
-                       "conditional-expectation increments; cascade metrics (ERR, RR)"),
+           description="queries sampled independently, then documents of each judged one at a time, the most "
+                       "influential first, until a stopping rule says the rest matters little; the model's "
+                       "prediction plus the importance-weighted conditional-expectation increments; cascade "
+                       "metrics (ERR, RR)"),
 ):
     register_method(_m)

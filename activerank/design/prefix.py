@@ -6,9 +6,11 @@ do not apply; but it is *multilinear* in the per-document values ``R(y_d)``.
 Under the relevance model (labels independent given ``x``), the expected value
 given the labels of some documents is therefore the metric evaluated with
 ``R(y_d)`` for the judged documents and ``rho_d = E[R(y_d) | x, d]`` for the
-others.  Judge the query's documents one by one in a fixed order (the union of
-the compared top-``k`` lists by best rank; with ``judge="changeable"`` only
-those that can change a contrast) and let ``G_j`` be that conditional
+others.  Judge the query's documents (the union of the compared top-``k``
+lists; with ``judge="changeable"`` only those that can change a contrast) one
+by one in a *predictable* order -- by default, next the document with the
+largest ``sd(R(y_d)) ||g_d||`` given the labels seen (:class:`JudgingWalk`;
+``order="rank"``: best rank first) -- and let ``G_j`` be that conditional
 expectation after ``j`` judgments: ``G_0 = m(x)`` is the model's prediction,
 ``G_J = L`` the true value, and the increments are exact,
 
@@ -18,8 +20,8 @@ with ``g_j`` the gradient of the target's contrasts with respect to document
 ``j``'s value at the state before it is judged (it depends on earlier labels
 only).  Stop after document ``j`` with a probability that may depend on the
 labels seen: with ``U ~ Uniform(0, 1)`` drawn once per query and a
-non-increasing sequence ``P_j`` computed from the labels before ``j``,
-document ``j`` is judged iff ``U <= P_j``, so ``P(judged | labels) = P_j`` and
+non-increasing sequence ``P_j`` computed from the labels before step ``j``,
+the ``j``-th document is judged iff ``U <= P_j``, so ``P(judged | labels) = P_j`` and
 
 ``e(x) = sum_{j judged} D_j / P_j``
 
@@ -70,8 +72,8 @@ import numpy as np
 from ..inference.estimators import Estimator
 from ..ragged import Rankings
 
-__all__ = ["PrefixLayout", "PrefixPlan", "PrefixSampling", "cascade_gradients", "plan_prefix", "prefix_estimate",
-           "prefix_layout",
+__all__ = ["JudgingWalk", "PrefixLayout", "PrefixPlan", "PrefixSampling", "judging_paths", "plan_prefix",
+           "prefix_estimate", "prefix_layout",
            "stop_probabilities", "within_estimate"]
 
 #: Number of nonzero ``tau`` values the design tries per query (plus ``tau = 0``: judge everything).
@@ -196,8 +198,8 @@ def prefix_layout(rankings, contrast, metric, n_grades: int, n_docs: int, query_
                         np.asarray(metric.discounts(k), dtype=np.float64), np.asarray(contrast, dtype=np.float64))
 
 
-def _gradient(rho: np.ndarray, discount: np.ndarray, pos: np.ndarray, contrast: np.ndarray) -> np.ndarray:
-    """Gradient of the contrasts w.r.t. the document at ``pos`` (per system), state ``rho``: (B, t)."""
+def _system_gradients(rho: np.ndarray, discount: np.ndarray) -> np.ndarray:
+    """``dL_s / d rho'`` at every rank of every system, state ``rho`` (B, n_systems, k)."""
     one = 1.0 - rho
     S = np.ones_like(rho)
     S[..., 1:] = np.cumprod(one[..., :-1], axis=-1)
@@ -205,9 +207,15 @@ def _gradient(rho: np.ndarray, discount: np.ndarray, pos: np.ndarray, contrast: 
     T = np.zeros_like(rho)
     for r in range(k - 2, -1, -1):  # the tail below rank r, with its own survival products
         T[..., r] = discount[r + 1] * rho[..., r + 1] + one[..., r + 1] * T[..., r + 1]
-    g = S * (discount - T)
-    at = np.take_along_axis(g, np.maximum(pos, 0)[..., None], axis=-1)[..., 0]
-    return np.where(pos >= 0, at, 0.0) @ contrast.T
+    return S * (discount[:k] - T)
+
+
+def _document_gradients(rho: np.ndarray, discount: np.ndarray, pos: np.ndarray, contrast: np.ndarray) -> np.ndarray:
+    """Gradient of the contrasts w.r.t. every document of the layout (``pos`` (B, J, s)): (B, J, t)."""
+    g = _system_gradients(rho, discount)
+    pt = pos.transpose(0, 2, 1)
+    at = np.take_along_axis(g, np.maximum(pt, 0), axis=2)
+    return np.einsum("bsj,ts->bjt", np.where(pt >= 0, at, 0.0), contrast)
 
 
 def _reveal(rho: np.ndarray, pos: np.ndarray, value: np.ndarray) -> None:
@@ -215,8 +223,47 @@ def _reveal(rho: np.ndarray, pos: np.ndarray, value: np.ndarray) -> None:
     rho[b, si, pos[b, si]] = value[b]
 
 
-def cascade_gradients(layout: PrefixLayout, queries, rho_sys, grade_values) -> np.ndarray:
-    """Gradients ``g_j`` along the full judging path of ``B`` label vectors, shape (B, J, n_outputs).
+class JudgingWalk:
+    """The judging sequence of ``B`` paths (one per sampled query or simulated label vector).
+
+    ``order="adaptive"``: the next document is the not yet judged one with the
+    largest score ``sd(R(y_d)) ||g_d||`` at the current state (ties to the
+    earlier layout position); ``order="rank"``: layout order (best rank first).
+    Either order is predictable (it depends on earlier labels only), which is
+    all the estimator needs (module docstring).
+    """
+
+    def __init__(self, layout: PrefixLayout, queries, rho_sys, sd, *, order: str = "adaptive"):
+        self.layout = layout
+        self.rho = rho_sys[queries].copy()
+        self.pos = layout.pos[queries]
+        self.todo = layout.mask[queries].copy()
+        self.sd = sd
+        self.adaptive = order == "adaptive"
+        self._b = np.arange(len(queries))
+
+    def next(self):
+        """``(j, g, score)``: every path's next document (``-1`` when none is left), its gradient (B, t) and
+        its score (B,)."""
+        G = _document_gradients(self.rho, self.layout.discount, self.pos, self.layout.contrast)
+        a = self.sd * np.sqrt((G**2).sum(-1))
+        if self.adaptive:
+            j = np.where(self.todo, a, -1.0).argmax(1)
+        else:
+            j = self.todo.argmax(1)  # the first document not judged yet
+        left = self.todo[self._b, j]
+        return np.where(left, j, -1), G[self._b, j], a[self._b, j]
+
+    def reveal(self, j, value) -> None:
+        """Set the judged documents ``j`` (``-1``: none) to their values ``R(y)``, shape (B,)."""
+        ok = j >= 0
+        jj = np.maximum(j, 0)
+        _reveal(self.rho, np.where(ok[:, None], self.pos[self._b, jj], -1), value)
+        self.todo[self._b[ok], jj[ok]] = False
+
+
+def judging_paths(layout: PrefixLayout, queries, rho_sys, sd, grade_values, *, order: str = "adaptive"):
+    """The full judging sequence of ``B`` label vectors.
 
     Parameters
     ----------
@@ -225,17 +272,41 @@ def cascade_gradients(layout: PrefixLayout, queries, rho_sys, grade_values) -> n
         The query of every path.
     rho_sys : ndarray of shape (n_queries, n_systems, k)
         The model's ``rho`` at every system rank (:meth:`PrefixLayout.system_values`).
+    sd : ndarray of shape (B, J)
+        The model's standard deviation of ``R(y)`` of every document (layout order).
     grade_values : ndarray of shape (B, J)
-        ``R(y_j)`` of the path's labels (anything on padding).
+        ``R(y)`` of the path's labels, layout order (anything on padding).
+    order : {"adaptive", "rank"}
+
+    Returns
+    -------
+    docs : ndarray of shape (B, J), int
+        Layout position judged at every step (``-1`` after the last).
+    gradients : ndarray of shape (B, J, n_outputs)
+        ``g`` at every step.
+    scores : ndarray of shape (B, J)
+        The stopping score at every step (``inf`` after the last).
     """
-    rho = rho_sys[queries].copy()
-    pos = layout.pos[queries]
-    J = layout.rows.shape[1]
-    out = np.zeros((queries.size, J, layout.contrast.shape[0]))
-    for j in range(J):
-        out[:, j] = _gradient(rho, layout.discount, pos[:, j], layout.contrast)
-        _reveal(rho, pos[:, j], grade_values[:, j])
-    return out
+    walk = JudgingWalk(layout, queries, rho_sys, sd, order=order)
+    B, J = len(queries), layout.rows.shape[1]
+    docs = np.full((B, J), -1, dtype=np.int64)
+    grads = np.zeros((B, J, layout.contrast.shape[0]))
+    scores = np.full((B, J), np.inf)
+    b = np.arange(B)
+    for step in range(J):
+        j, g, a = walk.next()
+        ok = j >= 0
+        if not ok.any():
+            break
+        docs[:, step], grads[:, step] = j, np.where(ok[:, None], g, 0.0)
+        scores[:, step] = np.where(ok, a, np.inf)
+        walk.reveal(j, grade_values[b, np.maximum(j, 0)])
+    return docs, grads, scores
+
+
+def _by_step(values, docs):
+    """Layout-order ``values`` (B, J) taken in judging order (0 after the last step)."""
+    return np.where(docs >= 0, np.take_along_axis(values, np.maximum(docs, 0), axis=1), 0.0)
 
 
 def stop_probabilities(scores, floor, tau) -> np.ndarray:
@@ -315,7 +386,7 @@ def _simulate_labels(probs_rows, n_sims, rng) -> np.ndarray:
 
 
 def plan_prefix(layout: PrefixLayout, probs, p, variance, live, budget: float, rng, *, defensive: float = 0.1,
-                n_sims: int = N_PLANNING_SIMULATIONS, chunk: int = 4096) -> PrefixPlan:
+                n_sims: int = N_PLANNING_SIMULATIONS, order: str = "adaptive", chunk: int = 4096) -> PrefixPlan:
     """Choose ``pi_x`` and ``tau_x`` for an expected ``budget`` (module docstring).
 
     Parameters
@@ -333,6 +404,8 @@ def plan_prefix(layout: PrefixLayout, probs, p, variance, live, budget: float, r
         Randomness of the planning simulations only.
     defensive : float
         Share of the pool's mean variance added to every query's, so that no live query has ``pi = 0``.
+    order : {"adaptive", "rank"}
+        The judging order (:class:`JudgingWalk`).
     """
     N, J = layout.rows.shape
     rho_sys = layout.system_values(probs)
@@ -351,18 +424,17 @@ def plan_prefix(layout: PrefixLayout, probs, p, variance, live, budget: float, r
         y = _simulate_labels(probs[safe_rows[q]], n_sims, rng)  # (n, M, J); padding is masked below
         paths = np.repeat(q, n_sims)
         f = R[y.reshape(q.size * n_sims, J)]
-        g = cascade_gradients(layout, paths, rho_sys, f)  # (nM, J, t)
+        docs, g, a = judging_paths(layout, paths, rho_sys, sd[paths], f, order=order)  # step order
         gn = np.sqrt((g**2).sum(-1))
-        m = layout.mask[paths]
-        a = np.where(m, sd[paths] * gn, np.inf)
-        d2 = np.where(m, (f - rho[paths]) ** 2 * gn**2, 0.0)
+        m = docs >= 0
+        d2 = (_by_step(f, docs) - _by_step(rho[paths], docs)) ** 2 * gn**2
         mean_a = np.where(m, a, 0.0).sum(1).reshape(q.size, n_sims).sum(1) / np.maximum(
             m.sum(1).reshape(q.size, n_sims).sum(1), 1)
         fl = WITHIN_DEFENSIVE * mean_a
         floor[q] = fl
         top = np.where(m, a, 0.0).max(1).reshape(q.size, n_sims).max(1)
         grid = np.geomspace(1e-3, 1.0, TAU_GRID)[:, None] * np.maximum(top, fl)[None, :]
-        cost = layout.cost[paths]
+        cost = _by_step(layout.cost[paths], docs)
         for gi in range(TAU_GRID):
             tau = np.where(fl > 0, grid[gi], 0.0)
             P = stop_probabilities(a, np.repeat(fl, n_sims), np.repeat(tau, n_sims))
@@ -457,8 +529,11 @@ class PrefixSampling(Estimator):
     uses_predictions = True
     targets = ("mean", "difference", "baseline", "ranking")
 
-    def __init__(self, *, n_sims: int = N_PLANNING_SIMULATIONS):
+    def __init__(self, *, n_sims: int = N_PLANNING_SIMULATIONS, order: str = "adaptive"):
+        if order not in ("adaptive", "rank"):
+            raise ValueError(f"`order` must be 'adaptive' or 'rank'; got {order!r}.")
         self.n_sims = int(n_sims)
+        self.order = order
 
     def __call__(self, values, weights, *, predictions=None, pool_predictions=None, n_distinct=None):
         raise TypeError("the prefix method judges documents one by one within sampled queries; the engine runs "
@@ -469,7 +544,8 @@ class PrefixSampling(Estimator):
                         "PrefixSampling.simulate.")
 
     def plan(self, layout, probs, p, variance, live, budget, rng, *, defensive=0.1) -> PrefixPlan:
-        return plan_prefix(layout, probs, p, variance, live, budget, rng, defensive=defensive, n_sims=self.n_sims)
+        return plan_prefix(layout, probs, p, variance, live, budget, rng, defensive=defensive, n_sims=self.n_sims,
+                           order=self.order)
 
     @staticmethod
     def draw(plan: PrefixPlan, rng):
@@ -478,11 +554,10 @@ class PrefixSampling(Estimator):
         x = np.flatnonzero(u < plan.pi)
         return x, rng.random(x.size)
 
-    @staticmethod
-    def simulate(layout, plan, probs, labels, p, mean, n_reps, rng):
+    def simulate(self, layout, plan, probs, labels, p, mean, n_reps, rng):
         """Batched repetitions on a fully labelled pool (benchmarks): estimates and covariances.
 
-        The judging path of a query is a deterministic function of its labels, so
+        The judging sequence of a query is a deterministic function of its labels, so
         ``D`` and ``P`` are computed once per query; a repetition only draws the
         Poisson sample and the uniforms.
 
@@ -495,7 +570,7 @@ class PrefixSampling(Estimator):
         cost : ndarray of shape (n_reps,)
             Realized cost.
         """
-        N, J = layout.rows.shape
+        order = self.order
         live = plan.pi > 0
         q = np.flatnonzero(live)
         R = layout.values
@@ -503,11 +578,11 @@ class PrefixSampling(Estimator):
         f = R[labels[safe]]
         rho = probs[safe] @ R
         sd = np.sqrt(np.maximum(probs[safe] @ R**2 - rho**2, 0.0))
-        g = cascade_gradients(layout, q, layout.system_values(probs), f)
-        m = layout.mask[q]
-        D = np.where(m[..., None], (f - rho)[..., None] * g, 0.0)
-        a = np.where(m, sd * np.sqrt((g**2).sum(-1)), np.inf)
+        docs, g, a = judging_paths(layout, q, layout.system_values(probs), sd, f, order=order)
+        m = docs >= 0
+        D = ((_by_step(f, docs) - _by_step(rho, docs)))[..., None] * g
         P = stop_probabilities(a, plan.floor[q], plan.tau[q])
+        step_cost = _by_step(layout.cost[q], docs)
         t = layout.contrast.shape[0]
         pool_mean = p @ mean
         est = np.zeros((n_reps, t))
@@ -521,8 +596,8 @@ class PrefixSampling(Estimator):
             e, V = within_estimate(D[s], P[s], judged)
             est[r], cov[r] = prefix_estimate(e, V, plan.pi[q][s], p[q][s], pool_mean)
             n[r] = s.sum()
-            cost[r] = float(np.where(judged, layout.cost[q][s], 0.0).sum())
+            cost[r] = float(np.where(judged, step_cost[s], 0.0).sum())
         return est, cov, n, cost
 
     def __repr__(self) -> str:
-        return f"PrefixSampling(n_sims={self.n_sims})"
+        return f"PrefixSampling(n_sims={self.n_sims}, order={self.order!r})"

@@ -5,8 +5,10 @@ its plug-in a :class:`~activerank.design.prefix.PrefixSampling`) runs through
 the engine's fixed-budget schedule and this one function: the plug-in plans the
 design for the budget (query inclusion probabilities and per-query stopping
 rules), draws the Poisson sample of queries and their uniforms; the labeler is
-asked -- through the one labeling step, one document per request, top down --
-for the documents of every sampled query until its stopping rule says stop;
+asked -- through the one labeling step, one document per request, in the
+plug-in's judging order (by default the document whose label is expected to
+move the estimate most, given the labels seen) -- for the documents of every
+sampled query until its stopping rule says stop;
 the plug-in's estimator turns the judged prefixes into the estimate and its
 covariance.  Documents judged earlier (``judgments=``) are free.  The budget is
 spent in expectation, as by the Poisson document designs.  Only the target's
@@ -20,7 +22,7 @@ import math
 
 import numpy as np
 
-from ..design.prefix import _gradient, _reveal, prefix_estimate, prefix_layout, within_estimate
+from ..design.prefix import JudgingWalk, prefix_estimate, prefix_layout, within_estimate
 from ..inference.estimators import Estimate
 from .core import Draws, RunContext
 
@@ -59,49 +61,56 @@ def prefix_sample(ctx: RunContext, budget: float, rng) -> Draws:
                          f"{plan.pi.sum():.3g} queries in expectation; at least 2 are needed for a standard error.")
     x, U = plug.draw(plan, rng)
     R = layout.values
-    rows, mask = layout.rows[x], layout.mask[x]
+    rows = layout.rows[x]
     safe = np.maximum(rows, 0)
     rho = d.probs[safe] @ R
     sd = np.sqrt(np.maximum(d.probs[safe] @ R**2 - rho**2, 0.0))
-    state = layout.system_values(d.probs)[x].copy()
+    walk = JudgingWalk(layout, x, layout.system_values(d.probs), sd, order=plug.order)
     n, J = rows.shape
     t = layout.contrast.shape[0]
     D = np.zeros((n, J, t))
     P = np.ones((n, J))
     judged = np.zeros((n, J), dtype=bool)
     new = np.zeros((n, J), dtype=bool)
+    docs = np.full((n, J), -1, dtype=np.int64)
     prev = np.ones(n)
     tau, floor = plan.tau[x], plan.floor[x]
-    for j in range(J):
-        active = mask[:, j] & (U <= prev)
+    b = np.arange(n)
+    for step in range(J):
+        j, g, a = walk.next()
+        active = (j >= 0) & (U <= prev)
         if not active.any():
             break
-        g = _gradient(state, layout.discount, layout.pos[x, j], layout.contrast)
-        a = np.maximum(sd[:, j] * np.sqrt((g**2).sum(-1)), floor)
+        jj = np.maximum(j, 0)
         with np.errstate(divide="ignore", invalid="ignore"):
-            Pj = np.where(tau > 0, np.minimum(prev, np.minimum(1.0, a / np.where(tau > 0, tau, 1.0))), 1.0)
+            Pj = np.where(tau > 0, np.minimum(prev, np.minimum(1.0, np.maximum(a, floor) / np.where(tau > 0, tau, 1.0))),
+                          1.0)
         hit = active & (U <= Pj)
-        new[:, j] = hit & (labels[safe[:, j]] < 0)
+        row = rows[b, jj]
+        new[:, step] = hit & (labels[row] < 0)
         for i in np.flatnonzero(hit):
-            ctx.judgments.ask(ctx.labeler, int(x[i]), rows[i, j:j + 1],
-                              where=f" (prefix sample, query position {i}, document {j})")
-        f = np.where(hit, R[np.maximum(labels[safe[:, j]], 0)], rho[:, j])
-        D[:, j] = np.where(hit[:, None], (f - rho[:, j])[:, None] * g, 0.0)
-        _reveal(state, np.where(hit[:, None], layout.pos[x, j], -1), f)
-        P[:, j] = np.where(active, Pj, prev)
+            ctx.judgments.ask(ctx.labeler, int(x[i]), row[i:i + 1],
+                              where=f" (prefix sample, query position {i}, judgment {step})")
+        f = np.where(hit, R[np.maximum(labels[row], 0)], rho[b, jj])
+        D[:, step] = np.where(hit[:, None], (f - rho[b, jj])[:, None] * g, 0.0)
+        walk.reveal(np.where(hit, j, -1), f)
+        docs[:, step] = np.where(hit, j, -1)
+        P[:, step] = np.where(active, Pj, prev)
         prev = np.where(active, Pj, prev)
-        judged[:, j] = hit
+        judged[:, step] = hit
     e, V = within_estimate(D, P, judged)
     pool_mean = d.prediction.pool_mean(d.p)
     pi = plan.pi[x]
     est, cov = prefix_estimate(e, V, pi, d.p[x], pool_mean)
-    charged_doc = np.where(new, layout.cost[x], 0.0)
+    step_cost = np.where(docs >= 0, np.take_along_axis(layout.cost[x], np.maximum(docs, 0), axis=1), 0.0)
+    charged_doc = np.where(new, step_cost, 0.0)
     charged = charged_doc.sum(1)
-    jq, jj = np.nonzero(judged)
+    jq, js = np.nonzero(judged)
+    doc_rows = rows[jq, docs[jq, js]]
     trace = pd.DataFrame({
-        "query": x[jq], "query_id": np.asarray(ctx.pool.query_ids)[x[jq]], "doc_row": rows[jq, jj],
-        "doc_id": ctx.pool.doc_keys(rows[jq, jj]), "depth": jj, "pi": pi[jq], "P": P[jq, jj], "p": d.p[x[jq]],
-        "new": new[jq, jj], "cost": charged_doc[jq, jj], "grade": labels[rows[jq, jj]],
+        "query": x[jq], "query_id": np.asarray(ctx.pool.query_ids)[x[jq]], "doc_row": doc_rows,
+        "doc_id": ctx.pool.doc_keys(doc_rows), "step": js, "layout_position": docs[jq, js], "pi": pi[jq],
+        "P": P[jq, js], "p": d.p[x[jq]], "new": new[jq, js], "cost": charged_doc[jq, js], "grade": labels[doc_rows],
     })
     trace["cumulative_cost"] = np.cumsum(trace["cost"].to_numpy())
     trace.attrs.update(design="Poisson sample of queries, a random-depth prefix judged in each (prefix)",
