@@ -70,6 +70,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..inference.estimators import Estimator
+from ..metrics._blas import single_blas_thread
 from ..ragged import Rankings
 
 __all__ = ["JudgingWalk", "PrefixLayout", "PrefixPlan", "PrefixSampling", "judging_paths", "plan_prefix",
@@ -213,9 +214,11 @@ def _system_gradients(rho: np.ndarray, discount: np.ndarray) -> np.ndarray:
 def _document_gradients(rho: np.ndarray, discount: np.ndarray, pos: np.ndarray, contrast: np.ndarray) -> np.ndarray:
     """Gradient of the contrasts w.r.t. every document of the layout (``pos`` (B, J, s)): (B, J, t)."""
     g = _system_gradients(rho, discount)
-    pt = pos.transpose(0, 2, 1)
-    at = np.take_along_axis(g, np.maximum(pt, 0), axis=2)
-    return np.einsum("bsj,ts->bjt", np.where(pt >= 0, at, 0.0), contrast)
+    B, s, k = g.shape
+    flat = np.where(pos >= 0, pos + np.arange(s) * k, s * k)  # (B, J, s) into [g | 0]
+    gz = np.concatenate([g.reshape(B, s * k), np.zeros((B, 1))], axis=1)
+    at = np.take_along_axis(gz, flat.reshape(B, -1), axis=1).reshape(pos.shape)
+    return at @ contrast.T
 
 
 def _reveal(rho: np.ndarray, pos: np.ndarray, value: np.ndarray) -> None:
@@ -245,14 +248,20 @@ class JudgingWalk:
     def next(self):
         """``(j, g, score)``: every path's next document (``-1`` when none is left), its gradient (B, t) and
         its score (B,)."""
-        G = _document_gradients(self.rho, self.layout.discount, self.pos, self.layout.contrast)
-        a = self.sd * np.sqrt((G**2).sum(-1))
-        if self.adaptive:
-            j = np.where(self.todo, a, -1.0).argmax(1)
-        else:
-            j = self.todo.argmax(1)  # the first document not judged yet
-        left = self.todo[self._b, j]
-        return np.where(left, j, -1), G[self._b, j], a[self._b, j]
+        B = self._b.size
+        j = np.full(B, -1, dtype=np.int64)
+        g = np.zeros((B, self.layout.contrast.shape[0]))
+        score = np.zeros(B)
+        act = np.flatnonzero(self.todo.any(1))  # paths with documents left (the others are done)
+        if act.size == 0:
+            return j, g, score
+        G = _document_gradients(self.rho[act], self.layout.discount, self.pos[act], self.layout.contrast)
+        a = self.sd[act] * np.sqrt((G**2).sum(-1))
+        todo = self.todo[act]
+        ja = np.where(todo, a, -1.0).argmax(1) if self.adaptive else todo.argmax(1)  # rank: first left
+        r = np.arange(act.size)
+        j[act], g[act], score[act] = ja, G[r, ja], a[r, ja]
+        return j, g, score
 
     def reveal(self, j, value) -> None:
         """Set the judged documents ``j`` (``-1``: none) to their values ``R(y)``, shape (B,)."""
@@ -262,6 +271,7 @@ class JudgingWalk:
         self.todo[self._b[ok], jj[ok]] = False
 
 
+@single_blas_thread
 def judging_paths(layout: PrefixLayout, queries, rho_sys, sd, grade_values, *, order: str = "adaptive"):
     """The full judging sequence of ``B`` label vectors.
 
@@ -334,13 +344,15 @@ def within_estimate(D, P, judged):
     V : ndarray of shape (B, t, t)
     """
     Dj = np.where(judged[..., None], D, 0.0)
-    Pj = np.where(judged, P, 1.0)
-    e = (Dj / Pj[..., None]).sum(1)
-    J = P.shape[1]
-    early = np.minimum.outer(np.arange(J), np.arange(J))
-    late = np.maximum.outer(np.arange(J), np.arange(J))
-    K = (1.0 / Pj[:, early] - 1.0) / Pj[:, late]
-    V = np.einsum("bjl,bjs,blt->bst", K, Dj, Dj)
+    Pj = np.where(judged, P, 1.0)[..., None]
+    E = Dj / Pj
+    e = E.sum(1)
+    # sum_{j,l} (1/P_min - 1)/P_max D_j D_l' in O(J): with A_j = (1/P_j - 1) D_j and the later-step sums
+    # R_j = sum_{l > j} E_l, it is sum_j A_j E_j' + A_j R_j' + R_j A_j' (P is non-increasing along J)
+    A = (1.0 / Pj - 1.0) * Dj
+    R = np.cumsum(E[:, ::-1], axis=1)[:, ::-1] - E
+    cross = np.einsum("bjs,bjt->bst", A, R)
+    V = np.einsum("bjs,bjt->bst", A, E) + cross + cross.transpose(0, 2, 1)
     return e, V
 
 

@@ -78,6 +78,23 @@ def test_within_query_estimator_and_its_variance_are_unbiased_by_enumeration():
     assert mean_v == pytest.approx(second - mean_e**2)
 
 
+def test_within_variance_equals_the_double_sum():
+    rng = np.random.default_rng(4)
+    D = rng.normal(size=(6, 7, 3))
+    P = np.sort(rng.uniform(0.05, 1.0, size=(6, 7)), axis=1)[:, ::-1]
+    judged = rng.random((6, 7)) < 0.7
+    judged = np.cumprod(judged, axis=1).astype(bool)  # a prefix of the sequence
+    _, V = within_estimate(D, P, judged)
+    for b in range(6):
+        ref = np.zeros((3, 3))
+        for j in range(7):
+            for l in range(7):
+                if judged[b, j] and judged[b, l]:
+                    lo, hi = min(j, l), max(j, l)
+                    ref += (1 / P[b, lo] - 1) / P[b, hi] * np.outer(D[b, j], D[b, l])
+        np.testing.assert_allclose(V[b], ref, atol=1e-12)
+
+
 def test_stop_probabilities_are_non_increasing_and_positive_with_a_floor():
     a = np.array([[0.5, 0.0, 0.9, 0.1]])
     P = stop_probabilities(a, np.array([0.05]), np.array([0.2]))
