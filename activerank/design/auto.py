@@ -104,7 +104,7 @@ def predicted_prefix_variance(design, budget: float) -> float:
         raise ValueError(f"`budget`={budget:g} is too small for the prefix method: it samples "
                          f"{plan.pi.sum():.3g} queries in expectation")
     ok = plan.pi > 0
-    p, V, W, pi = design.p[ok], design.prediction.variance[ok], plan.within_variance[ok], plan.pi[ok]
+    p, V, W, pi = design.p[ok], design.prediction.variance[ok], plan.within_variance[ok].sum(-1), plan.pi[ok]
     return float(np.sum(p**2 * ((V + W) / pi - V)))
 
 

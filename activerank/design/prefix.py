@@ -35,7 +35,8 @@ defensive floor ``f_x``.  Queries are a Poisson sample with probabilities
 ``T_hat = sum_pool p m + sum_S p (e / pi)``,
 
 with the unbiased variance estimate ``sum_S p^2 [(1 - pi)/pi^2 e e' +
-V_hat_x / pi]``, where ``V_hat_x = sum_{j, l judged} D_j D_l'
+V_hat_x / pi]`` (pooled with the model's predicted variance as ``PRIOR_DOF``
+pseudo observations, :func:`pooled_covariance`), where ``V_hat_x = sum_{j, l judged} D_j D_l'
 (1/P_{min(j,l)} - 1) / P_{max(j,l)}`` estimates the within-query variance
 ``sum_{j,l} D_j D_l' (1/P_{min(j,l)} - 1)`` (two judgments ``j < l`` happen
 together iff ``U <= P_l``).
@@ -74,7 +75,7 @@ from ..metrics._blas import single_blas_thread
 from ..ragged import Rankings
 
 __all__ = ["JudgingWalk", "PrefixLayout", "PrefixPlan", "PrefixSampling", "judging_paths", "plan_prefix",
-           "prefix_estimate", "prefix_layout",
+           "pooled_covariance", "prefix_estimate", "prefix_layout",
            "stop_probabilities", "within_estimate"]
 
 #: Number of nonzero ``tau`` values the design tries per query (plus ``tau = 0``: judge everything).
@@ -370,10 +371,12 @@ class PrefixPlan:
         Floor of the stopping score.
     expected_cost : ndarray of shape (n_queries,)
         Model-expected cost of the query's judged prefix.
-    within_variance : ndarray of shape (n_queries,)
-        Model-expected added within-query variance (summed over outputs).
+    within_variance : ndarray of shape (n_queries, n_outputs)
+        Model-expected added within-query variance of every output.
     budget : float
         Expected cost of the design (``sum pi C``).
+    live : ndarray of shape (n_queries,), bool
+        The queries the design may sample.
     """
 
     pi: np.ndarray
@@ -382,12 +385,21 @@ class PrefixPlan:
     expected_cost: np.ndarray
     within_variance: np.ndarray
     budget: float
+    live: np.ndarray
 
     @property
     def exact(self) -> bool:
-        """Every sampled query judged whole with probability one (a census of the live queries)."""
-        live = self.pi > 0
-        return bool(np.all(self.pi[live] >= 1.0) and np.all(self.tau[live] == 0.0))
+        """Every live query sampled and judged whole with probability one (a census: the value is exact)."""
+        live = self.live
+        return bool(live.any() and np.all(self.pi[live] >= 1.0) and np.all(self.tau[live] == 0.0))
+
+    def model_variance(self, p, output_variance) -> np.ndarray:
+        """The model's predicted variance of every output's estimate,
+        ``sum p^2 [(Var_theta + W) / pi - Var_theta]``, shape (n_outputs,)."""
+        ok = self.live & (self.pi > 0)
+        V = np.asarray(output_variance, dtype=np.float64)[ok]
+        f = (np.asarray(p, dtype=np.float64)[ok] ** 2)[:, None]
+        return (f * ((V + self.within_variance[ok]) / self.pi[ok, None] - V)).sum(0)
 
 
 def _simulate_labels(probs_rows, n_sims, rng) -> np.ndarray:
@@ -426,7 +438,7 @@ def plan_prefix(layout: PrefixLayout, probs, p, variance, live, budget: float, r
     rho = probs[safe_rows] @ R
     sd = np.sqrt(np.maximum(probs[safe_rows] @ R**2 - rho**2, 0.0))
     full_cost = layout.cost.sum(1)
-    W = np.zeros((TAU_GRID + 1, N))
+    W = np.zeros((TAU_GRID + 1, N, layout.contrast.shape[0]))
     C = np.repeat(full_cost[None, :], TAU_GRID + 1, axis=0)
     taus = np.zeros((TAU_GRID + 1, N))
     floor = np.zeros(N)
@@ -437,9 +449,8 @@ def plan_prefix(layout: PrefixLayout, probs, p, variance, live, budget: float, r
         paths = np.repeat(q, n_sims)
         f = R[y.reshape(q.size * n_sims, J)]
         docs, g, a = judging_paths(layout, paths, rho_sys, sd[paths], f, order=order)  # step order
-        gn = np.sqrt((g**2).sum(-1))
         m = docs >= 0
-        d2 = (_by_step(f, docs) - _by_step(rho[paths], docs)) ** 2 * gn**2
+        d2 = ((_by_step(f, docs) - _by_step(rho[paths], docs)) ** 2)[..., None] * g**2  # per output
         mean_a = np.where(m, a, 0.0).sum(1).reshape(q.size, n_sims).sum(1) / np.maximum(
             m.sum(1).reshape(q.size, n_sims).sum(1), 1)
         fl = WITHIN_DEFENSIVE * mean_a
@@ -451,23 +462,26 @@ def plan_prefix(layout: PrefixLayout, probs, p, variance, live, budget: float, r
             tau = np.where(fl > 0, grid[gi], 0.0)
             P = stop_probabilities(a, np.repeat(fl, n_sims), np.repeat(tau, n_sims))
             with np.errstate(divide="ignore", invalid="ignore"):
-                w = np.where(m & (P > 0), d2 * (1.0 / P - 1.0), 0.0).sum(1)
-            W[gi + 1, q] = w.reshape(q.size, n_sims).mean(1)
+                w = np.where((m & (P > 0))[..., None], d2 * (1.0 / P - 1.0)[..., None], 0.0).sum(1)
+            W[gi + 1, q] = w.reshape(q.size, n_sims, -1).mean(1)
             C[gi + 1, q] = np.where(m, P * cost, 0.0).sum(1).reshape(q.size, n_sims).mean(1)
             taus[gi + 1, q] = tau
     V = np.where(live, np.asarray(variance, dtype=np.float64), 0.0)
-    V = (1.0 - defensive) * V + defensive * (V[live].mean() if live.any() else 0.0)
+    vbar = float(V[live].mean()) if live.any() else 0.0
+    # a model certain of every label (V = W = 0) still gets every live query sampled: it may be wrong
+    V = (1.0 - defensive) * V + defensive * (vbar if vbar > 0 else 1.0)
+    Wsum = W.sum(-1)
     pw = np.where(live, np.asarray(p, dtype=np.float64), 0.0)
     total = float(full_cost[live].sum())
     if budget >= total:  # judge every live query whole: the value is exact
         pi = live.astype(np.float64)
-        return PrefixPlan(pi, np.zeros(N), floor, full_cost, np.zeros(N), total)
+        return PrefixPlan(pi, np.zeros(N), floor, full_cost, np.zeros_like(W[0]), total, live)
     Ccl = np.maximum(C, 1e-300)
 
     def choose(mu):
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            pis = np.minimum(1.0, pw[None] * np.sqrt((V[None] + W) / (mu * Ccl)))
-            val = np.where(pis > 0, pw[None] ** 2 * (V[None] + W) / pis, 0.0) - pw[None] ** 2 * V[None] \
+            pis = np.minimum(1.0, pw[None] * np.sqrt((V[None] + Wsum) / (mu * Ccl)))
+            val = np.where(pis > 0, pw[None] ** 2 * (V[None] + Wsum) / pis, 0.0) - pw[None] ** 2 * V[None] \
                 + mu * pis * C
         j = np.argmin(val, axis=0)
         cols = np.arange(N)
@@ -486,7 +500,7 @@ def plan_prefix(layout: PrefixLayout, probs, p, variance, live, budget: float, r
     pi, j = choose(hi_mu)
     cols = np.arange(N)
     Cx = C[j, cols]
-    return PrefixPlan(pi, taus[j, cols], floor, Cx, W[j, cols], float(np.dot(pi, Cx)))
+    return PrefixPlan(pi, taus[j, cols], floor, Cx, W[j, cols], float(np.dot(pi, Cx)), live)
 
 
 # --------------------------------------------------------------------------- the method plug-in
@@ -515,6 +529,32 @@ def prefix_estimate(e, V, pi, p, pool_mean):
     c1 = ((1.0 - pi) * w**2)[:, None, None] * e[:, :, None] * e[:, None, :]
     cov = c1.sum(0) + np.einsum("n,nst->st", p**2 / pi, V)
     return est, cov
+
+
+#: Pseudo degrees of freedom of the model's predicted variance pooled into the sample's (small samples).
+PRIOR_DOF = 2.0
+
+
+def pooled_covariance(cov, n, model_variance, prior_dof: float = PRIOR_DOF):
+    """``(prior_dof diag(V_model) + (n - 1) cov) / (prior_dof + n - 1)``: the sample's covariance estimate
+    moderated by the model's predicted variance (``model_variance`` None: unchanged).
+
+    The two-stage variance estimate is unbiased but, at a few dozen queries where a
+    handful carry the target, often far too small (and exactly 0 when every judged
+    step had ``P = 1``); the model's prediction enters as ``prior_dof`` pseudo
+    observations, as for ``active_wor`` (:mod:`activerank.design.wor_methods`).
+
+    Parameters
+    ----------
+    cov : ndarray of shape (..., t, t)
+    n : int or ndarray of shape (...)
+        Sampled queries.
+    model_variance : ndarray of shape (t,) or None
+    """
+    if model_variance is None or prior_dof <= 0:
+        return cov
+    w = np.maximum(np.asarray(n, dtype=np.float64) - 1.0, 0.0)[..., None, None]
+    return (prior_dof * np.diag(np.asarray(model_variance, dtype=np.float64)) + w * cov) / (prior_dof + w)
 
 
 class PrefixSampling(Estimator):
@@ -566,7 +606,7 @@ class PrefixSampling(Estimator):
         x = np.flatnonzero(u < plan.pi)
         return x, rng.random(x.size)
 
-    def simulate(self, layout, plan, probs, labels, p, mean, n_reps, rng):
+    def simulate(self, layout, plan, probs, labels, p, mean, n_reps, rng, *, output_variance=None):
         """Batched repetitions on a fully labelled pool (benchmarks): estimates and covariances.
 
         The judging sequence of a query is a deterministic function of its labels, so
@@ -581,6 +621,10 @@ class PrefixSampling(Estimator):
             Sampled queries.
         cost : ndarray of shape (n_reps,)
             Realized cost.
+
+        With ``output_variance`` (the model's per-query variance of every output, shape
+        (n_queries, t)) the covariance is pooled with the model's prediction as the engine
+        does (:func:`pooled_covariance`).
         """
         order = self.order
         live = plan.pi > 0
@@ -597,6 +641,7 @@ class PrefixSampling(Estimator):
         step_cost = _by_step(layout.cost[q], docs)
         t = layout.contrast.shape[0]
         pool_mean = p @ mean
+        model_var = None if output_variance is None else plan.model_variance(p, output_variance)
         est = np.zeros((n_reps, t))
         cov = np.zeros((n_reps, t, t))
         n = np.zeros(n_reps, dtype=np.int64)
@@ -608,6 +653,8 @@ class PrefixSampling(Estimator):
             e, V = within_estimate(D[s], P[s], judged)
             est[r], cov[r] = prefix_estimate(e, V, plan.pi[q][s], p[q][s], pool_mean)
             n[r] = s.sum()
+            if model_var is not None:
+                cov[r] = pooled_covariance(cov[r], n[r], model_var)
             cost[r] = float(np.where(judged, step_cost[s], 0.0).sum())
         return est, cov, n, cost
 

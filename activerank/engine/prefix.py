@@ -22,7 +22,7 @@ import math
 
 import numpy as np
 
-from ..design.prefix import JudgingWalk, prefix_estimate, prefix_layout, within_estimate
+from ..design.prefix import JudgingWalk, pooled_covariance, prefix_estimate, prefix_layout, within_estimate
 from ..inference.estimators import Estimate
 from .core import Draws, RunContext
 
@@ -56,10 +56,14 @@ def prefix_sample(ctx: RunContext, budget: float, rng) -> Draws:
     live = d.q > 0
     plan = plug.plan(layout, d.probs, d.p, d.prediction.variance, live, float(budget), rng,
                      defensive=d.defensive)
-    if plan.pi.sum() < 2.0 and not plan.exact:
+    if plan.pi.sum() < 2.0 - 1e-6 and not plan.exact:
         raise ValueError(f"`budget`={budget:g} is too small for the prefix method: it samples "
                          f"{plan.pi.sum():.3g} queries in expectation; at least 2 are needed for a standard error.")
     x, U = plug.draw(plan, rng)
+    if x.size < 2 and not plan.exact:  # before any label is bought
+        raise ValueError(f"the budget ({budget:g}) drew {x.size} quer{'y' if x.size == 1 else 'ies'} for the prefix "
+                         "method's sample (Poisson: the sample size is random); no standard error can be computed "
+                         "from fewer than 2. Raise the budget, or run again with another rng.")
     R = layout.values
     rows = layout.rows[x]
     safe = np.maximum(rows, 0)
@@ -102,6 +106,10 @@ def prefix_sample(ctx: RunContext, budget: float, rng) -> Draws:
     pool_mean = d.prediction.pool_mean(d.p)
     pi = plan.pi[x]
     est, cov = prefix_estimate(e, V, pi, d.p[x], pool_mean)
+    sample_cov = cov
+    ov = d.prediction.output_variance
+    if ctx.ci != "normal" and ov is not None:  # small samples: the model's predicted variance pooled in
+        cov = pooled_covariance(cov, x.size, plan.model_variance(d.p, ov))
     step_cost = np.where(docs >= 0, np.take_along_axis(layout.cost[x], np.maximum(docs, 0), axis=1), 0.0)
     charged_doc = np.where(new, step_cost, 0.0)
     charged = charged_doc.sum(1)
@@ -113,8 +121,10 @@ def prefix_sample(ctx: RunContext, budget: float, rng) -> Draws:
         "P": P[jq, js], "p": d.p[x[jq]], "new": new[jq, js], "cost": charged_doc[jq, js], "grade": labels[doc_rows],
     })
     trace["cumulative_cost"] = np.cumsum(trace["cost"].to_numpy())
-    trace.attrs.update(design="Poisson sample of queries, a random-depth prefix judged in each (prefix)",
-                       expected_cost=float(plan.budget), n_sampled_queries=int(x.size))
+    trace.attrs.update(design="Poisson sample of queries, a random-length sequence of documents judged in each "
+                              "(prefix)",
+                       expected_cost=float(plan.budget), n_sampled_queries=int(x.size),
+                       sample_variance=np.diag(sample_cov).tolist())
     exact = plan.exact
     dof = math.inf if exact or ctx.ci == "normal" else float(max(x.size - 1, 1))
     estimate = Estimate(est, np.zeros_like(cov) if exact else cov, float(x.size))

@@ -97,7 +97,9 @@ def check_ci(ci: str, design, schedule) -> None:
         raise ValueError(f"{what} does not apply to a target-precision run, whose interval is an anytime-valid "
                          "confidence sequence; leave `ci` at its default.")
     if design.method_spec.unit != "query":
-        raise ValueError(f"{what} needs a query-level design; method {design.method!r} samples single documents "
+        unit = "single documents" if design.method_spec.unit == "document" else \
+            "queries and judges a random-length sequence of documents in each"
+        raise ValueError(f"{what} needs a query-level design; method {design.method!r} samples {unit} "
                          "(its interval comes from the Horvitz-Thompson variance): use ci='auto', 't' or 'normal'.")
     if not getattr(design.method_spec, "replacement", True):
         raise ValueError(f"{what} resamples with-replacement draws; method {design.method!r} takes one sample "

@@ -85,7 +85,8 @@ def prefix_run(ctx, doc_costs, budgets, reps, rng):
                          defensive=dsg.defensive)
         if plan.pi.sum() < 2.0 and not plan.exact:  # the engine refuses this budget
             continue
-        e, c, nn, cc = plug.simulate(layout, plan, dsg.probs, task.labels, dsg.p, dsg.prediction.mean, reps, rng)
+        e, c, nn, cc = plug.simulate(layout, plan, dsg.probs, task.labels, dsg.p, dsg.prediction.mean, reps, rng,
+                                     output_variance=dsg.prediction.output_variance)
         est[bi], se[bi] = e, np.sqrt(np.clip(np.diagonal(c, axis1=1, axis2=2), 0, None))
         cost[bi], n[bi] = cc, nn
     out = dl._pack("prefix", est, se, cost, ctx.T, n)

@@ -84,11 +84,11 @@ def main(argv=None):
                 t0 = time.perf_counter()
                 plan = plug.plan(lay, probs, t["p"], t["V"].sum(0), live, float(B), np.random.default_rng(seed))
                 est, cov, n, cost = plug.simulate(lay, plan, probs, pool.labels, t["p"], t["M"].T, args.reps,
-                                                  np.random.default_rng(seed + [1]))
+                                                  np.random.default_rng(seed + [1]), output_variance=t["V"].T)
                 secs = time.perf_counter() - t0
                 ok = plan.pi > 0  # what method="auto" compares (activerank.design.auto.predicted_prefix_variance)
                 V = t["V"].sum(0)[ok]
-                v_prefix = float(np.sum(t["p"][ok] ** 2 * ((V + plan.within_variance[ok]) / plan.pi[ok] - V)))
+                v_prefix = float(np.sum(t["p"][ok] ** 2 * ((V + plan.within_variance[ok].sum(-1)) / plan.pi[ok] - V)))
                 err = est - truth[None, :]
                 sq = (err**2).sum(1)
                 se = np.sqrt(np.clip(np.diagonal(cov, axis1=1, axis2=2), 0, None))

@@ -134,6 +134,38 @@ def test_documents_are_asked_one_at_a_time_and_the_trace_adds_up():
     assert res.cost_spent == pytest.approx(tr["cost"].sum())
 
 
+def test_a_model_certain_of_every_label_still_samples_and_reports_an_error_bar():
+    pool, a, b, rng = _problem(3, n_queries=60)
+    labels = pool.sample_labels(rng)
+    wrong = np.eye(3)[np.zeros(pool.probs.shape[0], dtype=int)]  # certain: every document irrelevant
+    lab = ar.KnownLabels(pool.query_ids, pool.offsets, labels)
+    res = ar.estimate(pool, a, wrong, lab, budget=15.0, metric="err@5", method="prefix", rng=1)
+    assert not res.exact and res.n_draws >= 2 and res.standard_error > 0
+
+
+def test_a_sample_of_fewer_than_two_queries_is_refused_before_any_label():
+    pool, a, b, rng = _problem(4, n_queries=60)
+    labels = pool.sample_labels(rng)
+    asked = []
+
+    def labeler(qid, docs):
+        asked.append(qid)
+        return ar.KnownLabels(pool.query_ids, pool.offsets, labels)(qid, docs)
+
+    refused = ran = 0
+    for seed in range(40):
+        asked.clear()
+        try:
+            ar.estimate(pool, a, pool.probs, labeler, budget=1.0, metric="err@5", method="prefix", rng=seed)
+        except ValueError as exc:
+            assert "drew" in str(exc) or "too small" in str(exc)
+            assert asked == []  # refused before any label was bought
+            refused += 1
+            continue
+        ran += 1
+    assert refused > 0 and ran > 0  # Poisson sample sizes: some seeds draw fewer than 2 queries
+
+
 def test_errors_are_clear():
     pool, a, b, rng = _problem(2, n_queries=20)
     lab = ar.KnownLabels(pool.query_ids, pool.offsets, pool.sample_labels(rng))
@@ -151,7 +183,10 @@ def test_prefix_is_unbiased_with_nominal_coverage_and_honest_variance(n_systems,
                                             pool.offsets)
     rankings = (a, b, c)[:n_systems]
     kind = {1: "mean", 2: "difference", 3: "baseline"}[n_systems]
-    dsg = ar.make_design(pool, rankings, pool.probs, metric="err@5", method="prefix",
+    # one system: a miscalibrated model (tempered towards the top grade); labels come from pool.probs
+    model = pool.probs if n_systems > 1 else (pool.probs ** 0.5 * np.array([0.5, 1.0, 2.0]))
+    model = model / model.sum(1, keepdims=True)
+    dsg = ar.make_design(pool, rankings, model, metric="err@5", method="prefix",
                          **({} if n_systems < 3 else {"target": "baseline"}))
     pool_ = pool_iv(pool)
     reps = stat_reps(1000)
