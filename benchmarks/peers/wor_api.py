@@ -23,7 +23,9 @@ control variate) and what ``method="auto"`` runs: ``active_wor`` or, at equal
 documents on additive metrics, ``doc_dyn`` where its predicted variance at the
 budget is smaller (:mod:`activerank.design.auto`; the choice is a deterministic
 function of the model, so auto's MSE is that of the chosen method: doc_dyn's
-from ``results.csv``).
+from ``results.csv``; for ERR@10 at equal documents ``prefix`` where its predicted
+variance is smaller, its cells from ``results/prefix_api.csv``, written by
+``prefix_api.py``).
 
 Writes ``results/wor_api.csv`` and ``results/wor_api.md``.
 """
@@ -108,6 +110,9 @@ def main(argv=None):
     ap.add_argument("--data", default=None)
     args = ap.parse_args(argv)
     ref = pd.read_csv(RESULTS / "results.csv")
+    # method="auto" runs prefix for ERR@10 at equal documents where its predicted variance is smaller:
+    # its cells come from prefix_api.py's run (results/prefix_api.csv)
+    prefix = pd.read_csv(RESULTS / "prefix_api.csv") if (RESULTS / "prefix_api.csv").exists() else None
     rows = []
     gen = np.random.default_rng(0)
     for ds in args.datasets:
@@ -134,10 +139,16 @@ def main(argv=None):
                                    high=np.quantile(boot, 0.975), vs_default=sq[bi].mean() / default,
                                    vs_ppi=sq[bi].mean() / ppi, coverage=cov[bi].mean(), queries=n[bi].mean(),
                                    v_wor=v_wor[bi], v_doc=v_doc[bi])
+                        pf = prefix[(prefix.dataset == ds) & (prefix.scenario == scen) & (prefix.budget == B)] \
+                            if prefix is not None and mode == "documents" and metric == "err@10" else None
                         if v_doc[bi] < v_wor[bi]:  # auto runs doc_dyn: its stored cell
                             dd = cell[cell.method == "ar_doc_dyn"].iloc[0]
                             row.update(auto="doc_dyn", auto_ratio=dd.ratio, auto_low=dd.ratio_low,
                                        auto_high=dd.ratio_high, auto_coverage=dd.coverage)
+                        elif pf is not None and len(pf) and pf.auto.iloc[0] == "prefix":  # cascade: prefix's run
+                            row.update(auto="prefix", auto_ratio=float(pf.ratio.iloc[0]),
+                                       auto_low=float(pf.low.iloc[0]), auto_high=float(pf.high.iloc[0]),
+                                       auto_coverage=float(pf.coverage.iloc[0]))
                         else:
                             row.update(auto="active_wor", auto_ratio=row["ratio"], auto_low=row["low"],
                                        auto_high=row["high"], auto_coverage=row["coverage"])
@@ -151,7 +162,8 @@ def main(argv=None):
              "below 1; `vs 0.2 default` = MSE ratio to `ar_default` (the API default before 0.3, "
              "method='active'); `vs PPI++` = MSE ratio to PPI++ (uniform sampling, power-tuned control variate: "
              "the safe baseline); coverage of the 95% Student-t interval (mean over contrasts); `auto` = what "
-             "method='auto' runs per budget (w = active_wor, d = doc_dyn) and its ratio to the best peer.", "",
+             "method='auto' runs per budget (a = active_wor, d = doc_dyn, p = prefix; prefix's cells from "
+             "prefix_api.csv) and its ratio to the best peer.", "",
              "| dataset | scenario | metric | mode | ratio per budget | vs 0.2 default | vs PPI++ | coverage | auto |",
              "|---|---|---|---|---|---|---|---|---|"]
     for key, g in df.groupby(["dataset", "scenario", "metric", "mode"], sort=False):
