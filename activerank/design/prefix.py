@@ -75,7 +75,7 @@ from ..metrics._blas import single_blas_thread
 from ..ragged import Rankings
 
 __all__ = ["JudgingWalk", "PrefixLayout", "PrefixPlan", "PrefixSampling", "judging_paths", "plan_prefix",
-           "pooled_covariance", "prefix_estimate", "prefix_layout",
+           "pooled_covariance", "prefix_estimate", "prefix_layout", "stop_scale",
            "stop_probabilities", "within_estimate"]
 
 #: Number of nonzero ``tau`` values the design tries per query (plus ``tau = 0``: judge everything).
@@ -320,13 +320,18 @@ def _by_step(values, docs):
     return np.where(docs >= 0, np.take_along_axis(values, np.maximum(docs, 0), axis=1), 0.0)
 
 
-def stop_probabilities(scores, floor, tau) -> np.ndarray:
-    """``P_j = min(1, min_{l <= j} max(a_l, floor) / tau)`` (``tau = 0``: 1), shape of ``scores`` (B, J)."""
-    tau = np.asarray(tau, dtype=np.float64)[:, None]
-    a = np.minimum.accumulate(np.maximum(scores, np.asarray(floor, dtype=np.float64)[:, None]), axis=1)
+def stop_scale(score, floor, tau) -> np.ndarray:
+    """``min(1, max(score, floor) / tau)`` elementwise (``tau = 0``: 1): one step's bound on ``P``."""
+    tau = np.asarray(tau, dtype=np.float64)
     with np.errstate(divide="ignore", invalid="ignore"):
-        P = np.where(tau > 0, np.minimum(1.0, a / np.where(tau > 0, tau, 1.0)), 1.0)
-    return P
+        return np.where(tau > 0, np.minimum(1.0, np.maximum(score, floor) / np.where(tau > 0, tau, 1.0)), 1.0)
+
+
+def stop_probabilities(scores, floor, tau) -> np.ndarray:
+    """``P_j = min_{l <= j} stop_scale(a_l)``, i.e. ``min(1, min_{l <= j} max(a_l, floor) / tau)``, shape of
+    ``scores`` (B, J); the engine takes the same running minimum step by step."""
+    s = stop_scale(scores, np.asarray(floor, dtype=np.float64)[:, None], np.asarray(tau, dtype=np.float64)[:, None])
+    return np.minimum.accumulate(s, axis=1)
 
 
 def within_estimate(D, P, judged):

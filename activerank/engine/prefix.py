@@ -22,7 +22,8 @@ import math
 
 import numpy as np
 
-from ..design.prefix import JudgingWalk, pooled_covariance, prefix_estimate, prefix_layout, within_estimate
+from ..design.prefix import (JudgingWalk, pooled_covariance, prefix_estimate, prefix_layout, stop_scale,
+                             within_estimate)
 from ..inference.estimators import Estimate
 from .core import Draws, RunContext
 
@@ -86,9 +87,7 @@ def prefix_sample(ctx: RunContext, budget: float, rng) -> Draws:
         if not active.any():
             break
         jj = np.maximum(j, 0)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            Pj = np.where(tau > 0, np.minimum(prev, np.minimum(1.0, np.maximum(a, floor) / np.where(tau > 0, tau, 1.0))),
-                          1.0)
+        Pj = np.minimum(prev, stop_scale(a, floor, tau))  # the running minimum of stop_probabilities
         hit = active & (U <= Pj)
         row = rows[b, jj]
         new[:, step] = hit & (labels[row] < 0)
