@@ -215,8 +215,14 @@ def _report(res, args, point_name):
         kind = f"{res.ci}, {res.dof:.3g} dof" if res.ci in ("t", "t_draws") else res.ci
         print(f"{res.metric} {point_name}: {out[point_name]:.4f} ± {res.standard_error:.4f} (SE); "
               f"{args.confidence:.0%} CI [{ci.low:.4f}, {ci.high:.4f}] ({kind})")
-        print(f"  {res.n_queries} queries judged in {res.n_draws} draws, cost {res.cost_spent:.2f} "
-              f"of {res.budget:g}; method {res.method}; ESS {res.effective_sample_size:.1f}")
+        from .design.methods import get_method
+
+        if get_method(res.method).unit == "query":
+            judged = f"{res.n_queries} queries judged in {res.n_draws} draws"
+        else:  # documents sampled one by one, or a sequence of documents inside every sampled query
+            judged = f"{len(res.trace)} documents judged in {res.n_queries} queries"
+        print(f"  {judged}, cost {res.cost_spent:.2f} of {res.budget:g}; method {res.method}; "
+              f"ESS {res.effective_sample_size:.1f}")
 
 
 def _is_parquet(path) -> bool:
