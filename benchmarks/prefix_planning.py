@@ -74,12 +74,10 @@ def per_query_loop(layout, probs, n_sample, rng):
     qs = rng.choice(N, size=min(n_sample, N), replace=False)
     t0 = time.perf_counter()
     for q in qs:
-        rows = np.maximum(layout.rows[q], 0)
-        rho = probs[rows] @ R
-        sd = np.sqrt(np.maximum(probs[rows] @ R**2 - rho**2, 0.0))
+        _, sd = layout.document_values(probs, [q])
         paths = np.full(N_PLANNING_SIMULATIONS, q)
-        f = R[rng.integers(0, probs.shape[1], (N_PLANNING_SIMULATIONS, rows.size))]
-        judging_paths(layout, paths, rho_sys, np.repeat(sd[None], N_PLANNING_SIMULATIONS, 0), f)
+        f = R[rng.integers(0, probs.shape[1], (N_PLANNING_SIMULATIONS, sd.shape[1]))]
+        judging_paths(layout, paths, rho_sys, np.repeat(sd, N_PLANNING_SIMULATIONS, 0), f)
     return (time.perf_counter() - t0) / qs.size
 
 

@@ -128,6 +128,13 @@ class PrefixLayout:
         r = self.system_rows
         return np.where(r >= 0, rho[np.maximum(r, 0)], 0.0)
 
+    def document_values(self, probs, queries=None):
+        """``(rho, sd)``: mean and standard deviation of ``R(y)`` under the model for every document of
+        ``queries`` (default all) in layout order, shape (len(queries), J) each (padding: row 0's)."""
+        rows = np.maximum(self.rows if queries is None else self.rows[queries], 0)
+        rho = probs[rows] @ self.values
+        return rho, np.sqrt(np.maximum(probs[rows] @ self.values**2 - rho**2, 0.0))
+
 
 def _padded(r: Rankings, k: int) -> np.ndarray:
     lens = np.minimum(np.diff(r.offsets), k)
@@ -440,8 +447,7 @@ def plan_prefix(layout: PrefixLayout, probs, p, variance, live, budget: float, r
     rho_sys = layout.system_values(probs)
     R = layout.values
     safe_rows = np.maximum(layout.rows, 0)
-    rho = probs[safe_rows] @ R
-    sd = np.sqrt(np.maximum(probs[safe_rows] @ R**2 - rho**2, 0.0))
+    rho, sd = layout.document_values(probs)
     full_cost = layout.cost.sum(1)
     W = np.zeros((TAU_GRID + 1, N, layout.contrast.shape[0]))
     C = np.repeat(full_cost[None, :], TAU_GRID + 1, axis=0)
@@ -635,10 +641,8 @@ class PrefixSampling(Estimator):
         live = plan.pi > 0
         q = np.flatnonzero(live)
         R = layout.values
-        safe = np.maximum(layout.rows[q], 0)
-        f = R[labels[safe]]
-        rho = probs[safe] @ R
-        sd = np.sqrt(np.maximum(probs[safe] @ R**2 - rho**2, 0.0))
+        f = R[labels[np.maximum(layout.rows[q], 0)]]
+        rho, sd = layout.document_values(probs, q)
         docs, g, a = judging_paths(layout, q, layout.system_values(probs), sd, f, order=order)
         m = docs >= 0
         D = ((_by_step(f, docs) - _by_step(rho, docs)))[..., None] * g

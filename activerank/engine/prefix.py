@@ -67,9 +67,7 @@ def prefix_sample(ctx: RunContext, budget: float, rng) -> Draws:
                          "from fewer than 2. Raise the budget, or run again with another rng.")
     R = layout.values
     rows = layout.rows[x]
-    safe = np.maximum(rows, 0)
-    rho = d.probs[safe] @ R
-    sd = np.sqrt(np.maximum(d.probs[safe] @ R**2 - rho**2, 0.0))
+    rho, sd = layout.document_values(d.probs, x)
     walk = JudgingWalk(layout, x, layout.system_values(d.probs), sd, order=plug.order)
     n, J = rows.shape
     t = layout.contrast.shape[0]

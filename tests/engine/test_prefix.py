@@ -13,7 +13,7 @@ from activerank.metrics import parse_metric, pool_metric_values
 from activerank.ragged import Rankings
 
 from ..conftest import stat_reps
-from .test_documents import Recording, _problem
+from .test_documents import _problem
 
 
 def _truth(pool, labels, rankings, metric):
