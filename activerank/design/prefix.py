@@ -72,6 +72,7 @@ import numpy as np
 
 from ..inference.estimators import Estimator
 from ..metrics._blas import single_blas_thread
+from ..metrics.moments import kernel_backend
 from ..ragged import Rankings
 
 __all__ = ["JudgingWalk", "PrefixLayout", "PrefixPlan", "PrefixSampling", "judging_paths", "plan_prefix",
@@ -279,6 +280,19 @@ class JudgingWalk:
         self.todo[self._b[ok], jj[ok]] = False
 
 
+def _compiled(n_entries: int):
+    """The numba twins (:mod:`activerank.design._prefix_numba`) when the kernel backend is numba, else None.
+
+    Same rule as the moment kernels (:func:`~activerank.metrics.moments.kernel_backend`): ``auto`` takes
+    them for ``n_entries`` (paths x documents) of at least ``2**15`` when numba imports.
+    """
+    if kernel_backend(None, n_entries) != "numba":
+        return None
+    from . import _prefix_numba
+
+    return _prefix_numba
+
+
 @single_blas_thread
 def judging_paths(layout: PrefixLayout, queries, rho_sys, sd, grade_values, *, order: str = "adaptive"):
     """The full judging sequence of ``B`` label vectors.
@@ -305,8 +319,14 @@ def judging_paths(layout: PrefixLayout, queries, rho_sys, sd, grade_values, *, o
     scores : ndarray of shape (B, J)
         The stopping score at every step (``inf`` after the last).
     """
-    walk = JudgingWalk(layout, queries, rho_sys, sd, order=order)
     B, J = len(queries), layout.rows.shape[1]
+    fast = _compiled(B * J)
+    if fast is not None:
+        return fast.judging_paths(np.asarray(queries, dtype=np.int64), np.ascontiguousarray(rho_sys, dtype=np.float64),
+                                  layout.pos, layout.mask, np.ascontiguousarray(sd, dtype=np.float64),
+                                  np.ascontiguousarray(grade_values, dtype=np.float64), layout.discount,
+                                  np.ascontiguousarray(layout.contrast), order == "adaptive")
+    walk = JudgingWalk(layout, queries, rho_sys, sd, order=order)
     docs = np.full((B, J), -1, dtype=np.int64)
     grads = np.zeros((B, J, layout.contrast.shape[0]))
     scores = np.full((B, J), np.inf)
@@ -421,6 +441,32 @@ def _simulate_labels(probs_rows, n_sims, rng) -> np.ndarray:
     return np.minimum(y, probs_rows.shape[-1] - 1)
 
 
+def _planning_sums(layout, q, n_sims, rho_sys, rho, sd, f, order, shares):
+    """NumPy path of the planning averages of one chunk of queries ``q``: ``(floor, taus, W, C)`` with
+    shapes (n,), (G, n), (G, n, t), (G, n) (the numba twin: :func:`._prefix_numba.planning_sums`)."""
+    paths = np.repeat(q, n_sims)
+    docs, g, a = judging_paths(layout, paths, rho_sys, sd[paths], f, order=order)  # step order
+    m = docs >= 0
+    d2 = ((_by_step(f, docs) - _by_step(rho[paths], docs)) ** 2)[..., None] * g**2  # per output
+    mean_a = np.where(m, a, 0.0).sum(1).reshape(q.size, n_sims).sum(1) / np.maximum(
+        m.sum(1).reshape(q.size, n_sims).sum(1), 1)
+    fl = WITHIN_DEFENSIVE * mean_a
+    top = np.where(m, a, 0.0).max(1).reshape(q.size, n_sims).max(1)
+    grid = shares[:, None] * np.maximum(top, fl)[None, :]
+    cost = _by_step(layout.cost[paths], docs)
+    ng, t = shares.size, layout.contrast.shape[0]
+    taus, W, C = np.zeros((ng, q.size)), np.zeros((ng, q.size, t)), np.zeros((ng, q.size))
+    for gi in range(ng):
+        tau = np.where(fl > 0, grid[gi], 0.0)
+        P = stop_probabilities(a, np.repeat(fl, n_sims), np.repeat(tau, n_sims))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            w = np.where((m & (P > 0))[..., None], d2 * (1.0 / P - 1.0)[..., None], 0.0).sum(1)
+        W[gi] = w.reshape(q.size, n_sims, -1).mean(1)
+        C[gi] = np.where(m, P * cost, 0.0).sum(1).reshape(q.size, n_sims).mean(1)
+        taus[gi] = tau
+    return fl, taus, W, C
+
+
 def plan_prefix(layout: PrefixLayout, probs, p, variance, live, budget: float, rng, *, defensive: float = 0.1,
                 n_sims: int = N_PLANNING_SIMULATIONS, order: str = "adaptive", chunk: int = 4096) -> PrefixPlan:
     """Choose ``pi_x`` and ``tau_x`` for an expected ``budget`` (module docstring).
@@ -454,29 +500,19 @@ def plan_prefix(layout: PrefixLayout, probs, p, variance, live, budget: float, r
     taus = np.zeros((TAU_GRID + 1, N))
     floor = np.zeros(N)
     idx = np.flatnonzero(live)
+    shares = np.geomspace(1e-3, 1.0, TAU_GRID)
+    fast = _compiled(idx.size * n_sims * J)
     for lo in range(0, idx.size, chunk):
         q = idx[lo:lo + chunk]
         y = _simulate_labels(probs[safe_rows[q]], n_sims, rng)  # (n, M, J); padding is masked below
-        paths = np.repeat(q, n_sims)
         f = R[y.reshape(q.size * n_sims, J)]
-        docs, g, a = judging_paths(layout, paths, rho_sys, sd[paths], f, order=order)  # step order
-        m = docs >= 0
-        d2 = ((_by_step(f, docs) - _by_step(rho[paths], docs)) ** 2)[..., None] * g**2  # per output
-        mean_a = np.where(m, a, 0.0).sum(1).reshape(q.size, n_sims).sum(1) / np.maximum(
-            m.sum(1).reshape(q.size, n_sims).sum(1), 1)
-        fl = WITHIN_DEFENSIVE * mean_a
-        floor[q] = fl
-        top = np.where(m, a, 0.0).max(1).reshape(q.size, n_sims).max(1)
-        grid = np.geomspace(1e-3, 1.0, TAU_GRID)[:, None] * np.maximum(top, fl)[None, :]
-        cost = _by_step(layout.cost[paths], docs)
-        for gi in range(TAU_GRID):
-            tau = np.where(fl > 0, grid[gi], 0.0)
-            P = stop_probabilities(a, np.repeat(fl, n_sims), np.repeat(tau, n_sims))
-            with np.errstate(divide="ignore", invalid="ignore"):
-                w = np.where((m & (P > 0))[..., None], d2 * (1.0 / P - 1.0)[..., None], 0.0).sum(1)
-            W[gi + 1, q] = w.reshape(q.size, n_sims, -1).mean(1)
-            C[gi + 1, q] = np.where(m, P * cost, 0.0).sum(1).reshape(q.size, n_sims).mean(1)
-            taus[gi + 1, q] = tau
+        if fast is not None:
+            sums = fast.planning_sums(q.astype(np.int64), n_sims, rho_sys, layout.pos, layout.mask, layout.cost,
+                                      rho[q], sd[q], f, layout.discount, np.ascontiguousarray(layout.contrast),
+                                      order == "adaptive", shares, WITHIN_DEFENSIVE)
+        else:
+            sums = _planning_sums(layout, q, n_sims, rho_sys, rho, sd, f, order, shares)
+        floor[q], taus[1:, q], W[1:, q], C[1:, q] = sums
     V = np.where(live, np.asarray(variance, dtype=np.float64), 0.0)
     vbar = float(V[live].mean()) if live.any() else 0.0
     # a model certain of every label (V = W = 0) still gets every live query sampled: it may be wrong
