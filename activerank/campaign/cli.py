@@ -6,7 +6,9 @@ A labeling campaign for real annotators, kept in one SQLite file:
    sequence (from LETOR files, or from TREC run files).
 2. ``export`` writes the next tasks (query-document pairs, in draw order) as
    JSONL or CSV.  With a document-level method (``--method doc_dyn``) the
-   tasks are the engine's sample of single documents.
+   tasks are the engine's sample of single documents; with ``--method prefix``
+   they come in rounds, one document per sampled query still being judged
+   (export, import, export again until ``status`` reports every query done).
 3. ``import`` reads judgments back (JSONL/CSV/qrels), row by row; bad rows are
    reported with their line numbers, good rows are stored; re-importing a
    file is harmless.
@@ -173,6 +175,10 @@ def _cmd_init(args):
         if st.unit == "document":
             print(f"  budget {camp.budget:g}: {st.n_documents_needed} sampled documents to judge over {n_queries} "
                   f"queries, cost {st.cost_planned:.4g} (Poisson sampling spends the budget in expectation)")
+        elif st.unit == "prefix":
+            print(f"  budget {camp.budget:g}: {n_queries} sampled queries, expected cost {st.cost_planned:.4g}; "
+                  "tasks come in rounds, one document per query still being judged (export, judge, import, "
+                  "repeat until `status` reports every query done)")
         else:
             print(f"  budget {camp.budget:g}: {st.n_draws} draws over {n_queries} queries "
                   f"({st.n_documents_needed} documents to judge), planned cost {st.cost_planned:.4g}")
@@ -233,7 +239,11 @@ def _cmd_status(args):
           f"{len(st.queries_pending)} pending, of {n_planned} planned")
     print(f"documents: {st.n_documents_judged} of {st.n_documents_needed} judged; {st.n_judgments} judgments "
           f"stored, {st.n_conflicts} pairs with disagreeing annotators (combined by {st.combine})")
-    if st.unit == "document":
+    if st.unit == "prefix":
+        waiting = len(st.queries_partial) + len(st.queries_pending)
+        print("sampled queries: " + (f"{waiting} still being judged (one task each in the next export; first "
+                                     f"{st.blocking_query!r})" if waiting else "all done"))
+    elif st.unit == "document":
         missing = st.n_documents_needed - st.n_documents_judged
         print("sampled documents: " + (f"{missing} still to judge before an estimate (waiting for query "
                                        f"{st.blocking_query!r})" if missing else "all judged"))
@@ -401,7 +411,8 @@ def add_campaign_parser(subparsers) -> argparse.ArgumentParser:
                    help="sampling/estimation method (default active: its draw sequence gives an estimate from any "
                         "fully judged prefix; active_wor's one sample, the API's default, only when judged whole); a "
                         "document-level method (doc_dyn, doc_stat; additive metrics such as dcg@k) samples single "
-                        "documents instead of whole queries")
+                        "documents instead of whole queries; prefix (cascade metrics such as err@k) judges "
+                        "documents one at a time inside sampled queries, its tasks exported in rounds")
     p.add_argument("--costs", default="auto", choices=("auto", "log_length", "constant", "uniform"))
     p.add_argument("--judge", default="changeable", choices=("changeable", "all"),
                    help="comparisons: judge only the documents that can change a difference (default), or all")

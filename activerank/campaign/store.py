@@ -40,6 +40,15 @@ ranking variable of the first query that did not fit), and ``arrays``
 Like a document sample, it is usable only whole: which queries of the sample
 annotators finish first does not describe how the sample was drawn.
 
+A campaign of the ``prefix`` method (``unit="prefix"``; :mod:`activerank.campaign.prefix`)
+has schema version :data:`PREFIX_SCHEMA_VERSION`: ``meta`` ``unit = "prefix"``
+and ``expected_cost``, ``draws`` one row per sampled query (its expected cost),
+and ``arrays`` the design of every query (``prefix_pi``, ``prefix_tau``,
+``prefix_floor``, ``prefix_expected_cost``, ``prefix_within_variance``,
+``prefix_live``), the sample (``prefix_queries``, ``prefix_u``) and the raw
+``document_costs``.  Its tasks come in rounds: one document per sampled query
+whose walk is not finished, decided by the judgments stored so far.
+
 Durability: the database runs in WAL mode with ``synchronous=FULL``; every
 write is an explicit ``BEGIN IMMEDIATE ... COMMIT`` transaction.  Imports commit
 in chunks of lines and record each processed line under the key
@@ -60,7 +69,7 @@ import pathlib
 import secrets
 import sqlite3
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 
 import numpy as np
@@ -80,12 +89,15 @@ from ..ragged import Rankings, offsets_from_lengths
 from . import io as cio
 from .documents import ARRAY_NAMES as _UNIT_ARRAYS
 from .documents import DocumentPlan, estimate_documents, plan_documents
+from .prefix import ARRAY_NAMES as _PREFIX_ARRAYS
+from .prefix import PrefixCampaignPlan, estimate_prefix, plan_prefix_campaign
 from .without_replacement import estimate_without_replacement, plan_without_replacement
 
 __all__ = [
     "SCHEMA_VERSION",
     "DOCUMENT_SCHEMA_VERSION",
     "WOR_SCHEMA_VERSION",
+    "PREFIX_SCHEMA_VERSION",
     "COMBINE_RULES",
     "Campaign",
     "CampaignStatus",
@@ -98,7 +110,8 @@ __all__ = [
 SCHEMA_VERSION = 2
 DOCUMENT_SCHEMA_VERSION = 3  # the layout of version 2 plus a document sample (campaigns of document-level methods)
 WOR_SCHEMA_VERSION = 4  # the layout of version 2 plus the inclusion probabilities of a sample without replacement
-READABLE_VERSIONS = (1, 2, 3, 4)  # version 1: one ranker or a pair, no stored prediction arrays
+PREFIX_SCHEMA_VERSION = 5  # the layout of version 2 plus the design and sample of the prefix method
+READABLE_VERSIONS = (1, 2, 3, 4, 5)  # version 1: one ranker or a pair, no stored prediction arrays
 COMBINE_RULES = cio.COMBINE_RULES
 MAX_STORED_REJECTIONS = 1000  # per imported file; further rejected lines are counted, not stored
 SCOPES = ("tasks", "pool")
@@ -345,12 +358,7 @@ def _create_args_iv(path, combine, overwrite, budget, seed, *, method=None, docu
         raise ValueError(f"`combine` must be one of {list(COMBINE_RULES)}; got {combine!r}.")
     if method is not None:
         spec = get_method(method)
-        if spec.unit == "prefix":
-            raise ValueError(
-                f"`method`={spec.name!r} decides how deep to judge a query from the labels it has seen, one "
-                "document at a time; a campaign exports its tasks before any label: use 'active_wor' or "
-                "'active' (or 'doc_dyn' for additive metrics).")
-        if spec.unit == "document" and not documents:
+        if spec.unit in ("document", "prefix") and not documents:
             raise ValueError(
                 f"`method`={spec.name!r} samples single documents; a campaign on a distributed pool plans whole "
                 f"queries only: use a query-level method ({', '.join(method_names(unit='query'))}).")
@@ -655,9 +663,15 @@ class Campaign:
                 texts[_key(q)] = str(t)
         dsg = prepare_design(pool, pool_, target, rankings, probs, metric=metric, k=k, method=method, costs=costs,
                              query_weights=query_weights, defensive=defensive, names=names, judge=judge,
-                             methods=method_names(unit="query") + method_names(unit="document"))
-        documents = wor = None
-        if dsg.method_spec.unit == "document":  # the engine's Poisson sample of (query, document) units
+                             methods=method_names(unit="query") + method_names(unit="document")
+                             + method_names(unit="prefix"))
+        documents = wor = prefix = None
+        if dsg.method_spec.unit == "prefix":  # the engine's design and sample; tasks come in rounds
+            prefix = plan_prefix_campaign(dsg, budget, seed)
+            x = prefix.queries
+            plan = DrawPlan(queries=x, new=np.ones(x.size, dtype=bool), charged=prefix.plan.expected_cost[x],
+                            budget=budget)
+        elif dsg.method_spec.unit == "document":  # the engine's Poisson sample of (query, document) units
             documents = plan_documents(dsg, pool_, budget, seed)
             plan = DrawPlan(queries=documents.queries, new=np.ones(documents.n_tasks, dtype=bool),
                             charged=documents.costs, budget=budget)
@@ -674,21 +688,23 @@ class Campaign:
         return cls._write_new(path, dsg, pool_, plan, np.asarray(probs, dtype=np.float64), qkeys=qkeys, kind=kind,
                               dkeys=dkeys, texts=texts, names=names, target=target, seed=seed, budget=budget,
                               defensive=defensive, combine=combine, description=description, documents=documents,
-                              wor=wor)
+                              wor=wor, prefix=prefix)
 
     @classmethod
     def _write_new(cls, path, dsg, pool, plan, P, *, qkeys, kind, dkeys, texts, names, target, seed, budget,
-                   defensive, combine, description, extra_meta=None, documents=None, wor=None) -> "Campaign":
+                   defensive, combine, description, extra_meta=None, documents=None, wor=None,
+                   prefix=None) -> "Campaign":
         """Write a new campaign file from a design, its (standardized) pool and draw plan, atomically.
 
         ``pool`` may hold documents for the drawn queries only (a distributed pool,
         :func:`activerank.distributed.create_campaign`): every other query then has none.
         ``documents`` is the document sample of a document-level method (``plan``
         then lists its units: one draw per task); ``wor`` the sample of a method without
-        replacement (``plan`` lists its queries in selection order).
+        replacement (``plan`` lists its queries in selection order); ``prefix`` the design and sample of the
+        prefix method (``plan`` lists the sampled queries with their expected costs).
         """
         # a Poisson sample spends the budget in expectation only: its realized cost may exceed it
-        if documents is None and plan.cost_spent > budget * (1 + _BUDGET_RTOL):  # pragma: no cover
+        if documents is None and prefix is None and plan.cost_spent > budget * (1 + _BUDGET_RTOL):  # pragma: no cover
             raise RuntimeError(f"draw plan costs {plan.cost_spent} > budget {budget}.")
         offsets = np.asarray(pool.offsets, dtype=np.int64)
         doc_length = getattr(pool, "doc_length", None)
@@ -706,6 +722,8 @@ class Campaign:
             meta.update(unit="document", expected_cost=documents.expected_cost)
         if wor is not None:
             meta.update(sampling="without_replacement", wor_threshold=float(wor.threshold))
+        if prefix is not None:
+            meta.update(unit="prefix", expected_cost=prefix.expected_cost)
         directory = os.path.dirname(os.path.abspath(path))
         tmp = os.path.join(directory, f".{os.path.basename(path)}.{os.getpid()}.{secrets.token_hex(4)}.creating")
         conn = _connect(tmp)
@@ -716,7 +734,8 @@ class Campaign:
                     conn.execute(stmt)
             conn.execute("INSERT INTO schema_version VALUES (?)",
                          (DOCUMENT_SCHEMA_VERSION if documents is not None else
-                          WOR_SCHEMA_VERSION if wor is not None else SCHEMA_VERSION,))
+                          WOR_SCHEMA_VERSION if wor is not None else
+                          PREFIX_SCHEMA_VERSION if prefix is not None else SCHEMA_VERSION,))
             conn.executemany("INSERT INTO meta VALUES (?, ?)", [(k, json.dumps(v)) for k, v in meta.items()])
             lengths = np.diff(offsets)
             conn.executemany(
@@ -752,6 +771,8 @@ class Campaign:
                 arrays += list(documents.arrays().items())
             if wor is not None:
                 arrays.append(("wor_pi", wor.pi))
+            if prefix is not None:
+                arrays += list(prefix.arrays().items())
             for name, arr in arrays:
                 conn.execute("INSERT INTO arrays VALUES (?, ?, ?, ?)", (name, *_array_blob(np.asarray(arr))))
             conn.executemany(
@@ -900,11 +921,19 @@ class Campaign:
                      dtype=np.float64).reshape(-1, 3)
         self._plan = DrawPlan(queries=d[:, 0].astype(np.int64), new=d[:, 1].astype(bool), charged=d[:, 2],
                               budget=float(self.meta["budget"]))
-        self._documents = self._wor = None
+        self._documents = self._wor = self._prefix = None
         if self.meta.get("sampling") == "without_replacement":
             self._wor = WORSample(indices=self._plan.queries, pi=self._array("wor_pi"),
                                   threshold=float(self.meta["wor_threshold"]), cost=self._plan.charged,
                                   budget=self._plan.budget)
+        if self.unit == "prefix":  # the tasks depend on the judgments: see _refresh_prefix
+            self._prefix = PrefixCampaignPlan.from_arrays({n: self._array(n) for n in _PREFIX_ARRAYS},
+                                                          expected_cost=float(self.meta["expected_cost"]))
+            self._design = replace(self._design, probs=self.probs(), document_costs=self._prefix.document_costs)
+            self._prefix_cost = self._prefix.document_cost(self._design)
+            self._planned = [int(x) for x in self._prefix.queries]
+            self._refresh_prefix(self._combined()[0])
+            return
         if self.unit == "document":  # the sampled (query, document) units are the tasks
             self._documents = DocumentPlan.from_arrays({n: self._array(n) for n in _UNIT_ARRAYS},
                                                        n_docs=int(self._offsets[-1]),
@@ -915,6 +944,14 @@ class Campaign:
             first = self._plan.queries[self._plan.new]
             self._planned = [int(x) for x in first]
             self._needed = {x: self._design.documents(x) for x in self._planned}
+        self._needed_rows = {int(r): x for x, rows in self._needed.items() for r in rows}
+
+    def _refresh_prefix(self, grades) -> None:
+        """A prefix campaign's tasks given the stored ``grades``: every sampled query needs the documents its
+        walk has judged and the one it asks for next (:mod:`activerank.campaign.prefix`)."""
+        judged, self._waiting = self._prefix.walk(self._design, grades)
+        self._needed = {x: (np.append(judged[x], self._waiting[x]) if x in self._waiting else judged[x])
+                        for x in self._planned}
         self._needed_rows = {int(r): x for x, rows in self._needed.items() for r in rows}
 
     # ------------------------------------------------------------------ properties
@@ -933,7 +970,8 @@ class Campaign:
 
     @property
     def unit(self) -> str:
-        """What the campaign samples: ``"query"`` (whole queries) or ``"document"`` (single documents)."""
+        """What the campaign samples: ``"query"`` (whole queries), ``"document"`` (single documents) or
+        ``"prefix"`` (queries, then documents one at a time inside each)."""
         return self.meta.get("unit", "query")
 
     @property
@@ -990,7 +1028,10 @@ class Campaign:
 
     def tasks(self, query) -> list[str]:
         """Document ids to judge for a planned query (by id), in ranking order (document-level
-        campaigns: the query's sampled documents, in draw order)."""
+        campaigns: the query's sampled documents, in draw order; prefix campaigns: the documents its walk
+        has judged and the one it asks for next, in judging order)."""
+        if self._prefix is not None:
+            self._refresh_prefix(self._combined()[0])
         x = self._qindex.get(_key(query))
         if x is None or x not in self._needed:
             raise ValueError(f"`query` {_key(query)!r} is not a planned query of this campaign.")
@@ -1029,6 +1070,8 @@ class Campaign:
         if scope not in SCOPES:
             raise ValueError(f"`scope` must be one of {list(SCOPES)}; got {scope!r}.")
         grades, _ = self._combined(combine)
+        if self._prefix is not None:
+            self._refresh_prefix(grades)
         qidx = np.repeat(np.arange(len(self._qkeys)), np.diff(self._offsets))
         out: dict = {}
         for row in sorted(grades):
@@ -1136,6 +1179,8 @@ class Campaign:
             return self._report(batch_id, path, sha, fmt, len(rows), 0, True, False, notes)
         done = {ln for (ln,) in db.execute("SELECT line FROM import_lines WHERE batch_id = ?", (batch_id,))}
         pending = [r for r in rows if r.line not in done]
+        if self._prefix is not None:  # this round's tasks: what the walks ask for given the stored grades
+            self._refresh_prefix(self._combined()[0])
         default_ann = "" if annotator is None else annotator.strip()
         state = _ImportState(db, batch_id)
         accepted_now = stored_now = 0
@@ -1222,7 +1267,10 @@ class Campaign:
         if row is None:
             return "rejected", f"unknown document id {doc!r} for query {qid!r} (not in the campaign's pool)", None
         if scope == "tasks" and row not in self._needed_rows:
-            if self._documents is not None:
+            if self._prefix is not None:
+                why = ("the query was not sampled" if x not in self._needed
+                       else "its judging walk has not asked for it (yet)")
+            elif self._documents is not None:
                 why = ("no document of the query was sampled" if x not in self._needed
                        else "the document was not sampled")
             else:
@@ -1259,12 +1307,14 @@ class Campaign:
 
     def _progress(self, combine=None):
         grades, conflicts = self._combined(combine)
+        if self._prefix is not None:
+            self._refresh_prefix(grades)
         done, partial, pending = [], [], []
         for x in self._planned:
             rows = self._needed[x]
             n = sum(1 for r in rows.tolist() if r in grades)
             (done if n == rows.size else partial if n else pending).append(x)
-        if self._documents is not None or self._wor is not None:  # a sample is usable only whole (module doc)
+        if self._documents is not None or self._wor is not None or self._prefix is not None:  # usable only whole
             prefix = self._plan.n_draws if not (partial or pending) else 0
             return grades, conflicts, done, partial, pending, prefix
         done_set = set(done)
@@ -1289,7 +1339,11 @@ class Campaign:
         """
         grades, conflicts, done, partial, pending, prefix = self._progress(combine)
         planned = self._clamp(math.fsum(self._plan.charged))
-        if self._documents is None:
+        if self._prefix is not None:  # costs of the judged documents; the rest is not decided yet
+            spent = self._clamp(math.fsum(self._prefix_cost[r] for r in self._needed_rows if r in grades))
+            in_prog = 0.0
+            blocking = next((self._qkeys[x] for x in self._planned if x in self._waiting), None)
+        elif self._documents is None:
             cost = self._design.costs.cost
             spent = self._clamp(math.fsum(cost[x] for x in done))
             in_prog = min(self._clamp(math.fsum(cost[x] for x in partial)), self.budget - spent)
@@ -1357,6 +1411,8 @@ class Campaign:
         """
         if self._documents is not None:
             return self._estimate_documents(combine)
+        if self._prefix is not None:
+            return self._estimate_prefix(combine)
         if self._wor is not None:
             return self._estimate_without_replacement(combine)
         grades, _, done, partial, pending, prefix = self._progress(combine)
@@ -1388,6 +1444,21 @@ class Campaign:
             rows = self._needed[x]
             labels[rows] = [grades[r] for r in rows.tolist()]
         return estimate_without_replacement(self._design, self.pool(), self._wor, labels)
+
+    def _estimate_prefix(self, combine):
+        grades, _, done, partial, pending, _ = self._progress(combine)
+        if self._waiting:
+            first = next(x for x in self._planned if x in self._waiting)
+            raise ValueError(
+                f"nothing to estimate yet: {len(self._waiting)} of the {len(self._planned)} sampled queries wait "
+                f"for a judgment ({len(partial)} started, {len(pending)} not; first: query {self._qkeys[first]!r}, "
+                f"document {self._dkeys[self._waiting[first]]!r}). A prefix campaign estimates from its whole "
+                "sample only, each query judged until its stopping rule says stop: export the next round of "
+                "tasks (one document per waiting query) and import the judgments. The judgments are kept.")
+        labels = np.full(int(self._offsets[-1]), -1, dtype=np.int64)
+        for r in self._needed_rows:
+            labels[r] = grades[r]
+        return estimate_prefix(self._design, self.pool(), self._prefix, labels, budget=self.budget)
 
     def _estimate_documents(self, combine):
         grades, _ = self._combined(combine)
@@ -1466,6 +1537,8 @@ class Campaign:
                                      or not max_cost >= 0):
             raise ValueError(f"`max_cost` must be a number >= 0 or None; got {max_cost!r}.")
         grades, _ = self._combined()
+        if self._prefix is not None:
+            self._refresh_prefix(grades)
         exported = set()
         if exclude_exported:
             exported = {x for (x,) in self._db.execute("SELECT DISTINCT qx FROM export_queries")}
@@ -1484,7 +1557,9 @@ class Campaign:
             todo = [r for r in self._needed[x].tolist() if r not in grades]
             if not todo:
                 continue
-            if self._documents is None:
+            if self._prefix is not None:
+                c = math.fsum(self._prefix_cost[r] for r in todo)
+            elif self._documents is None:
                 c = float(self._design.costs.cost[x])
             else:
                 c = math.fsum(unit_cost[unit_draw[r]] for r in todo)
@@ -1524,6 +1599,8 @@ class Campaign:
             problems.append("integrity_check: " + "; ".join(res))
         if self._documents is not None:
             problems += self._check_documents()
+        elif self._prefix is not None:
+            problems += self._check_prefix()
         else:
             replay = draw_budgeted(self._design.q, self._design.costs.cost, self.budget, self.seed)
             if not (np.array_equal(replay.queries, self._plan.queries)
@@ -1538,6 +1615,21 @@ class Campaign:
         fk = db.execute("PRAGMA foreign_key_check").fetchall()
         if fk:
             problems.append(f"{len(fk)} foreign-key violations")
+        return problems
+
+    def _check_prefix(self) -> list[str]:
+        cp, problems = self._prefix, []
+        try:
+            replay = plan_prefix_campaign(self._design, self.budget, self.seed)
+        except ValueError as exc:
+            return [f"the prefix design could not be replayed with the stored seed: {exc}"]
+        if not (np.array_equal(replay.queries, cp.queries) and np.allclose(replay.U, cp.U, rtol=0, atol=0)
+                and np.allclose(replay.plan.pi, cp.plan.pi, rtol=1e-9, atol=1e-12)):
+            problems.append("the stored prefix sample differs from a replay with the stored seed")
+        if not np.array_equal(self._plan.queries, cp.queries):
+            problems.append("the stored draws differ from the stored prefix sample")
+        if cp.expected_cost > self.budget * (1 + _BUDGET_RTOL):
+            problems.append(f"expected cost {cp.expected_cost} of the prefix design exceeds the budget {self.budget}")
         return problems
 
     def _check_documents(self) -> list[str]:

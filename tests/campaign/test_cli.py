@@ -671,3 +671,36 @@ def test_init_never_replaces_its_own_inputs(tmp_path, files, capsys):
                             "--budget", "5", "--force"], capsys)
     assert code == 2 and "would destroy" in err and "an input file" in err
     assert p.read_bytes() == original
+
+
+def test_cli_prefix_campaign_in_rounds_equals_estimate(tmp_path, files, capsys):
+    pool, train = files
+    db = str(tmp_path / "c.db")
+    code, out, err = run_cli(["campaign", "init", db, "--pool", pool, "--train", train, "--model", "lightgbm",
+                              "--ranker", "feature:25", "--grades", "3", "--budget", "6", "--metric", "err@10",
+                              "--method", "prefix", "--seed", "3"], capsys)
+    assert code == 0 and "tasks come in rounds" in out, err
+    data = ar.load_letor(pool, n_grades=3)
+    for r in range(100):
+        code, out, _ = run_cli(["campaign", "status", db], capsys)
+        if "sampled queries: all done" in out:
+            break
+        assert "still being judged" in out
+        tasks, ans = str(tmp_path / f"t{r}.jsonl"), str(tmp_path / f"a{r}.jsonl")
+        code, out, err = run_cli(["campaign", "export", db, tasks], capsys)
+        assert code == 0, err
+        n = int(out.split()[1])
+        assert f"({n} queries" in out  # one document per query still being judged
+        _answer(tasks, ans, data)
+        code, out, err = run_cli(["campaign", "import", db, ans], capsys)
+        assert code == 0 and err == "", err
+    code, out, err = run_cli(["campaign", "estimate", db, "--json"], capsys)
+    assert code == 0, err
+    got = json.loads(out)
+    model = ar.relevance.make_relevance_model("lightgbm", 3, random_state=0)
+    tr = ar.load_letor(train, n_grades=3)
+    probs = model.fit(tr.X, tr.labels).predict_proba(data.X)
+    ref = ar.estimate(data, data.X[:, 24], probs, ar.KnownLabels.from_data(data), budget=6, metric="err@10",
+                      method="prefix", rng=3)
+    assert got["estimate"] == pytest.approx(ref.estimate, rel=1e-12)
+    assert got["standard_error"] == pytest.approx(ref.standard_error, rel=1e-12)

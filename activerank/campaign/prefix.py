@@ -1,0 +1,178 @@
+"""Campaigns of the ``prefix`` method: rounds of tasks, one document per unfinished sampled query.
+
+``method="prefix"`` (:mod:`activerank.design.prefix`) samples queries (Poisson)
+and judges each one's documents one at a time: which document comes next, and
+whether the query stops, depend on the labels seen in it.  So a campaign cannot
+list all its tasks up front.  It runs in rounds instead. At creation it stores
+the engine's design and sample for ``rng=seed``: every query's inclusion
+probability, stopping scale and floor, the sampled queries and their uniforms
+``U``. In each round, every sampled query whose walk is not finished has exactly
+one task, the next document its walk asks for given the judgments stored so
+far. Importing those judgments moves the walks on. A query is finished when its
+stopping rule says stop (``U > P_j``) or every document it needs is judged.
+
+The walk is the engine's own (:func:`activerank.engine.prefix.walk_sample`),
+replayed from the stored grades. A document judged once is never asked
+again. Once every sampled query is finished, the estimate runs the engine on
+the stored sample with the stored grades as the labeler, so it equals
+``activerank.estimate`` / ``compare`` / ``compare_many`` / ``rank_systems``
+with ``method="prefix"`` and ``rng=seed`` given the same grades.
+
+Partial judgments.  The estimate needs every sampled query finished and otherwise
+raises, naming how many still wait. The unbiasedness argument holds for the whole
+Poisson sample only. Which queries annotators finish first does not describe how
+the sample was drawn. The judgments stay stored.
+
+The budget is spent in expectation, as by the engine. The realized cost of the
+judged prefixes may exceed it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..design.prefix import PrefixPlan
+
+__all__ = ["PrefixCampaignPlan", "estimate_prefix", "plan_prefix_campaign"]
+
+# the arrays a prefix campaign stores (table ``arrays``)
+ARRAY_NAMES = ("prefix_pi", "prefix_tau", "prefix_floor", "prefix_expected_cost", "prefix_within_variance",
+               "prefix_live", "prefix_queries", "prefix_u", "document_costs")
+
+
+@dataclass(frozen=True, eq=False)
+class PrefixCampaignPlan:
+    """The frozen design and sample of a prefix campaign.
+
+    Attributes
+    ----------
+    plan : PrefixPlan
+        Inclusion probabilities, stopping scales and floors of every pool query.
+    queries : ndarray of shape (n,), int
+        The sampled queries, in pool order.
+    U : ndarray of shape (n,)
+        Their uniforms (document ``j`` of query ``i`` is judged iff ``U_i <= P_j``).
+    document_costs : ndarray of shape (n_docs,)
+        Raw per-document costs (a query's cost is split over its documents in proportion).
+    """
+
+    plan: PrefixPlan
+    queries: np.ndarray
+    U: np.ndarray
+    document_costs: np.ndarray
+
+    @property
+    def n_queries(self) -> int:
+        return int(self.queries.size)
+
+    @property
+    def expected_cost(self) -> float:
+        return float(self.plan.budget)
+
+    def arrays(self) -> dict:
+        p = self.plan
+        return {"prefix_pi": p.pi, "prefix_tau": p.tau, "prefix_floor": p.floor,
+                "prefix_expected_cost": p.expected_cost, "prefix_within_variance": p.within_variance,
+                "prefix_live": p.live.astype(np.int8), "prefix_queries": self.queries.astype(np.int64),
+                "prefix_u": self.U, "document_costs": self.document_costs}
+
+    @classmethod
+    def from_arrays(cls, arrays: dict, *, expected_cost: float) -> "PrefixCampaignPlan":
+        plan = PrefixPlan(arrays["prefix_pi"], arrays["prefix_tau"], arrays["prefix_floor"],
+                          arrays["prefix_expected_cost"], arrays["prefix_within_variance"], float(expected_cost),
+                          arrays["prefix_live"].astype(bool))
+        return cls(plan, arrays["prefix_queries"].astype(np.int64), arrays["prefix_u"], arrays["document_costs"])
+
+    def layout(self, design):
+        """The judging layout of ``design`` (nothing judged before the campaign: every document costs)."""
+        from ..engine.prefix import _layout
+
+        return _layout(design, None)
+
+    def walk(self, design, grades: dict):
+        """Replay every sampled query's walk on the stored ``grades`` (``{doc_row: grade}``).
+
+        Returns
+        -------
+        judged : dict
+            Sampled query -> document rows its walk has judged, in judging order.
+        waiting : dict
+            Sampled query -> the document row its walk asks for next (finished queries are absent).
+        """
+        from ..engine.prefix import walk_sample
+
+        layout = self.layout(design)
+
+        def obtain(i, row, step):
+            return grades.get(row, -1), False
+
+        _, _, judged, _, docs, waiting = walk_sample(layout, design.probs, self.plan, self.queries, self.U,
+                                                     design.method_spec.estimator.order, obtain)
+        rows = layout.rows[self.queries]
+        out, wait = {}, {}
+        for i, x in enumerate(self.queries.tolist()):
+            steps = np.flatnonzero(judged[i])
+            out[x] = rows[i, docs[i, steps]]
+            if waiting[i] >= 0:
+                wait[x] = int(waiting[i])
+        return out, wait
+
+    def document_cost(self, design) -> dict:
+        """``{doc_row: cost}`` of every document a sampled query may ask for (budget units)."""
+        layout = self.layout(design)
+        rows, cost = layout.rows[self.queries], layout.cost[self.queries]
+        ok = rows >= 0
+        return dict(zip(rows[ok].tolist(), cost[ok].tolist()))
+
+
+def plan_prefix_campaign(design, budget: float, seed: int) -> PrefixCampaignPlan:
+    """The engine's ``prefix`` design and sample for ``budget`` with ``rng=seed``.
+
+    Raises
+    ------
+    ValueError
+        No document can change a target, or the budget samples fewer than 2 queries (in expectation, or
+        in the draw).
+    """
+    from ..engine.prefix import plan_and_draw
+
+    if not design.q.any():
+        raise ValueError("no document can change the compared values in any query (every difference is "
+                         "exactly 0): there is nothing to judge.")
+    _, plan, x, U = plan_and_draw(design, budget, np.random.default_rng(seed))
+    return PrefixCampaignPlan(plan, np.asarray(x, dtype=np.int64), np.asarray(U, dtype=np.float64),
+                              np.asarray(design.document_costs, dtype=np.float64))
+
+
+def estimate_prefix(design, pool, cplan: PrefixCampaignPlan, labels: np.ndarray, *, budget: float, ci: str = "auto"):
+    """The engine's result for a campaign whose sampled queries are all finished.
+
+    Parameters
+    ----------
+    design : Design
+        With ``probs`` and ``document_costs`` set.
+    pool : Pool
+    cplan : PrefixCampaignPlan
+    labels : ndarray of shape (n_docs,)
+        Stored grades (-1 where none); every document the walks ask for is judged.
+    budget : float
+        The campaign budget.
+
+    Returns
+    -------
+    EstimateResult, ComparisonResult, MultiComparisonResult or SystemRankingResult
+    """
+    from .._validation import ci_iv
+    from ..engine.assemble import assemble
+    from ..engine.core import RunContext
+    from ..engine.labeling import Judgments
+    from ..engine.prefix import prefix_sample
+    from ..labelers import KnownLabels
+
+    store = Judgments(pool, design.n_grades)  # empty: the stored grades come through the labeler, as bought
+    labeler = KnownLabels(pool.query_ids, pool.offsets, labels, getattr(pool, "doc_ids", None))
+    ctx = RunContext(design, pool, labeler, store, ci=ci_iv(ci))
+    drawn = (cplan.layout(design), cplan.plan, cplan.queries, cplan.U)
+    return assemble(ctx, prefix_sample(ctx, budget, None, drawn=drawn), method=design.method)

@@ -1,0 +1,135 @@
+"""Campaigns of the ``prefix`` method (activerank.campaign.prefix): tasks in rounds, one document per unfinished
+sampled query, decided by the judgments stored so far; the estimate equals activerank's once every walk is done."""
+
+import json
+import sqlite3
+
+import numpy as np
+import pytest
+
+import activerank as ar
+from activerank.campaign import Campaign
+from activerank.campaign.store import PREFIX_SCHEMA_VERSION
+
+METHOD = "prefix"
+
+
+class Recording:
+    """The annotator of the in-memory run: answers from the true labels and records every request."""
+
+    def __init__(self, labels):
+        self.inner, self.asked = labels, []
+
+    def __call__(self, qid, docs):
+        self.asked += [(str(qid), str(d)) for d in docs]
+        return self.inner(qid, docs)
+
+
+def _round(camp, labels, path):
+    """Export the current round, answer it from ``labels``, import it; returns the exported (query, doc) pairs."""
+    out = path.with_suffix(".tasks.jsonl")
+    rep = camp.export_tasks(out, overwrite=True)
+    tasks = [json.loads(line) for line in out.read_text().splitlines()]
+    assert rep.n_rows == len(tasks) == rep.n_queries  # one document per waiting query
+    rows = [{"query_id": t["query_id"], "doc_id": t["doc_id"],
+             "grade": int(labels(t["query_id"], [t["doc_id"]])[0])} for t in tasks]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    camp.import_judgments(path)
+    return [(str(t["query_id"]), str(t["doc_id"])) for t in tasks]
+
+
+def _run_rounds(camp, labels, tmp_path):
+    asked, rounds = [], 0
+    while camp.status().draws_usable == 0:
+        got = _round(camp, labels, tmp_path / f"r{rounds}.jsonl")
+        assert got, "a round with waiting queries exports tasks"
+        asked += got
+        rounds += 1
+        assert rounds < 200
+    return asked, rounds
+
+
+def _same(res, ref):
+    assert type(res) is type(ref) and res.method == ref.method == METHOD
+    for name in ("estimate", "difference", "standard_error"):
+        if hasattr(ref, name):
+            assert getattr(res, name) == pytest.approx(getattr(ref, name), rel=1e-12, abs=1e-15)
+    if hasattr(ref, "differences"):
+        np.testing.assert_allclose(res.differences, ref.differences, rtol=1e-12, atol=1e-15)
+        np.testing.assert_allclose(res.standard_errors, ref.standard_errors, rtol=1e-12, atol=1e-15)
+    assert res.cost_spent == pytest.approx(ref.cost_spent, rel=1e-12)
+    np.testing.assert_array_equal(res.trace["doc_row"], ref.trace["doc_row"])
+    np.testing.assert_allclose(res.trace["P"], ref.trace["P"], rtol=1e-12)
+
+
+def test_rounds_ask_what_the_engine_asks_and_the_estimate_equals_estimate(tmp_path, data, probs, labels):
+    a = data.X[:, 24]
+    rec = Recording(labels)
+    ref = ar.estimate(data, a, probs, rec, budget=8, metric="err@10", method=METHOD, rng=4)
+    with Campaign.create(tmp_path / "c.db", data, a, probs, budget=8, metric="err@10", method=METHOD,
+                         seed=4) as c:
+        assert c.unit == "prefix" and c.check() == []
+        st = c.status()
+        assert st.n_documents_judged == 0 and st.n_documents_needed == len(c.plan().queries)
+        with pytest.raises(ValueError, match="wait for a judgment"):
+            c.estimate()
+        asked, rounds = _run_rounds(c, labels, tmp_path)
+        res = c.estimate()
+        assert c.status().blocking_query is None
+    assert sorted(asked) == sorted(rec.asked)  # the same documents, each asked once
+    assert rounds == ref.trace["step"].max() + 1  # a round per judging step
+    _same(res, ref)
+    with sqlite3.connect(tmp_path / "c.db") as con:
+        assert con.execute("SELECT version FROM schema_version").fetchone()[0] == PREFIX_SCHEMA_VERSION
+    with Campaign.open(tmp_path / "c.db") as c:  # everything the estimate needs is stored
+        _same(c.estimate(), ref)
+        assert c.check() == []
+
+
+@pytest.mark.parametrize("target", [None, "baseline"])
+def test_comparisons_round_trip(tmp_path, data, probs, labels, target):
+    if target is None:
+        systems, kw = [data.X[:, 24], data.X[:, 39]], {}
+        ref = ar.compare(data, *systems, probs, labels, budget=10, metric="err@10", method=METHOD, rng=5)
+    else:
+        systems = {f"s{j}": data.X[:, j] for j in (10, 24, 39)}
+        kw = {"target": "baseline"}
+        ref = ar.compare_many(data, [systems["s10"], systems["s24"]], systems["s39"], probs, labels, budget=10,
+                              metric="err@10", method=METHOD, rng=5, names=["s10", "s24"], baseline_name="s39")
+    with Campaign.create(tmp_path / "c.db", data, systems, probs, budget=10, metric="err@10", method=METHOD,
+                         seed=5, **kw) as c:
+        _run_rounds(c, labels, tmp_path)
+        _same(c.estimate(), ref)
+
+
+def test_a_round_survives_reopening_and_tasks_follow_the_labels(tmp_path, data, probs, labels):
+    a = data.X[:, 24]
+    path = tmp_path / "c.db"
+    with Campaign.create(path, data, a, probs, budget=8, metric="err@10", method=METHOD, seed=4) as c:
+        first = _round(c, labels, tmp_path / "r0.jsonl")
+        waiting = c.status().queries_partial
+    with Campaign.open(path) as c:
+        st = c.status()
+        assert st.queries_partial == waiting and st.n_documents_judged == len(first)
+        for qid in waiting:  # judged so far, then the next document asked
+            docs = c.tasks(qid)
+            assert (qid, docs[0]) in first and len(docs) == 2
+        # a document the walk has not asked for is not a task
+        qid = waiting[0]
+        x = c.query_ids.index(qid)
+        lo, hi = c.pool().offsets[x], c.pool().offsets[x + 1]
+        other = next(d for d in np.asarray(c.pool().doc_ids)[lo:hi] if d not in c.tasks(qid))
+        bad = tmp_path / "bad.jsonl"
+        bad.write_text(json.dumps({"query_id": qid, "doc_id": other, "grade": 1}) + "\n")
+        rep = c.import_judgments(bad)
+        assert rep.accepted == 0 and "has not asked for it" in rep.rejected[0].message
+        with pytest.raises(ValueError, match=r"wait for a judgment .*The judgments are kept"):
+            c.estimate()
+        assert c.status().n_documents_judged == len(first)
+
+
+def test_distributed_pools_refuse_prefix():
+    from activerank.campaign.store import _create_args_iv
+
+    with pytest.raises(ValueError, match="plans whole queries only"):
+        _create_args_iv("x.db", "mean_gain", False, 5, 1, method=METHOD, documents=False)
