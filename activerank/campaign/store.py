@@ -407,8 +407,10 @@ class CampaignStatus:
         The first drawn query that is not fully judged (ends the prefix).
     n_imports, n_exports : int
     combine : str
-    unit : {"query", "document"}
-        What the campaign samples.  Document-level campaigns count tasks in
+    unit : {"query", "document", "prefix"}
+        What the campaign samples.  A prefix campaign counts ``n_documents_needed`` as the documents its
+        walks have judged plus one per query still being judged, ``cost_planned`` as the expected cost of
+        the sampled queries and ``cost_spent`` as the cost of the judged documents.  Document-level campaigns count tasks in
         documents: ``n_draws`` = sampled documents, ``cost_spent`` = cost of
         those judged, ``cost_in_progress`` = 0, ``cost_planned`` = realized
         cost of the sample (may exceed ``budget``: Poisson sampling spends it
@@ -614,7 +616,11 @@ class Campaign:
             tasks are the documents ``activerank.estimate(..., method=method,
             rng=seed)`` would send to its labeler, the budget is spent in
             expectation (the realized cost of the sample may exceed it), and
-            the estimate needs every sampled document judged.
+            the estimate needs every sampled document judged.  ``method="prefix"``
+            (cascade metrics) stores the engine's design and query sample; its
+            tasks come in rounds, one document per sampled query still being
+            judged, chosen from the judgments stored so far
+            (:mod:`activerank.campaign.prefix`).
         seed : int or None
             Seed of the draw sequence (stored).  ``None`` picks one at random
             (and stores it).  The same seed gives the same draws as
@@ -949,6 +955,7 @@ class Campaign:
     def _refresh_prefix(self, grades) -> None:
         """A prefix campaign's tasks given the stored ``grades``: every sampled query needs the documents its
         walk has judged and the one it asks for next (:mod:`activerank.campaign.prefix`)."""
+        self._prefix_seen = False  # tasks() replays again unless it set this itself (default combine rule)
         judged, self._waiting = self._prefix.walk(self._design, grades)
         self._needed = {x: (np.append(judged[x], self._waiting[x]) if x in self._waiting else judged[x])
                         for x in self._planned}
@@ -1030,8 +1037,11 @@ class Campaign:
         """Document ids to judge for a planned query (by id), in ranking order (document-level
         campaigns: the query's sampled documents, in draw order; prefix campaigns: the documents its walk
         has judged and the one it asks for next, in judging order)."""
-        if self._prefix is not None:
-            self._refresh_prefix(self._combined()[0])
+        if self._prefix is not None:  # replay the walks only when judgments arrived since the last replay
+            last = self._db.execute("SELECT MAX(judgment_id) FROM judgments").fetchone()[0]
+            if last != self._prefix_seen:
+                self._refresh_prefix(self._combined()[0])
+                self._prefix_seen = last
         x = self._qindex.get(_key(query))
         if x is None or x not in self._needed:
             raise ValueError(f"`query` {_key(query)!r} is not a planned query of this campaign.")
