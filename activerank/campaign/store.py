@@ -1600,7 +1600,9 @@ class Campaign:
         cost stays within the budget and that no file line is stored twice.
         A document-level campaign replays its Poisson sample from the stored
         inclusion probabilities and seed, and checks the *expected* cost
-        against the budget (the realized cost may exceed it).
+        against the budget (the realized cost may exceed it); a campaign
+        without replacement replays its one sample, a prefix campaign its
+        design and query sample.
         """
         problems = []
         db = self._db
@@ -1611,6 +1613,8 @@ class Campaign:
             problems += self._check_documents()
         elif self._prefix is not None:
             problems += self._check_prefix()
+        elif self._wor is not None:
+            problems += self._check_without_replacement()
         else:
             replay = draw_budgeted(self._design.q, self._design.costs.cost, self.budget, self.seed)
             if not (np.array_equal(replay.queries, self._plan.queries)
@@ -1625,6 +1629,15 @@ class Campaign:
         fk = db.execute("PRAGMA foreign_key_check").fetchall()
         if fk:
             problems.append(f"{len(fk)} foreign-key violations")
+        return problems
+
+    def _check_without_replacement(self) -> list[str]:
+        wor, problems = self._wor, []
+        replay = plan_without_replacement(self._design, self.budget, self.seed)
+        if not (np.array_equal(replay.indices, wor.indices) and np.allclose(replay.pi, wor.pi, rtol=1e-12, atol=0)):
+            problems.append("the stored sample without replacement differs from a replay with the stored seed")
+        if self._plan.cost_spent > self.budget * (1 + _BUDGET_RTOL):
+            problems.append(f"planned cost {self._plan.cost_spent} exceeds the budget {self.budget}")
         return problems
 
     def _check_prefix(self) -> list[str]:

@@ -71,7 +71,7 @@ def test_a_registered_method_runs_through_estimate_harness_and_campaign(half_act
 def test_every_registered_method_runs_through_estimate_harness_and_campaign(name, tmp_path):
     """Every built-in method: the Python API, the experiment harness, and a campaign (of the
     document-level methods campaigns plan the Poisson designs and refuse the others by name; a query-level
-    method without replacement plans its one sample)."""
+    method without replacement plans its one sample; the prefix method exports its tasks in rounds)."""
     data = ar.load_sample()
     method = get_method(name)
     probs = ar.relevance.UniformRelevanceModel(3).fit(data.X, data.labels).predict_proba(data.X)
@@ -84,13 +84,18 @@ def test_every_registered_method_runs_through_estimate_harness_and_campaign(name
     cmp = ar.compare(data, a, b, probs, lab, budget=12, metric=metric, method=name, rng=2)
     assert cmp.method == name and np.isfinite(cmp.difference)
     fm = ex.FoldModels(data, {"f": a, "g": b}, {"f": probs, "g": probs}, {})
-    if method.unit == "prefix":  # simulated by its plug-in (benchmarks/peers/prefix_api.py); no campaigns
+    if method.unit == "prefix":  # simulated by its plug-in (benchmarks/peers/prefix_api.py); campaigns in rounds
         prob = ex.build_problem(fm, ex.ScenarioInstance("t", "a", "test", "f", None, ("f",)), metric)
         with pytest.raises(ValueError, match="PrefixSampling.simulate"):
             ex.simulate(prob, name, [12, 20], 20, rng=0)
-        with pytest.raises(ValueError, match="one document at a time"):
-            ar.campaign.Campaign.create(tmp_path / "c.db", data, a, probs, budget=12, metric=metric, method=name,
-                                        seed=1)
+        with ar.campaign.Campaign.create(tmp_path / "c.db", data, a, probs, budget=12, metric=metric,
+                                         method=name, seed=1) as camp:
+            for r in range(50):  # a round per judging step: the next document of every unfinished query
+                if camp.status().draws_usable:
+                    break
+                _judge_every_task(camp, lab, tmp_path / f"j{r}.jsonl")
+            from_store = camp.estimate()
+        assert from_store.estimate == pytest.approx(res.estimate, rel=1e-12)
         return
     for inst in (ex.ScenarioInstance("t", "a", "test", "f", None, ("f",)),
                  ex.ScenarioInstance("u", "b", "test", "f", "g", ("f", "g"))):
@@ -129,7 +134,7 @@ def test_every_registered_method_runs_through_estimate_harness_and_campaign(name
 
 
 def _judge_every_task(camp, lab, path):
-    """Answer every task of a query-level campaign from ``lab`` through a judgments file."""
+    """Answer every (current) task of a query-level or prefix campaign from ``lab`` through a judgments file."""
     rows = []
     for x in np.unique(camp.plan().queries).tolist():
         qid = camp.query_ids[x]
