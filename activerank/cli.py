@@ -16,9 +16,8 @@ from contextlib import contextmanager
 
 import numpy as np
 
-# the API's default (activerank.estimate / compare); Parquet pools draw with replacement only
+# the API's default (activerank.estimate / compare), on in-memory and Parquet pools alike
 DEFAULT_METHOD = "active_wor"
-DISTRIBUTED_DEFAULT_METHOD = "active"
 
 __all__ = ["main"]
 
@@ -172,7 +171,7 @@ def _common(p):
     names = (*method_names(), "auto")
     p.add_argument("--method", default=None, choices=names, metavar="METHOD",
                    help="sampling/estimation method, one of: " + ", ".join(names) + " (default active_wor; "
-                        "active on Parquet pools, which draw with replacement)")
+                        "Parquet pools take query-level methods only)")
     p.add_argument("--costs", default="auto", help="auto, log_length, constant or uniform")
     p.add_argument("--grades", type=n_grades_arg, default=None, help="number of grades of the label scale")
     p.add_argument("--seed", type=nonneg_int, default=0, help="seed of the draws and the model (default 0)")
@@ -250,7 +249,7 @@ def _distributed(args, kind: str):
     pool = ard.DaskPool.from_parquet(args.pool, query=args.query_column, document=args.doc_column,
                                      cost=args.cost_column, length=args.length_column)
     probs = [c.strip() for c in args.probs_columns.split(",") if c.strip()]
-    common = dict(budget=args.budget, metric=args.metric, method=args.method or DISTRIBUTED_DEFAULT_METHOD,
+    common = dict(budget=args.budget, metric=args.metric, method=args.method or DEFAULT_METHOD,
                   costs=args.costs, rng=args.seed,
                   ci=args.ci)
     if kind == "difference" and args.judge == "changeable":

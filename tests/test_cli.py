@@ -140,7 +140,7 @@ def test_parquet_pool_through_the_distributed_path(capsys, tmp_path):
 
 
 def test_cli_defaults_are_the_apis():
-    """The command line's default method is the Python API's (Parquet pools: the distributed API's)."""
+    """The command line's default method is the Python API's, in memory and on Parquet pools alike."""
     import inspect
 
     import activerank as ar
@@ -150,4 +150,4 @@ def test_cli_defaults_are_the_apis():
     for f in (ar.estimate, ar.compare, ar.compare_many, ar.rank_systems):
         assert inspect.signature(f).parameters["method"].default == cli.DEFAULT_METHOD == "active_wor"
     for f in (ard.estimate, ard.compare):
-        assert inspect.signature(f).parameters["method"].default == cli.DISTRIBUTED_DEFAULT_METHOD
+        assert inspect.signature(f).parameters["method"].default == cli.DEFAULT_METHOD

@@ -350,8 +350,7 @@ def _create_args_iv(path, combine, overwrite, budget, seed, *, method=None, docu
     """The arguments every new campaign checks first (in-memory and distributed pools alike).
 
     ``method``, if given, must be a registered method; with ``documents=False``
-    (distributed pools, which plan a draw sequence of whole queries) a query-level one that draws with
-    replacement.
+    (distributed pools, which fetch the documents of sampled whole queries) a query-level one.
     """
     path = path_iv(path)
     if combine not in COMBINE_RULES:
@@ -362,11 +361,6 @@ def _create_args_iv(path, combine, overwrite, budget, seed, *, method=None, docu
             raise ValueError(
                 f"`method`={spec.name!r} samples single documents; a campaign on a distributed pool plans whole "
                 f"queries only: use a query-level method ({', '.join(method_names(unit='query'))}).")
-        if not spec.replacement and not documents:
-            raise ValueError(
-                f"`method`={spec.name!r} takes one sample without replacement; a campaign on a distributed pool "
-                f"plans a draw sequence with replacement: use one of "
-                f"{', '.join(method_names(unit='query', replacement=True))}.")
     if os.path.exists(path) and not overwrite:
         raise FileExistsError(f"{path} already exists; pass overwrite=True (CLI: --force) to replace it.")
     return path, budget_iv(budget), seed_iv(seed)

@@ -10,7 +10,8 @@ never comes to the driver.  The pipeline, one module per step:
                       in-memory kernels
 :mod:`.design`        on the driver: ``p``, costs, ``q`` from the table; then a pool holding
                       only the drawn queries' documents
-:mod:`.api`           :func:`estimate`, :func:`compare`: draws (the engine's draw loop),
+:mod:`.api`           :func:`estimate`, :func:`compare`: draws (the engine's draw loop or the
+                      method's one sample without replacement),
                       fetch of the drawn queries, the engine's labeling and estimate;
                       :func:`create_campaign`: a labeling campaign storing only the
                       per-query table and the drawn queries' documents

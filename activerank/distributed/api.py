@@ -67,9 +67,8 @@ def _spec(pool, kind, scores, probs, *, metric, k, method, costs):
         raise TypeError("`probs` must be the list of probability columns (one per grade) or a fitted relevance "
                         f"model with predict_proba; got {type(probs).__name__}.")
     m = parse_metric(metric, k, require_moments="exact")
-    # document-level methods sample documents of every query: not the drawn queries a distributed pool fetches;
-    # its plan is a draw sequence with replacement
-    spec_method = get_method(method, allowed=method_names(unit="query", replacement=True))
+    # document-level methods sample documents of every query: not the drawn queries a distributed pool fetches
+    spec_method = get_method(method, allowed=method_names(unit="query"))
     cost_model = _cost_model(pool, costs)
     spec = TableSpec(kind, m, cols, probs, model, pool.features, cost_model, pool.query, pool.query_in_index,
                      pool.cost, pool.length, uniform=spec_method.relevance == "uniform")
@@ -133,9 +132,12 @@ def _judgments_iv(judgments, td, drawn: np.ndarray) -> dict | None:
 def _drawn_pool(pool, spec, spec_method, kind, *, budget, query_weights, defensive, rng, names, extra_columns=()):
     """Table, design, draws and the drawn queries' documents: everything before labeling.
 
-    Returns ``(td, plan, docs, design, mem_pool)``; ``rng`` is not advanced (the draws are made on a copy).
+    Returns ``(td, plan, docs, design, mem_pool, sample)``; ``rng`` is not advanced (the draws are made on a
+    copy).  ``sample`` is the one sample of a method without replacement (``plan`` then lists its queries
+    in selection order), else None.
     """
-    from ..design.sampling import draw_budgeted
+    from .._validation import sample_budget_iv
+    from ..design.sampling import DrawPlan, draw_budgeted
     from .design import drawn_design, table_design
     from .frame import fetch_queries
     from .query_table import query_table
@@ -146,7 +148,14 @@ def _drawn_pool(pool, spec, spec_method, kind, *, budget, query_weights, defensi
                       query_weights=query_weights, defensive=defensive, n_systems=len(spec.scores))
     del table  # its columns live on in `td`; the driver's memory is per query, kept to one copy
     # the engine's draws, found ahead on a copy of the generator: which queries' documents to fetch
-    plan = draw_budgeted(td.q, td.costs.cost, budget, copy.deepcopy(rng))
+    sample = None
+    if spec_method.replacement:
+        plan = draw_budgeted(td.q, td.costs.cost, budget, copy.deepcopy(rng))
+    else:  # the plug-in's one sample, as the engine draws it (activerank.engine.without_replacement)
+        budget = sample_budget_iv(budget, td.costs.cost, td.q)
+        sample = spec_method.estimator.draw(td.q, td.costs.cost, budget, copy.deepcopy(rng))
+        plan = DrawPlan(queries=sample.indices, new=np.ones(sample.n, dtype=bool), charged=sample.cost,
+                        budget=budget)
     drawn = np.unique(plan.queries)
     # labeling needs ids, scores and costs: the probabilities stay where they are
     needed = [pool.document, *spec.scores, *(c for c in (pool.cost, pool.length) if c is not None)]
@@ -154,7 +163,7 @@ def _drawn_pool(pool, spec, spec_method, kind, *, budget, query_weights, defensi
     design, mem_pool = drawn_design(td, drawn, docs, query=pool.query, query_in_index=pool.query_in_index,
                                     document=pool.document, scores=spec.scores, kind=kind, metric=spec.metric,
                                     names=names, cost_model=spec.cost_model, cost=pool.cost, length=pool.length)
-    return td, plan, docs, design, mem_pool
+    return td, plan, docs, design, mem_pool, sample
 
 
 def _run(pool, kind, scores, probs, labeler, *, budget, metric, k, method, costs, query_weights, defensive, rng,
@@ -172,7 +181,7 @@ def _run(pool, kind, scores, probs, labeler, *, budget, metric, k, method, costs
     pool, spec, spec_method = _spec(pool, kind, scores, probs, metric=metric, k=k, method=method, costs=costs)
     if from_column:
         frame_columns_iv(pool, labeler.column, "ColumnLabels.column")
-    td, plan, docs, design, mem_pool = _drawn_pool(
+    td, plan, docs, design, mem_pool, _ = _drawn_pool(
         pool, spec, spec_method, kind, budget=budget, query_weights=query_weights, defensive=defensive, rng=rng,
         names=names, extra_columns=[labeler.column] if from_column else [])
     if from_column:
@@ -197,7 +206,10 @@ def create_campaign(path, pool, scores, probs, *, budget, metric="err@10", k=Non
     not the whole pool -- so a campaign works on pools of any size.  The draw
     sequence is fixed at creation, as for an in-memory campaign: once every
     drawn query is judged, ``Campaign.estimate()`` equals
-    :func:`activerank.distributed.estimate` / :func:`compare` with ``rng=seed``.
+    :func:`activerank.distributed.estimate` / :func:`compare` with ``rng=seed``
+    and the same method (default ``"active"``, as in-memory campaigns: a draw
+    sequence gives an estimate from any fully judged prefix; ``"active_wor"``
+    plans one sample without replacement, usable once judged whole).
     Judgments of documents of undrawn queries (``scope="pool"`` imports) are
     refused: the store does not know those documents.
 
@@ -235,19 +247,24 @@ def create_campaign(path, pool, scores, probs, *, budget, metric="err@10", k=Non
         raise ValueError(f"`names` must give {len(scores)} distinct names; got {names}.")
     pool, spec, spec_method = _spec(pool, kind, scores, probs, metric=metric, k=k, method=method, costs=costs)
     prob_columns = list(spec.probs or spec.features or ())
-    td, plan, docs, design, mem_pool = _drawn_pool(
+    td, plan, docs, design, mem_pool, sample = _drawn_pool(
         pool, spec, spec_method, kind, budget=budget, query_weights=query_weights, defensive=defensive,
         rng=rng_iv(seed), names=tuple(names), extra_columns=prob_columns)
+    if sample is not None and sample.n < 2 and sample.threshold != np.inf:
+        raise ValueError(
+            f"`budget`={budget:g} buys {sample.n} quer{'y' if sample.n == 1 else 'ies'} of method "
+            f"{spec_method.name!r}: no standard error can be computed from fewer than 2; raise the budget.")
     X = docs[prob_columns].to_numpy(np.float64)
     P = X if spec.probs is not None else np.asarray(spec.model.predict_proba(X), dtype=np.float64)
     qkeys, id_kind, dkeys = _pool_ids(mem_pool)
     extra = {"pool": "distributed", "pool_n_docs": int(td.n_docs.sum())}
     return Campaign._write_new(path, design, mem_pool, plan, P.reshape(len(docs), -1), qkeys=qkeys, kind=id_kind,
                                dkeys=dkeys, texts={}, names=names, target=kind, seed=seed, budget=budget,
-                               defensive=defensive, combine=combine, description=description, extra_meta=extra)
+                               defensive=defensive, combine=combine, description=description, extra_meta=extra,
+                               wor=sample)
 
 
-def estimate(pool, scores, probs, labeler, *, budget, metric="err@10", k=None, method="active", costs="auto",
+def estimate(pool, scores, probs, labeler, *, budget, metric="err@10", k=None, method="active_wor", costs="auto",
              query_weights=None, defensive=DEFAULT_DEFENSIVE, rng=None, judgments=None, ci="auto"):
     """Estimate a ranker's mean metric on a pool in a Dask DataFrame.
 
@@ -275,8 +292,12 @@ def estimate(pool, scores, probs, labeler, *, budget, metric="err@10", k=None, m
         Labeling budget in units of the pool's mean query cost.
     metric, k
         A metric with exact moments (``"dcg@k"``, ``"err@k"``, ...).
-    method : str, default "active"
-        A registered method (:mod:`activerank.design.methods`).
+    method : str, default "active_wor"
+        A registered query-level method (:mod:`activerank.design.methods`), as
+        :func:`activerank.estimate`'s default: one budgeted sample without
+        replacement (its queries are found on the driver from the per-query
+        table, then only theirs are fetched); ``"active"`` etc. draw with
+        replacement.
     costs : {"auto", "column", "log_length", "constant", "uniform"}
         ``"auto"``: the pool's ``cost`` column if it has one, else
         log-length costs from its ``length`` column, else one unit per
@@ -314,7 +335,7 @@ def estimate(pool, scores, probs, labeler, *, budget, metric="err@10", k=None, m
                 costs=costs, query_weights=query_weights, defensive=defensive, rng=rng, judgments=judgments, ci=ci)
 
 
-def compare(pool, scores_a, scores_b, probs, labeler, *, budget, metric="err@10", k=None, method="active",
+def compare(pool, scores_a, scores_b, probs, labeler, *, budget, metric="err@10", k=None, method="active_wor",
             costs="auto", query_weights=None, defensive=DEFAULT_DEFENSIVE, rng=None, judgments=None, ci="auto"):
     """Estimate ``Delta = R_a - R_b`` between two rankers on a pool in a Dask DataFrame.
 

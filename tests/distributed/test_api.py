@@ -37,7 +37,8 @@ def _same(res_d, res_m, fields):
 
 
 @pytest.mark.parametrize("metric, method, costs", [("err@10", "active", "auto"), ("dcg@5", "model_assisted", "uniform"),
-                                                   ("dcg@10", "passive", "log_length")])
+                                                   ("dcg@10", "passive", "log_length"),
+                                                   ("err@10", "active_wor", "auto")])
 def test_compare_equals_in_memory_on_a_local_cluster(client, data, metric, method, costs):
     df, labels, frame = data
     pool = ard.DaskPool(frame, cost="cost" if costs == "auto" else None, length="length")
@@ -68,7 +69,7 @@ def test_estimate_from_parquet_with_a_model_equals_in_memory(client, tmp_path):
     mem, (sa,), _, _ = ard.in_memory(pool, scores=["score_a"], probs=PROBS)
     probs = model.predict_proba(df[["f0", "f1"]].to_numpy())
     res_m = ar.estimate(mem, sa, probs, labeler_of(labels), budget=20, metric="err@5", costs="constant",
-                        method="active", rng=gen_m)
+                        rng=gen_m)
     _same(res_d, res_m, ["estimate", "standard_error", "cost_spent", "n_queries"])
     # a Generator passed in moves on exactly as in memory
     assert gen_d.random() == gen_m.random()
@@ -81,7 +82,7 @@ def test_query_id_as_the_index(data):
                          rng=2)
     mem, (sa,), probs, _ = ard.in_memory(frame, scores=["score_a"], probs=PROBS)
     res_m = ar.estimate(mem, sa, probs, labeler_of(labels), budget=15, metric="dcg@5", costs="constant",
-                        method="active", rng=2)
+                        rng=2)
     _same(res_d, res_m, ["estimate", "standard_error"])
 
 
@@ -95,7 +96,7 @@ def test_string_query_ids_from_parquet(data, tmp_path):
     pool = ard.DaskPool.from_parquet(str(tmp_path))
     res_d = ard.compare(pool, "score_a", "score_b", PROBS, labeler_of(labels), budget=15, rng=1)
     mem, (sa, sb), probs, _ = ard.in_memory(pool, scores=["score_a", "score_b"], probs=PROBS)
-    res_m = ar.compare(mem, sa, sb, probs, labeler_of(labels), budget=15, costs="constant", method="active", rng=1,
+    res_m = ar.compare(mem, sa, sb, probs, labeler_of(labels), budget=15, costs="constant", rng=1,
                        judge="all")
     assert res_d.trace["query_id"].str.startswith("q").all()
     _same(res_d, res_m, ["difference", "standard_error"])
@@ -264,3 +265,21 @@ def test_document_level_methods_are_refused_by_name(data):
             ard.compare(ard.DaskPool(frame), "score_a", "score_b", PROBS, labeler_of(labels), budget=15,
                         metric="dcg@5", method=method, rng=0)
 
+
+
+def test_the_default_samples_without_replacement_and_fetches_only_its_queries(data):
+    df, labels, frame = data
+    pool = ard.DaskPool(frame, cost="cost", length="length")
+    mem, (sa,), probs, doc_costs = ard.in_memory(pool, scores=["score_a"], probs=PROBS)
+    asked = []
+
+    def labeler(qid, docs):
+        asked.append(qid)
+        return labeler_of(labels)(qid, docs)
+
+    res_d = ard.estimate(pool, "score_a", PROBS, labeler, budget=12, rng=3)
+    res_m = ar.estimate(mem, sa, probs, labeler_of(labels), budget=12, costs=doc_costs, rng=3)
+    assert res_d.method == res_m.method == "active_wor"
+    _same(res_d, res_m, ["estimate", "standard_error", "cost_spent", "n_draws", "n_queries"])
+    assert len(asked) == len(set(asked)) == res_d.n_queries  # every sampled query once
+    assert res_d.cost_spent <= 12 + 1e-9

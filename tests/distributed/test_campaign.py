@@ -42,7 +42,7 @@ def test_campaign_on_a_distributed_pool(tmp_path):
     camp.import_judgments(tmp_path / "a.jsonl")
     res = camp.estimate()
     ref = ard.compare(frame, "score_a", "score_b", PROBS, ard.ColumnLabels("label"), budget=15, metric="err@10",
-                      rng=9)
+                      rng=9, method="active")  # a campaign's default: a draw sequence
     assert res.difference == pytest.approx(ref.difference, rel=1e-12, abs=1e-12)
     assert res.standard_error == pytest.approx(ref.standard_error, rel=1e-12, abs=1e-12)
     # the in-memory campaign of the same pool draws the same queries
@@ -60,3 +60,27 @@ def test_campaign_on_a_distributed_pool(tmp_path):
                             method="doc_dyn")
     assert not (tmp_path / "e.db").exists()
     assert ar.distributed.create_campaign is ard.create_campaign
+
+
+def test_campaign_without_replacement_on_a_distributed_pool(tmp_path):
+    df, labels = synthetic_frame(seed=7, n_queries=100)
+    frame = dask_frame(df, boundaries(df, 4))
+    camp = ard.create_campaign(tmp_path / "c.db", frame, ["score_a", "score_b"], PROBS, budget=15,
+                               metric="err@10", seed=9, method="active_wor")
+    assert camp.check() == []
+    x = camp.plan().queries
+    assert np.unique(x).size == x.size and camp.plan().charged.sum() <= 15 + 1e-9
+    camp.export_tasks(tmp_path / "t.jsonl")
+    _answer(tmp_path / "t.jsonl", tmp_path / "a.jsonl", labels)
+    camp.import_judgments(tmp_path / "a.jsonl")
+    res = camp.estimate()
+    ref = ard.compare(frame, "score_a", "score_b", PROBS, ard.ColumnLabels("label"), budget=15, metric="err@10",
+                      rng=9, method="active_wor")
+    assert res.method == "active_wor"
+    assert res.difference == pytest.approx(ref.difference, rel=1e-12, abs=1e-12)
+    assert res.standard_error == pytest.approx(ref.standard_error, rel=1e-12, abs=1e-12)
+    # the in-memory campaign of the same pool plans the same sample
+    mem, (sa, sb), probs, _ = ard.in_memory(frame, scores=["score_a", "score_b"], probs=PROBS)
+    full = Campaign.create(tmp_path / "m.db", mem, [sa, sb], probs, budget=15, metric="err@10", costs="constant",
+                           seed=9, judge="all", method="active_wor")
+    np.testing.assert_array_equal(full.plan().queries, x)
