@@ -19,6 +19,19 @@ later activerank would choose inclusion probabilities: the linear target over
 units (rows, queries, weights ``W``, gains, offsets), the inclusion
 probabilities and unit costs of the Poisson design, and the sampled units.
 
+The other document-level methods (``doc_uniform``, ``doc_hh``, ``two_stage``,
+``doc_ubis``: draws with replacement, two stages, within-query draws) choose
+their documents before any label, too, but estimate from their own draw records
+(repeated draws, first- and second-stage probabilities).  Their campaigns store
+the documents the engine asks for with ``rng=seed`` (:class:`RecordedDocumentPlan`,
+recorded by running the engine twice with a placeholder annotator, once
+answering the lowest grade and once the highest, which must ask for the same
+documents) and the raw document costs.  Their estimate runs the engine again
+with ``rng=seed`` and the stored grades as the annotator, so it *is*
+``activerank.estimate`` (and friends) on those grades. If that engine asks for a
+document the campaign did not plan (another activerank draws differently), it
+raises.
+
 Partial judgments
 -----------------
 A Poisson sample with some units missing is not a Poisson sample: which units
@@ -42,7 +55,7 @@ import numpy as np
 from ..design.document_methods import DocumentHorvitzThompson, DocumentSample
 from ..design.documents import DocumentTarget, PoissonDesign, draw_poisson, inclusion_probabilities
 
-__all__ = ["DocumentPlan", "estimate_documents", "plan_documents"]
+__all__ = ["DocumentPlan", "RecordedDocumentPlan", "estimate_documents", "estimate_recorded", "plan_documents"]
 
 # the arrays a document-level campaign stores (table ``arrays``), and how they rebuild the plan
 ARRAY_NAMES = ("unit_rows", "unit_query", "unit_weights", "unit_gains", "unit_offsets", "unit_pi", "unit_costs",
@@ -121,7 +134,125 @@ class DocumentPlan:
         return np.flatnonzero(draw_poisson(self.design, np.random.default_rng(seed)))
 
 
-def plan_documents(design, pool, budget: float, seed: int) -> DocumentPlan:
+# the arrays a campaign of a recorded document design stores (table ``arrays``)
+RECORDED_ARRAY_NAMES = ("recorded_rows", "recorded_query", "recorded_costs", "document_costs")
+
+
+@dataclass(frozen=True, eq=False)
+class RecordedDocumentPlan:
+    """The documents a document-level design without a plain Poisson sample asks for, in request order.
+
+    Attributes
+    ----------
+    rows : ndarray of int64
+        Document rows (the tasks), each once, in the order the engine asks for them.
+    queries : ndarray of int64
+        Pool query of every row.
+    costs : ndarray
+        Cost charged for every row (budget units).
+    document_costs : ndarray of shape (n_docs,)
+        Raw per-document costs of the design (what the engine's cost model splits).
+    """
+
+    rows: np.ndarray
+    queries: np.ndarray
+    costs: np.ndarray
+    document_costs: np.ndarray
+
+    @property
+    def n_tasks(self) -> int:
+        return int(self.rows.size)
+
+    @property
+    def expected_cost(self) -> float:
+        """The cost of the recorded documents (these designs spend the budget exactly)."""
+        return float(self.costs.sum())
+
+    def by_query(self) -> dict:
+        """``{query: rows}`` of the recorded documents, queries in the order first asked."""
+        out: dict = {}
+        for x, r in zip(self.queries.tolist(), self.rows.tolist()):
+            out.setdefault(int(x), []).append(int(r))
+        return {x: np.asarray(r, dtype=np.int64) for x, r in out.items()}
+
+    def arrays(self) -> dict:
+        return {"recorded_rows": self.rows, "recorded_query": self.queries, "recorded_costs": self.costs,
+                "document_costs": self.document_costs}
+
+    @classmethod
+    def from_arrays(cls, a: dict) -> "RecordedDocumentPlan":
+        missing = [n for n in RECORDED_ARRAY_NAMES if a.get(n) is None]
+        if missing:
+            raise ValueError(f"document-level campaign store lacks the arrays {missing}.")
+        return cls(a["recorded_rows"].astype(np.int64), a["recorded_query"].astype(np.int64), a["recorded_costs"],
+                   a["document_costs"])
+
+
+def _record(design, pool, budget: float, seed: int, grade: int):
+    """Run the engine with an annotator answering ``grade`` to everything: the trace of the new documents."""
+    from ..engine import FixedBudget, run
+
+    def placeholder(query_id, doc_ids):
+        return np.full(len(doc_ids), grade, dtype=np.int64)
+
+    trace = run(design, pool, placeholder, FixedBudget(budget, np.random.default_rng(seed))).trace
+    return trace[trace["new"].to_numpy(bool)]
+
+
+def record_documents(design, pool, budget: float, seed: int) -> RecordedDocumentPlan:
+    """The documents the engine asks for with ``rng=seed``, recorded (module docstring).
+
+    Raises
+    ------
+    ValueError
+        The design asks for other documents when the answers change (its draws depend on the labels).
+    """
+    lo = _record(design, pool, budget, seed, 0)
+    hi = _record(design, pool, budget, seed, design.n_grades - 1)
+    rows = lo["doc_row"].to_numpy(np.int64)
+    if not np.array_equal(rows, hi["doc_row"].to_numpy(np.int64)):
+        raise ValueError(f"`method`={design.method!r} chooses its documents from the labels it sees; a campaign "
+                         "exports its document tasks before any label and cannot plan it.")
+    return RecordedDocumentPlan(rows, lo["query"].to_numpy(np.int64), lo["cost"].to_numpy(np.float64),
+                                np.asarray(design.document_costs, dtype=np.float64))
+
+
+def estimate_recorded(design, pool, plan: RecordedDocumentPlan, labels: np.ndarray, *, budget: float, seed: int):
+    """The engine's result with ``rng=seed`` and the stored grades as the annotator.
+
+    Parameters
+    ----------
+    design : Design
+        With ``probs`` and ``document_costs`` set.
+    labels : ndarray of shape (n_docs,)
+        Grades of the recorded rows (-1 elsewhere).
+
+    Raises
+    ------
+    ValueError
+        The engine asks for a document the campaign did not record.
+    """
+    from .._validation import ci_iv
+    from ..engine import FixedBudget, run
+
+    planned = set(plan.rows.tolist())
+    offsets = np.asarray(pool.offsets, dtype=np.int64)
+    qindex = {k: x for x, k in enumerate(np.asarray(pool.query_ids).tolist())}
+
+    def stored(query_id, doc_ids):
+        x = qindex[query_id.item() if isinstance(query_id, np.generic) else query_id]
+        lo = int(offsets[x])
+        at = {d: lo + j for j, d in enumerate(pool.doc_keys(np.arange(lo, offsets[x + 1])))}
+        rows = np.asarray([at[d] for d in doc_ids], dtype=np.int64)
+        if not set(rows.tolist()) <= planned:
+            raise ValueError(f"`method`={design.method!r}: this activerank draws documents the campaign did not "
+                             "plan (the campaign was created by another version); its judgments are kept.")
+        return labels[rows]
+
+    return run(design, pool, stored, FixedBudget(budget, np.random.default_rng(seed)), ci=ci_iv("auto"))
+
+
+def plan_documents(design, pool, budget: float, seed: int) -> DocumentPlan | RecordedDocumentPlan:
     """The engine's document sample for ``design`` at ``budget`` with ``rng=seed``.
 
     Parameters
@@ -136,7 +267,8 @@ def plan_documents(design, pool, budget: float, seed: int) -> DocumentPlan:
 
     Returns
     -------
-    DocumentPlan
+    DocumentPlan or RecordedDocumentPlan
+        The Poisson sample (``doc_dyn``, ``doc_stat``), or the recorded requests of the other designs.
 
     Raises
     ------
@@ -148,10 +280,8 @@ def plan_documents(design, pool, budget: float, seed: int) -> DocumentPlan:
     from ..engine.documents import document_target_of, unit_costs
 
     est = design.method_spec.estimator
-    if not isinstance(est, DocumentHorvitzThompson):
-        raise ValueError(
-            f"`method`={design.method!r}: campaigns plan Poisson document designs (doc_dyn, doc_stat) only; "
-            f"this method draws {type(est).__name__}'s design.")
+    if not isinstance(est, DocumentHorvitzThompson):  # no plain Poisson sample: record what the engine asks
+        return record_documents(design, pool, budget, seed)
     dt = document_target_of(design)
     if not dt.matters.any():
         raise ValueError("no document can change the compared values in any query (every difference is "

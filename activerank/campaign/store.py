@@ -88,7 +88,8 @@ from ..pool import Pool
 from ..ragged import Rankings, offsets_from_lengths
 from . import io as cio
 from .documents import ARRAY_NAMES as _UNIT_ARRAYS
-from .documents import DocumentPlan, estimate_documents, plan_documents
+from .documents import RECORDED_ARRAY_NAMES as _RECORDED_ARRAYS
+from .documents import DocumentPlan, RecordedDocumentPlan, estimate_documents, estimate_recorded, plan_documents
 from .prefix import ARRAY_NAMES as _PREFIX_ARRAYS
 from .prefix import PrefixCampaignPlan, estimate_prefix, plan_prefix_campaign
 from .without_replacement import estimate_without_replacement, plan_without_replacement
@@ -98,6 +99,7 @@ __all__ = [
     "DOCUMENT_SCHEMA_VERSION",
     "WOR_SCHEMA_VERSION",
     "PREFIX_SCHEMA_VERSION",
+    "RECORDED_SCHEMA_VERSION",
     "COMBINE_RULES",
     "Campaign",
     "CampaignStatus",
@@ -111,7 +113,8 @@ SCHEMA_VERSION = 2
 DOCUMENT_SCHEMA_VERSION = 3  # the layout of version 2 plus a document sample (campaigns of document-level methods)
 WOR_SCHEMA_VERSION = 4  # the layout of version 2 plus the inclusion probabilities of a sample without replacement
 PREFIX_SCHEMA_VERSION = 5  # the layout of version 2 plus the design and sample of the prefix method
-READABLE_VERSIONS = (1, 2, 3, 4, 5)  # version 1: one ranker or a pair, no stored prediction arrays
+RECORDED_SCHEMA_VERSION = 6  # the layout of version 2 plus the recorded documents of a document-level design
+READABLE_VERSIONS = (1, 2, 3, 4, 5, 6)  # version 1: one ranker or a pair, no stored prediction arrays
 COMBINE_RULES = cio.COMBINE_RULES
 MAX_STORED_REJECTIONS = 1000  # per imported file; further rejected lines are counted, not stored
 SCOPES = ("tasks", "pool")
@@ -718,8 +721,11 @@ class Campaign:
             "query_id_kind": kind, "combine": combine, "rankers": names, "target": target, "judge": dsg.judge,
             "n_queries": len(qkeys), "n_docs": len(dkeys), **(extra_meta or {}),
         }
+        recorded = isinstance(documents, RecordedDocumentPlan)
         if documents is not None:
             meta.update(unit="document", expected_cost=documents.expected_cost)
+        if recorded:
+            meta.update(document_plan="recorded")
         if wor is not None:
             meta.update(sampling="without_replacement", wor_threshold=float(wor.threshold))
         if prefix is not None:
@@ -733,7 +739,8 @@ class Campaign:
                 if stmt.strip():
                     conn.execute(stmt)
             conn.execute("INSERT INTO schema_version VALUES (?)",
-                         (DOCUMENT_SCHEMA_VERSION if documents is not None else
+                         (RECORDED_SCHEMA_VERSION if recorded else
+                          DOCUMENT_SCHEMA_VERSION if documents is not None else
                           WOR_SCHEMA_VERSION if wor is not None else
                           PREFIX_SCHEMA_VERSION if prefix is not None else SCHEMA_VERSION,))
             conn.executemany("INSERT INTO meta VALUES (?, ?)", [(k, json.dumps(v)) for k, v in meta.items()])
@@ -934,7 +941,12 @@ class Campaign:
             self._planned = [int(x) for x in self._prefix.queries]
             self._refresh_prefix(self._combined()[0])
             return
-        if self.unit == "document":  # the sampled (query, document) units are the tasks
+        if self.meta.get("document_plan") == "recorded":  # the engine runs again at estimate time
+            self._documents = RecordedDocumentPlan.from_arrays({n: self._array(n) for n in _RECORDED_ARRAYS})
+            self._design = replace(self._design, probs=self.probs(), document_costs=self._documents.document_costs)
+            self._needed = self._documents.by_query()
+            self._planned = list(self._needed)
+        elif self.unit == "document":  # the sampled (query, document) units are the tasks
             self._documents = DocumentPlan.from_arrays({n: self._array(n) for n in _UNIT_ARRAYS},
                                                        n_docs=int(self._offsets[-1]),
                                                        expected_cost=float(self.meta["expected_cost"]))
@@ -1477,6 +1489,11 @@ class Campaign:
                 f"document-level campaign ({self.method!r}) estimates from its complete Poisson sample only, since "
                 "the documents answered so far are not a valid sample. The judgments are kept: import the "
                 "missing ones.")
+        if isinstance(self._documents, RecordedDocumentPlan):
+            labels = np.full(int(self._offsets[-1]), -1, dtype=np.int64)
+            labels[rows] = [grades[r] for r in rows]
+            return estimate_recorded(self._design, self.pool(), self._documents, labels, budget=self.budget,
+                                     seed=self.seed)
         return estimate_documents(self._design, self.pool(), self._documents, np.array([grades[r] for r in rows]),
                                   self.probs(), budget=self.budget)
 
@@ -1651,6 +1668,14 @@ class Campaign:
 
     def _check_documents(self) -> list[str]:
         dp, problems = self._documents, []
+        if isinstance(dp, RecordedDocumentPlan):
+            try:
+                again = plan_documents(self._design, self.pool(), self.budget, self.seed)
+            except ValueError as exc:
+                return [f"the document design could not be replayed with the stored seed: {exc}"]
+            if not (np.array_equal(again.rows, dp.rows) and np.allclose(again.costs, dp.costs, rtol=1e-12, atol=0)):
+                problems.append("the stored documents differ from a replay of the engine with the stored seed")
+            return problems
         if not np.array_equal(dp.replay(self.seed), dp.sample):
             problems.append("the stored document sample differs from a replay with the stored seed and inclusion "
                             "probabilities")

@@ -12,12 +12,12 @@ import pytest
 
 import activerank as ar
 from activerank.campaign import Campaign
-from activerank.campaign.store import DOCUMENT_SCHEMA_VERSION
+from activerank.campaign.store import DOCUMENT_SCHEMA_VERSION, RECORDED_SCHEMA_VERSION
 from activerank.design.document_methods import DocumentHorvitzThompson
 from activerank.design.methods import method_names
 
 METRIC = "dcg@5"
-# campaigns plan the Poisson designs; the other document-level plug-ins are refused by name
+# campaigns plan the Poisson designs' sample; the other document-level plug-ins' requests are recorded
 DOC_METHODS = method_names(estimator=DocumentHorvitzThompson)
 OTHER_DOC_METHODS = tuple(m for m in method_names(unit="document") if m not in DOC_METHODS)
 
@@ -348,8 +348,50 @@ def test_create_errors(tmp_path, data, probs):
                         method="doc_dyn")
     with pytest.raises(ValueError, match="`method` must be one of"):
         Campaign.create(tmp_path / "e.db", data, data.X[:, 0], probs, budget=4, metric=METRIC, method="doc_magic")
-    assert OTHER_DOC_METHODS  # doc_uniform, doc_hh, two_stage, doc_ubis
-    for method in OTHER_DOC_METHODS:
-        with pytest.raises(ValueError, match=f"`method`='{method}': campaigns plan Poisson document designs"):
-            Campaign.create(tmp_path / "e.db", data, data.X[:, 0], probs, budget=4, metric=METRIC, method=method)
+    assert not (tmp_path / "e.db").exists()
+
+
+@pytest.mark.parametrize("method", OTHER_DOC_METHODS)  # doc_uniform, doc_hh, two_stage, doc_ubis
+@pytest.mark.parametrize("two", [False, True])
+def test_recorded_designs_round_trip_and_equal_the_engine(tmp_path, data, probs, labels, method, two):
+    rankers = [data.X[:, 24], data.X[:, 39]] if two else data.X[:, 24]
+    rec = Recorder(labels)
+    fn = ar.compare if two else ar.estimate
+    ref = fn(data, *(rankers if two else [rankers]), probs, rec, budget=12, metric=METRIC, method=method, rng=3)
+    with Campaign.create(tmp_path / "c.db", data, rankers, probs, budget=12, metric=METRIC, method=method,
+                         seed=3) as c:
+        assert c.unit == "document" and c.check() == []
+        c.export_tasks(tmp_path / "t.jsonl")
+        rows = answer(tmp_path / "t.jsonl", tmp_path / "a.jsonl", labels, keep=lambda i, r: i > 0)
+        c.import_judgments(tmp_path / "a.jsonl")
+        with pytest.raises(ValueError, match="nothing to estimate yet: 1 of"):
+            c.estimate()
+        answer(tmp_path / "t.jsonl", tmp_path / "b.jsonl", labels)
+        c.import_judgments(tmp_path / "b.jsonl")
+        res = c.estimate()
+    assert len(rows) + 1 == int(ref.trace["new"].sum())  # one task per new document the engine asked for
+    exported = [(str(r["query_id"]), str(r["doc_id"])) for r in read_tasks(tmp_path / "t.jsonl")]
+    assert sorted(exported) == sorted(rec.asked)  # what the engine asks for, each document once
+    for name in ("estimate", "difference", "standard_error", "cost_spent"):
+        if hasattr(ref, name):
+            assert getattr(res, name) == pytest.approx(getattr(ref, name), rel=1e-12, abs=1e-15)
+    assert res.method == method
+    with sqlite3.connect(tmp_path / "c.db") as con:
+        assert con.execute("SELECT version FROM schema_version").fetchone()[0] == RECORDED_SCHEMA_VERSION
+    with Campaign.open(tmp_path / "c.db") as c:
+        assert c.estimate().standard_error == pytest.approx(ref.standard_error, rel=1e-12)
+
+
+def test_a_design_that_chooses_from_the_labels_is_refused(tmp_path, data, probs, monkeypatch):
+    import activerank.campaign.documents as cd
+
+    real = cd._record
+
+    def depends(design, pool, budget, seed, grade):  # as if the draws followed the answers
+        t = real(design, pool, budget, seed, grade)
+        return t.iloc[::-1] if grade else t
+
+    monkeypatch.setattr(cd, "_record", depends)
+    with pytest.raises(ValueError, match="chooses its documents from the labels it sees"):
+        Campaign.create(tmp_path / "e.db", data, data.X[:, 0], probs, budget=6, metric=METRIC, method="doc_hh")
     assert not (tmp_path / "e.db").exists()

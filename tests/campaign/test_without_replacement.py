@@ -114,8 +114,9 @@ def test_budget_too_small_is_refused_at_creation(tmp_path, data, probs):
                         seed=0)
 
 
-def test_distributed_campaigns_refuse_sampling_without_replacement(tmp_path, data, probs):
+def test_distributed_campaigns_accept_sampling_without_replacement(tmp_path, data, probs):
     from activerank.campaign.store import _create_args_iv
 
-    with pytest.raises(ValueError, match="takes one sample without replacement; a campaign on a distributed pool"):
-        _create_args_iv(tmp_path / "c.db", "mean_gain", False, 5, 0, method=METHOD, documents=False)
+    # distributed pools plan the sample on the driver (tests/distributed/test_campaign.py)
+    path, budget, seed = _create_args_iv(tmp_path / "c.db", "mean_gain", False, 5, 0, method=METHOD, documents=False)
+    assert budget == 5 and seed == 0

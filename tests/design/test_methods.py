@@ -70,7 +70,7 @@ def test_a_registered_method_runs_through_estimate_harness_and_campaign(half_act
 @pytest.mark.parametrize("name", method_names())
 def test_every_registered_method_runs_through_estimate_harness_and_campaign(name, tmp_path):
     """Every built-in method: the Python API, the experiment harness, and a campaign (of the
-    document-level methods campaigns plan the Poisson designs and refuse the others by name; a query-level
+    document-level methods campaigns plan the Poisson sample or record the engine's requests; a query-level
     method without replacement plans its one sample; the prefix method exports its tasks in rounds)."""
     data = ar.load_sample()
     method = get_method(name)
@@ -105,14 +105,8 @@ def test_every_registered_method_runs_through_estimate_harness_and_campaign(name
         assert (summ.mean_cost <= summ.budget * (1.1 if method.unit == "document" else 1) + 1e-9).all()
         assert loss["abs_error"].shape == (2, 20) and np.all(np.isfinite(loss["abs_error"]))
     if method.unit == "document":
-        from activerank.design.document_methods import DocumentHorvitzThompson
-
-        if not isinstance(method.estimator, DocumentHorvitzThompson):
-            with pytest.raises(ValueError, match="campaigns plan Poisson document designs"):
-                ar.campaign.Campaign.create(tmp_path / "c.db", data, a, probs, budget=12, metric=metric,
-                                            method=name, seed=1)
-            return
-        # Poisson designs: the campaign's tasks are (query, document) pairs, estimated as the engine does
+        # the campaign's tasks are (query, document) pairs (Poisson designs: the sample; the others: what the
+        # engine asks for), estimated as the engine does
         with ar.campaign.Campaign.create(tmp_path / "c.db", data, a, probs, budget=12, metric=metric,
                                          method=name, seed=1) as camp:
             tasks = camp.export_tasks(tmp_path / "t.jsonl")
@@ -123,6 +117,7 @@ def test_every_registered_method_runs_through_estimate_harness_and_campaign(name
             camp.import_judgments(tmp_path / "j.jsonl")
             from_store = camp.estimate()
         assert tasks.n_rows == len(rows) and from_store.estimate == pytest.approx(res.estimate, rel=1e-12)
+        assert from_store.standard_error == pytest.approx(res.standard_error, rel=1e-12)
         return
     with ar.campaign.Campaign.create(tmp_path / "c.db", data, a, probs, budget=12, metric=metric, method=name,
                                      seed=1) as camp:
