@@ -6,8 +6,11 @@ out tasks as JSONL/CSV files, takes judgments back from JSONL/CSV/qrels
 files (validated row by row, idempotent, crash-safe), and estimates the
 metric at any time from what has been judged.  With a document-level method
 (``method="doc_dyn"``/``"doc_stat"``) the tasks are the engine's Poisson
-sample of single (query, document) pairs
-(:mod:`activerank.campaign.documents`).
+sample of single (query, document) pairs; the other document-level methods'
+tasks are the documents the engine asks for, recorded
+(:mod:`activerank.campaign.documents`).  With ``method="prefix"`` the tasks
+come in rounds, one document per sampled query still being judged
+(:mod:`activerank.campaign.prefix`).
 
 Examples
 --------

@@ -149,7 +149,8 @@ class RecordedDocumentPlan:
     queries : ndarray of int64
         Pool query of every row.
     costs : ndarray
-        Cost charged for every row (budget units).
+        Cost charged for every row (budget units); a design's per-query overhead (e.g. ``TwoStage(query_cost=)``)
+        is charged with the query's first row.
     document_costs : ndarray of shape (n_docs,)
         Raw per-document costs of the design (what the engine's cost model splits).
     """
@@ -165,7 +166,7 @@ class RecordedDocumentPlan:
 
     @property
     def expected_cost(self) -> float:
-        """The cost of the recorded documents (these designs spend the budget exactly)."""
+        """The cost of the recorded documents and overheads (what the engine's run spends)."""
         return float(self.costs.sum())
 
     def by_query(self) -> dict:
@@ -196,7 +197,19 @@ def _record(design, pool, budget: float, seed: int, grade: int):
         return np.full(len(doc_ids), grade, dtype=np.int64)
 
     trace = run(design, pool, placeholder, FixedBudget(budget, np.random.default_rng(seed))).trace
-    return trace[trace["new"].to_numpy(bool)]
+    new = trace[trace["new"].to_numpy(bool)]
+    cost = new["cost"].to_numpy(np.float64).copy()
+    overhead = float(trace.attrs.get("query_overhead_cost", 0.0))
+    if overhead > 0 and cost.size:  # charged with each query's first new document
+        x = new["query"].to_numpy(np.int64)
+        first = np.unique(x, return_index=True)[1]
+        drawn = trace.attrs.get("first_stage_queries")
+        if drawn is not None and len(drawn):  # per first-stage draw of the query
+            per = np.bincount(np.asarray(drawn, dtype=np.int64), minlength=int(x.max()) + 1)[x[first]]
+            cost[first] += overhead * per / per.sum()
+        else:
+            cost[first] += overhead / first.size
+    return new.assign(cost=cost)
 
 
 def record_documents(design, pool, budget: float, seed: int) -> RecordedDocumentPlan:

@@ -80,6 +80,9 @@ class PrefixCampaignPlan:
 
     @classmethod
     def from_arrays(cls, arrays: dict, *, expected_cost: float) -> "PrefixCampaignPlan":
+        missing = [n for n in ARRAY_NAMES if arrays.get(n) is None]
+        if missing:
+            raise ValueError(f"prefix campaign store lacks the arrays {missing}.")
         plan = PrefixPlan(arrays["prefix_pi"], arrays["prefix_tau"], arrays["prefix_floor"],
                           arrays["prefix_expected_cost"], arrays["prefix_within_variance"], float(expected_cost),
                           arrays["prefix_live"].astype(bool))
@@ -141,7 +144,10 @@ def plan_prefix_campaign(design, budget: float, seed: int) -> PrefixCampaignPlan
     if not design.q.any():
         raise ValueError("no document can change the compared values in any query (every difference is "
                          "exactly 0): there is nothing to judge.")
-    _, plan, x, U = plan_and_draw(design, budget, np.random.default_rng(seed))
+    try:
+        _, plan, x, U = plan_and_draw(design, budget, np.random.default_rng(seed))
+    except ValueError as exc:  # the engine's wording speaks of its rng: a campaign has a seed
+        raise ValueError(str(exc).replace("run again with another rng", "create it with another seed")) from None
     return PrefixCampaignPlan(plan, np.asarray(x, dtype=np.int64), np.asarray(U, dtype=np.float64),
                               np.asarray(design.document_costs, dtype=np.float64))
 

@@ -49,6 +49,14 @@ and ``arrays`` the design of every query (``prefix_pi``, ``prefix_tau``,
 ``document_costs``.  Its tasks come in rounds: one document per sampled query
 whose walk is not finished, decided by the judgments stored so far.
 
+A campaign of the other document-level methods (``doc_uniform``, ``doc_hh``,
+``two_stage``, ``doc_ubis``) has schema version :data:`RECORDED_SCHEMA_VERSION`:
+``meta`` ``unit = "document"``, ``document_plan = "recorded"`` and
+``expected_cost``, ``draws`` one row per recorded document, and ``arrays`` the
+documents the engine asks for with ``rng=seed`` (``recorded_rows``,
+``recorded_query``, ``recorded_costs``) and the raw ``document_costs``; its
+estimate runs the engine again on the stored grades.
+
 Durability: the database runs in WAL mode with ``synchronous=FULL``; every
 write is an explicit ``BEGIN IMMEDIATE ... COMMIT`` transaction.  Imports commit
 in chunks of lines and record each processed line under the key
@@ -361,8 +369,9 @@ def _create_args_iv(path, combine, overwrite, budget, seed, *, method=None, docu
     if method is not None:
         spec = get_method(method)
         if spec.unit in ("document", "prefix") and not documents:
+            what = "judges documents one at a time" if spec.unit == "prefix" else "samples single documents"
             raise ValueError(
-                f"`method`={spec.name!r} samples single documents; a campaign on a distributed pool plans whole "
+                f"`method`={spec.name!r} {what}; a campaign on a distributed pool plans whole "
                 f"queries only: use a query-level method ({', '.join(method_names(unit='query'))}).")
     if os.path.exists(path) and not overwrite:
         raise FileExistsError(f"{path} already exists; pass overwrite=True (CLI: --force) to replace it.")
@@ -609,9 +618,11 @@ class Campaign:
             without replacement that is usable only once judged whole.  A
             document-level method (``unit="document"``: ``doc_dyn``,
             ``doc_stat``; additive metrics) plans the engine's Poisson sample
-            of single documents instead of a query draw sequence: the
-            tasks are the documents ``activerank.estimate(..., method=method,
-            rng=seed)`` would send to its labeler, the budget is spent in
+            of single documents instead of a query draw sequence (the other
+            document-level methods: the documents the engine asks for,
+            recorded): the tasks are the documents
+            ``activerank.estimate(..., method=method, rng=seed)`` would send to
+            its labeler, the budget is spent in
             expectation (the realized cost of the sample may exceed it), and
             the estimate needs every sampled document judged.  ``method="prefix"``
             (cascade metrics) stores the engine's design and query sample; its
@@ -1282,10 +1293,12 @@ class Campaign:
         row = self._dindex.get((x, doc))
         if row is None:
             return "rejected", f"unknown document id {doc!r} for query {qid!r} (not in the campaign's pool)", None
-        if scope == "tasks" and row not in self._needed_rows:
+        if scope == "tasks" and self._prefix is not None and row in self._prefix_cost:
+            pass  # a document the walk may ask for later: kept, used when the walk gets there
+        elif scope == "tasks" and row not in self._needed_rows:
             if self._prefix is not None:
                 why = ("the query was not sampled" if x not in self._needed
-                       else "its judging walk has not asked for it (yet)")
+                       else "the document is not among the query's documents to judge")
             elif self._documents is not None:
                 why = ("no document of the query was sampled" if x not in self._needed
                        else "the document was not sampled")
@@ -1408,7 +1421,9 @@ class Campaign:
         has answered yet is not a Poisson sample; see
         :mod:`activerank.campaign.documents`).  So does a campaign of a
         method without replacement (``active_wor``) until every sampled query
-        is judged (:mod:`activerank.campaign.without_replacement`).
+        is judged (:mod:`activerank.campaign.without_replacement`), and a
+        prefix campaign until every sampled query's walk is finished
+        (:mod:`activerank.campaign.prefix`).
 
         Returns
         -------
@@ -1561,7 +1576,9 @@ class Campaign:
         if self._prefix is not None:
             self._refresh_prefix(grades)
         exported = set()
-        if exclude_exported:
+        if exclude_exported and self._prefix is not None:
+            exported = self._prefix_exported()
+        elif exclude_exported:
             exported = {x for (x,) in self._db.execute("SELECT DISTINCT qx FROM export_queries")}
         if self._documents is None:
             first_draw = {int(x): j for j, x in reversed(list(enumerate(self._plan.queries.tolist())))}
@@ -1600,6 +1617,20 @@ class Campaign:
             conn.executemany("INSERT INTO export_queries VALUES (?, ?)", [(cur.lastrowid, x) for x in queries])
         return ExportReport(path=path, format=fmt, n_rows=len(rows), n_queries=len(queries),
                             query_ids=tuple(self._qkeys[x] for x in queries), cost=self._clamp(total))
+
+    def _prefix_exported(self) -> set:
+        """Sampled queries of a prefix campaign whose current task was exported already: exported after the
+        last judgment of any document of their walk (a judgment moves the walk on to a new task)."""
+        db = self._db
+        exported = dict(db.execute(
+            "SELECT eq.qx, MAX(e.created_at) FROM export_queries eq JOIN exports e USING (export_id) GROUP BY eq.qx"))
+        judged = dict(db.execute("SELECT doc_row, MAX(imported_at) FROM judgments GROUP BY doc_row"))
+        out = set()
+        for x, when in exported.items():
+            last = max((judged.get(int(r), "") for r in self._needed.get(x, ())), default="")
+            if last < when:
+                out.add(x)
+        return out
 
     # ------------------------------------------------------------------ checks
 

@@ -9,9 +9,10 @@ arrays and recomputes every document's gradient from padded
 ``(paths, steps)`` arrays for the grid; it allocates a dozen temporaries per step.
 Here each path is walked in registers and a per-path scratch array, and the
 grid sums are accumulated in the same pass over a query's simulated paths.
-The formulas and the order of operations are those of the NumPy path; the
-results agree with it to rounding (tested to 1e-12) and the judging order is
-the same.
+The formulas and the order of operations are those of the NumPy path (which
+sums the gradient's systems and the norm's outputs one by one for this reason),
+so the scores are equal bit for bit and exact ties of the adaptive order break
+the same way; the planning sums agree to rounding (tested to 1e-10).
 """
 
 from __future__ import annotations

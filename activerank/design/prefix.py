@@ -227,7 +227,20 @@ def _document_gradients(rho: np.ndarray, discount: np.ndarray, pos: np.ndarray, 
     flat = np.where(pos >= 0, pos + np.arange(s) * k, s * k)  # (B, J, s) into [g | 0]
     gz = np.concatenate([g.reshape(B, s * k), np.zeros((B, 1))], axis=1)
     at = np.take_along_axis(gz, flat.reshape(B, -1), axis=1).reshape(pos.shape)
-    return at @ contrast.T
+    # summed system by system (not BLAS): the same rounding as the numba twin, so exact ties of the
+    # adaptive order break the same way on both backends
+    out = at[..., 0, None] * contrast[:, 0]
+    for si in range(1, s):
+        out = out + at[..., si, None] * contrast[:, si]
+    return out
+
+
+def _norm(G: np.ndarray) -> np.ndarray:
+    """``||g||`` over the last axis, summed output by output (the numba twin's order)."""
+    sq = G[..., 0] ** 2
+    for o in range(1, G.shape[-1]):
+        sq = sq + G[..., o] ** 2
+    return np.sqrt(sq)
 
 
 def _reveal(rho: np.ndarray, pos: np.ndarray, value: np.ndarray) -> None:
@@ -265,7 +278,7 @@ class JudgingWalk:
         if act.size == 0:
             return j, g, score
         G = _document_gradients(self.rho[act], self.layout.discount, self.pos[act], self.layout.contrast)
-        a = self.sd[act] * np.sqrt((G**2).sum(-1))
+        a = self.sd[act] * _norm(G)
         todo = self.todo[act]
         ja = np.where(todo, a, -1.0).argmax(1) if self.adaptive else todo.argmax(1)  # rank: first left
         r = np.arange(act.size)
@@ -514,6 +527,8 @@ def plan_prefix(layout: PrefixLayout, probs, p, variance, live, budget: float, r
             sums = _planning_sums(layout, q, n_sims, rho_sys, rho, sd, f, order, shares)
         floor[q], taus[1:, q], W[1:, q], C[1:, q] = sums
     V = np.where(live, np.asarray(variance, dtype=np.float64), 0.0)
+    # a model certain of every label has variance 0 up to the moment kernels' rounding: plan on 0, not on noise
+    V = np.where(V > 1e-12 * max(1.0, float(np.max(V, initial=0.0))), V, 0.0)
     vbar = float(V[live].mean()) if live.any() else 0.0
     # a model certain of every label (V = W = 0) still gets every live query sampled: it may be wrong
     V = (1.0 - defensive) * V + defensive * (vbar if vbar > 0 else 1.0)

@@ -79,7 +79,7 @@ def _not_a_column(scores, name):
     raise TypeError(f"`{name}` must be the name of a score column of the pool; got {type(scores).__name__}.")
 
 
-def query_table_of(pool, scores, probs, *, metric="err@10", k=None, method="active", costs="auto"):
+def query_table_of(pool, scores, probs, *, metric="err@10", k=None, method="active_wor", costs="auto"):
     """The per-query table of a distributed pool (pandas; what the driver holds).
 
     Parameters

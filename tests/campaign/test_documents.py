@@ -395,3 +395,26 @@ def test_a_design_that_chooses_from_the_labels_is_refused(tmp_path, data, probs,
     with pytest.raises(ValueError, match="chooses its documents from the labels it sees"):
         Campaign.create(tmp_path / "e.db", data, data.X[:, 0], probs, budget=6, metric=METRIC, method="doc_hh")
     assert not (tmp_path / "e.db").exists()
+
+
+def test_a_recorded_designs_query_overhead_is_charged_as_the_engine_does(tmp_path, data, probs, labels):
+    from activerank.design.document_methods import TwoStage
+    from activerank.design.methods import Method, get_method, register_method, unregister_method
+
+    register_method(Method("two_stage_overhead_c", get_method("two_stage").sample, TwoStage(query_cost=1.0),
+                           unit="document"))
+    try:
+        ref = ar.estimate(data, data.X[:, 24], probs, labels, budget=12, metric=METRIC, method="two_stage_overhead_c",
+                          rng=3)
+        assert ref.trace.attrs["query_overhead_cost"] > 0
+        with Campaign.create(tmp_path / "c.db", data, data.X[:, 24], probs, budget=12, metric=METRIC,
+                             method="two_stage_overhead_c", seed=3) as c:
+            assert c.status().cost_planned == pytest.approx(ref.cost_spent, rel=1e-12)
+            rep = c.export_tasks(tmp_path / "t.jsonl")
+            assert rep.cost == pytest.approx(ref.cost_spent, rel=1e-12)
+            answer(tmp_path / "t.jsonl", tmp_path / "a.jsonl", labels)
+            c.import_judgments(tmp_path / "a.jsonl")
+            assert c.status().cost_spent == pytest.approx(ref.cost_spent, rel=1e-12)
+            assert c.estimate().estimate == pytest.approx(ref.estimate, rel=1e-12)
+    finally:
+        unregister_method("two_stage_overhead_c")

@@ -114,15 +114,17 @@ def test_a_round_survives_reopening_and_tasks_follow_the_labels(tmp_path, data, 
         for qid in waiting:  # judged so far, then the next document asked
             docs = c.tasks(qid)
             assert (qid, docs[0]) in first and len(docs) == 2
-        # a document the walk has not asked for is not a task
-        qid = waiting[0]
-        x = c.query_ids.index(qid)
-        lo, hi = c.pool().offsets[x], c.pool().offsets[x + 1]
-        other = next(d for d in np.asarray(c.pool().doc_ids)[lo:hi] if d not in c.tasks(qid))
+        # a document outside the query's judging layout (below every ranking's cutoff) is not a task
+        offsets = c.pool().offsets
+        outside = [(qid, r) for qid in waiting for r in range(offsets[c.query_ids.index(qid)],
+                                                              offsets[c.query_ids.index(qid) + 1])
+                   if r not in c._prefix_cost]
+        assert outside  # some query has documents below the cutoff
+        qid, r = outside[0]
         bad = tmp_path / "bad.jsonl"
-        bad.write_text(json.dumps({"query_id": qid, "doc_id": other, "grade": 1}) + "\n")
+        bad.write_text(json.dumps({"query_id": qid, "doc_id": c.pool().doc_keys([r])[0], "grade": 1}) + "\n")
         rep = c.import_judgments(bad)
-        assert rep.accepted == 0 and "has not asked for it" in rep.rejected[0].message
+        assert rep.accepted == 0 and "not among the query's documents to judge" in rep.rejected[0].message
         with pytest.raises(ValueError, match=r"wait for a judgment .*The judgments are kept"):
             c.estimate()
         assert c.status().n_documents_judged == len(first)
@@ -133,3 +135,44 @@ def test_distributed_pools_refuse_prefix():
 
     with pytest.raises(ValueError, match="plans whole queries only"):
         _create_args_iv("x.db", "mean_gain", False, 5, 1, method=METHOD, documents=False)
+
+
+def test_judgments_ahead_of_the_walk_are_kept_and_used(tmp_path, data, probs, labels):
+    # an annotator who judges every document of every sampled query at once: one import, no more rounds
+    a = data.X[:, 24]
+    ref = ar.estimate(data, a, probs, labels, budget=8, metric="err@10", method=METHOD, rng=4)
+    with Campaign.create(tmp_path / "c.db", data, a, probs, budget=8, metric="err@10", method=METHOD,
+                         seed=4) as c:
+        rows = []
+        for x in c.plan().queries.tolist():
+            qid = c.query_ids[x]
+            lo, hi = c.pool().offsets[x], c.pool().offsets[x + 1]
+            docs = [d for r, d in zip(range(lo, hi), c.pool().doc_keys(np.arange(lo, hi))) if r in c._prefix_cost]
+            rows += [{"query_id": qid, "doc_id": d, "grade": int(g)} for d, g in zip(docs, labels(int(qid), docs))]
+        (tmp_path / "all.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+        rep = c.import_judgments(tmp_path / "all.jsonl")
+        assert rep.accepted == len(rows) and rep.n_rejected == 0
+        st = c.status()
+        assert st.draws_usable == st.n_draws and st.n_documents_judged < len(rows)  # walks stop early
+        _same(c.estimate(), ref)
+        assert c.export_tasks(tmp_path / "t.jsonl", overwrite=True).n_rows == 0
+
+
+def test_exclude_exported_skips_only_tasks_already_out(tmp_path, data, probs, labels):
+    a = data.X[:, 24]
+    ref = ar.estimate(data, a, probs, labels, budget=8, metric="err@10", method=METHOD, rng=4)
+    with Campaign.create(tmp_path / "c.db", data, a, probs, budget=8, metric="err@10", method=METHOD,
+                         seed=4) as c:
+        for r in range(100):
+            if c.status().draws_usable:
+                break
+            out = tmp_path / f"t{r}.jsonl"
+            rep = c.export_tasks(out, exclude_exported=True)
+            assert rep.n_rows > 0  # the walks moved on: new tasks, not the exported ones
+            # exporting again before any answer gives nothing new
+            assert c.export_tasks(tmp_path / f"again{r}.jsonl", exclude_exported=True).n_rows == 0
+            tasks = [json.loads(line) for line in out.read_text().splitlines()]
+            ans = [{**t, "grade": int(labels(t["query_id"], [t["doc_id"]])[0])} for t in tasks]
+            (tmp_path / f"a{r}.jsonl").write_text("".join(json.dumps(t) + "\n" for t in ans))
+            c.import_judgments(tmp_path / f"a{r}.jsonl")
+        _same(c.estimate(), ref)
