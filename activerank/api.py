@@ -108,7 +108,9 @@ def _fixed(pool, pool_, kind, rankings, probs, labeler, *, budget, rng, judgment
     labeler = labeler_iv(labeler)
     auto = None
     if isinstance(design_args.get("method"), str) and design_args["method"] == "auto":
-        dsg, auto = _auto_design(pool, pool_, kind, rankings, probs, budget, design_args)
+        from .design.auto import auto_design
+
+        dsg, auto = auto_design(pool, pool_, kind, rankings, probs, budget, design_args)
     else:
         dsg = prepare_design(pool, pool_, kind, rankings, probs, **design_args)
     store = Judgments(pool_, dsg.n_grades)
@@ -118,21 +120,6 @@ def _fixed(pool, pool_, kind, rankings, probs, labeler, *, budget, rng, judgment
     if auto is not None:  # say what was chosen and why
         res.trace.attrs["auto"] = auto.as_dict()
     return res
-
-
-def _auto_design(pool, pool_, kind, rankings, probs, budget, design_args):
-    """``method="auto"``: the query-level ``active_wor`` design or, for additive metrics, ``doc_dyn`` (cascade
-    metrics: ``prefix``), whichever has the smaller predicted variance at the budget (:mod:`activerank.design.auto`)."""
-    from .design.auto import choose_method
-
-    args = dict(design_args, method="active_wor")
-    query = prepare_design(pool, pool_, kind, rankings, probs, **args)
-    doc = None
-    alternative = {"additive": "doc_dyn", "cascade": "prefix"}.get(query.metric.family)
-    if alternative is not None and args.get("predicted") is None:
-        doc = prepare_design(pool, pool_, kind, rankings, probs, **dict(args, method=alternative))
-    choice = choose_method(query, doc, budget)
-    return (doc if doc is not None and choice.method == doc.method else query), choice
 
 
 def estimate(pool, scores, probs, labeler, *, budget, metric="err@10", k=None, method="active_wor",

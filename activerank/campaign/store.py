@@ -610,8 +610,9 @@ class Campaign:
         budget : float
             Labeling budget in units of the pool's mean query cost.
         metric, k, method, costs, query_weights, defensive
-            As in :func:`activerank.estimate` (``method="auto"`` is not
-            offered: a campaign's design is chosen once, by name), but the
+            As in :func:`activerank.estimate` (``method="auto"`` chooses once,
+            at creation, with the API's rule; the choice is stored and reported
+            in the result's ``trace.attrs["auto"]``), but the
             default method is ``"active"``: its draw sequence gives an
             estimate from any fully judged prefix while annotators work,
             where ``"active_wor"`` (the API's default) plans one sample
@@ -662,7 +663,8 @@ class Campaign:
         FileExistsError
             ``path`` exists and ``overwrite`` is False.
         """
-        path, budget, seed = _create_args_iv(path, combine, overwrite, budget, seed, method=method)
+        auto = isinstance(method, str) and method == "auto"
+        path, budget, seed = _create_args_iv(path, combine, overwrite, budget, seed, method=None if auto else method)
         pool_ = pool_iv(pool)
         target, names, rankings = _rankers_iv(rankers, names, pool_, target)
         qkeys, kind, dkeys = _pool_ids(pool)
@@ -675,10 +677,18 @@ class Campaign:
                 if _key(q) not in index:
                     raise ValueError(f"`query_text` names query {_key(q)!r}, which is not in the pool.")
                 texts[_key(q)] = str(t)
-        dsg = prepare_design(pool, pool_, target, rankings, probs, metric=metric, k=k, method=method, costs=costs,
-                             query_weights=query_weights, defensive=defensive, names=names, judge=judge,
-                             methods=method_names(unit="query") + method_names(unit="document")
-                             + method_names(unit="prefix"))
+        design_args = dict(metric=metric, k=k, method=method, costs=costs, query_weights=query_weights,
+                           defensive=defensive, names=names, judge=judge,
+                           methods=method_names(unit="query") + method_names(unit="document")
+                           + method_names(unit="prefix"))
+        extra = None
+        if auto:  # chosen once, by the API's rule (activerank.design.auto), and stored
+            from ..design.auto import auto_design
+
+            dsg, choice = auto_design(pool, pool_, target, rankings, probs, budget, design_args)
+            extra = {"auto": choice.as_dict()}
+        else:
+            dsg = prepare_design(pool, pool_, target, rankings, probs, **design_args)
         documents = wor = prefix = None
         if dsg.method_spec.unit == "prefix":  # the engine's design and sample; tasks come in rounds
             prefix = plan_prefix_campaign(dsg, budget, seed)
@@ -702,7 +712,7 @@ class Campaign:
         return cls._write_new(path, dsg, pool_, plan, np.asarray(probs, dtype=np.float64), qkeys=qkeys, kind=kind,
                               dkeys=dkeys, texts=texts, names=names, target=target, seed=seed, budget=budget,
                               defensive=defensive, combine=combine, description=description, documents=documents,
-                              wor=wor, prefix=prefix)
+                              wor=wor, prefix=prefix, extra_meta=extra)
 
     @classmethod
     def _write_new(cls, path, dsg, pool, plan, P, *, qkeys, kind, dkeys, texts, names, target, seed, budget,
@@ -1440,6 +1450,12 @@ class Campaign:
             document-level: some sampled document is not judged -- the
             message says how many).  The judgments stay stored.
         """
+        res = self._estimate(combine)
+        if "auto" in self.meta:  # what method="auto" chose at creation, as the API reports it
+            res.trace.attrs["auto"] = self.meta["auto"]
+        return res
+
+    def _estimate(self, combine):
         if self._documents is not None:
             return self._estimate_documents(combine)
         if self._prefix is not None:

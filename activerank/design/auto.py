@@ -42,7 +42,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["AutoChoice", "choose_method", "predicted_prefix_variance", "predicted_query_variance"]
+__all__ = ["AutoChoice", "auto_design", "choose_method", "predicted_prefix_variance", "predicted_query_variance"]
 
 #: Seed of the planning simulations behind the prefix design's predicted variance.
 PLANNING_SEED = 20121
@@ -68,6 +68,25 @@ class AutoChoice:
 
     def as_dict(self) -> dict:
         return {"method": self.method, "predicted_variance": dict(self.predicted_variance), "reason": self.reason}
+
+
+def auto_design(pool, pool_, kind, rankings, probs, budget: float, design_args: dict):
+    """``method="auto"``'s design: ``active_wor``'s or, for additive metrics, ``doc_dyn``'s (cascade metrics:
+    ``prefix``'s), whichever has the smaller predicted variance at ``budget``.
+
+    ``design_args`` are :func:`~activerank.design.design.prepare_design`'s keyword arguments (``method`` is
+    set here).  Returns ``(design, AutoChoice)``; used by the API and by labeling campaigns.
+    """
+    from .design import prepare_design
+
+    args = dict(design_args, method="active_wor")
+    query = prepare_design(pool, pool_, kind, rankings, probs, **args)
+    doc = None
+    alternative = {"additive": "doc_dyn", "cascade": "prefix"}.get(query.metric.family)
+    if alternative is not None and args.get("predicted") is None:
+        doc = prepare_design(pool, pool_, kind, rankings, probs, **dict(args, method=alternative))
+    choice = choose_method(query, doc, budget)
+    return (doc if doc is not None and choice.method == doc.method else query), choice
 
 
 def predicted_query_variance(design, budget: float) -> float:
