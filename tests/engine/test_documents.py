@@ -289,8 +289,11 @@ def test_new_methods_errors_are_clear(tmp_path):
             ar.compare(pool, a, b, pool.probs, lab, budget=5, metric="err@10", method=method)
         with pytest.raises(ValueError, match="too small"):
             ar.estimate(pool, a, pool.probs, lab, budget=1e-3, metric="dcg@5", method=method)
-        with pytest.raises(ValueError, match="campaigns plan Poisson document designs"):
-            ar.campaign.Campaign.create(tmp_path / "c.db", pool, [a, b], pool.probs, budget=5, metric="dcg@5",
+        with pytest.raises(ValueError, match="samples single documents and needs a metric"):  # campaigns too
+            ar.campaign.Campaign.create(tmp_path / "c.db", pool, [a, b], pool.probs, budget=5, metric="err@10",
+                                        method=method, seed=0)
+        with pytest.raises(ValueError, match="too small"):
+            ar.campaign.Campaign.create(tmp_path / "c.db", pool, [a, b], pool.probs, budget=1e-3, metric="dcg@5",
                                         method=method, seed=0)
         assert not (tmp_path / "c.db").exists()
     with pytest.raises(ValueError, match="`docs_per_query` or a `query_cost` > 0"):
