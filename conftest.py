@@ -3,4 +3,5 @@
 
 import importlib.util
 
-collect_ignore = [] if importlib.util.find_spec("numba") else ["activerank/metrics/_numba.py"]
+NUMBA_MODULES = ["activerank/metrics/_numba.py", "activerank/design/_prefix_numba.py"]
+collect_ignore = [] if importlib.util.find_spec("numba") else NUMBA_MODULES

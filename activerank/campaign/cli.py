@@ -170,7 +170,8 @@ def _cmd_init(args):
         st = camp.status()
         print(f"created campaign {args.store}: {len(camp.query_ids)} queries, "
               f"{int(camp.pool().offsets[-1])} documents; rankers {list(camp.names)}")
-        print(f"  metric {camp.metric}, method {camp.method}, seed {camp.seed}, combine {camp.combine}")
+        chosen = " (chosen by method=auto)" if "auto" in camp.meta else ""
+        print(f"  metric {camp.metric}, method {camp.method}{chosen}, seed {camp.seed}, combine {camp.combine}")
         n_queries = len(st.queries_done) + len(st.queries_partial) + len(st.queries_pending)
         if st.unit == "document":
             print(f"  budget {camp.budget:g}: {st.n_documents_needed} sampled documents to judge over {n_queries} "

@@ -680,6 +680,10 @@ def test_cli_prefix_campaign_in_rounds_equals_estimate(tmp_path, files, capsys):
                               "--ranker", "feature:25", "--grades", "3", "--budget", "6", "--metric", "err@10",
                               "--method", "prefix", "--seed", "3"], capsys)
     assert code == 0 and "tasks come in rounds" in out, err
+    code, out, err = run_cli(["campaign", "init", str(tmp_path / "auto.db"), "--pool", pool, "--train", train,
+                              "--model", "lightgbm", "--ranker", "feature:25", "--grades", "3", "--budget", "6",
+                              "--metric", "err@10", "--method", "auto", "--seed", "3"], capsys)
+    assert code == 0 and "method prefix (chosen by method=auto)" in out, err
     data = ar.load_letor(pool, n_grades=3)
     for r in range(100):
         code, out, _ = run_cli(["campaign", "status", db], capsys)
