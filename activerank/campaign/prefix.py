@@ -94,8 +94,9 @@ class PrefixCampaignPlan:
 
         return _layout(design, None)
 
-    def walk(self, design, grades: dict):
-        """Replay every sampled query's walk on the stored ``grades`` (``{doc_row: grade}``).
+    def walk(self, design, grades: dict, layout=None):
+        """Replay every sampled query's walk on the stored ``grades`` (``{doc_row: grade}``); ``layout``:
+        :meth:`layout` of ``design`` if already built.
 
         Returns
         -------
@@ -106,7 +107,7 @@ class PrefixCampaignPlan:
         """
         from ..engine.prefix import walk_sample
 
-        layout = self.layout(design)
+        layout = self.layout(design) if layout is None else layout
 
         def obtain(i, row, step):
             return grades.get(row, -1), False
@@ -122,9 +123,9 @@ class PrefixCampaignPlan:
                 wait[x] = int(waiting[i])
         return out, wait
 
-    def document_cost(self, design) -> dict:
+    def document_cost(self, design, layout=None) -> dict:
         """``{doc_row: cost}`` of every document a sampled query may ask for (budget units)."""
-        layout = self.layout(design)
+        layout = self.layout(design) if layout is None else layout
         rows, cost = layout.rows[self.queries], layout.cost[self.queries]
         ok = rows >= 0
         return dict(zip(rows[ok].tolist(), cost[ok].tolist()))

@@ -958,7 +958,8 @@ class Campaign:
             self._prefix = PrefixCampaignPlan.from_arrays({n: self._array(n) for n in _PREFIX_ARRAYS},
                                                           expected_cost=float(self.meta["expected_cost"]))
             self._design = replace(self._design, probs=self.probs(), document_costs=self._prefix.document_costs)
-            self._prefix_cost = self._prefix.document_cost(self._design)
+            self._prefix_layout = self._prefix.layout(self._design)  # built once: every replay reads it
+            self._prefix_cost = self._prefix.document_cost(self._design, self._prefix_layout)
             self._planned = [int(x) for x in self._prefix.queries]
             self._refresh_prefix(self._combined()[0])
             return
@@ -983,7 +984,7 @@ class Campaign:
         """A prefix campaign's tasks given the stored ``grades``: every sampled query needs the documents its
         walk has judged and the one it asks for next (:mod:`activerank.campaign.prefix`)."""
         self._prefix_seen = False  # tasks() replays again unless it set this itself (default combine rule)
-        judged, self._waiting = self._prefix.walk(self._design, grades)
+        judged, self._waiting = self._prefix.walk(self._design, grades, self._prefix_layout)
         self._needed = {x: (np.append(judged[x], self._waiting[x]) if x in self._waiting else judged[x])
                         for x in self._planned}
         self._needed_rows = {int(r): x for x, rows in self._needed.items() for r in rows}
