@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The declared lower bounds are true: install every dependency (core, the dev extra and the fast extra) at the floor pinned in
 # .ci/constraints-floors.txt into a separate virtual environment and run the test suite there.
-# Reduced run: the long seeded Monte-Carlo checks (-m "not statistical") are left to the main run.
+# The fast tier (pytest's default); the long seeded Monte-Carlo checks are left to the main run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 venv=${ACTIVERANK_FLOORS_VENV:-.venv-floors}
@@ -25,4 +25,4 @@ for line in open(sys.argv[1]):
 print("floors installed:", ", ".join(l.split("#")[0].strip() for l in open(sys.argv[1]) if l.split("#")[0].strip()))
 sys.exit("\n".join(bad) if bad else 0)
 PY
-"$venv/bin/python" -m pytest -q -p no:cacheprovider -m "not statistical"
+"$venv/bin/python" -m pytest -q -p no:cacheprovider -n 2
