@@ -18,7 +18,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING
 
-__version__ = "0.4.0"
+from ._version import __version__
 
 # public name -> module that defines it (loaded on first access, PEP 562)
 _EXPORTS = {

@@ -33,14 +33,14 @@ from ._validation import (
     labeler_iv,
     model_iv,
     names_iv,
-    pool_iv,
     positive_real_iv,
-    reuse_iv,
     rng_iv,
     scores_iv,
     scores_list_iv,
     train_iv,
 )
+from .engine.schedules import reuse_iv
+from .pool import pool_iv
 from .design.design import Design, prepare_design
 from .design.methods import method_names
 from .design.sampling import DEFAULT_DEFENSIVE

@@ -13,9 +13,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._validation import py_scalar
+from ._validation import _unique_ids_iv, offsets_iv, py_scalar
 
-__all__ = ["Pool"]
+__all__ = ["Pool", "pool_iv"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -97,3 +97,38 @@ class Pool:
         yes = {True: "yes", False: "no"}
         return (f"Pool(n_queries={self.n_queries}, n_docs={self.n_docs}, doc_ids={yes[self.doc_ids is not None]}, "
                 f"doc_length={yes[self.doc_length is not None]})")
+
+
+def pool_iv(pool):
+    """Validate a pool (anything with ``offsets`` and ``query_ids``) -> :class:`~activerank.pool.Pool`.
+
+    The standardized pool keeps ``doc_ids`` and ``doc_length`` when present.
+    """
+    if not (hasattr(pool, "offsets") and hasattr(pool, "query_ids")):
+        raise TypeError(
+            "`pool` must have `offsets` and `query_ids` (e.g. a LetorData or activerank.Pool); "
+            f"got {type(pool).__name__}."
+        )
+    offsets = offsets_iv(pool.offsets, name="pool.offsets")
+    if offsets.size < 2:
+        raise ValueError("`pool` must contain at least one query.")
+    m, n_docs = offsets.size - 1, int(offsets[-1])
+    qids = np.asarray(pool.query_ids).reshape(-1)
+    if qids.size != m:
+        raise ValueError(f"`pool.query_ids` must have one id per query ({m}, from `pool.offsets`); "
+                         f"got {qids.size}.")
+    _unique_ids_iv(qids)
+    doc_ids = getattr(pool, "doc_ids", None)
+    if doc_ids is not None:
+        doc_ids = np.asarray(doc_ids)
+        if doc_ids.shape != (n_docs,):
+            raise ValueError(f"`pool.doc_ids` must have one id per document ({n_docs}); got shape {doc_ids.shape}.")
+    doc_length = getattr(pool, "doc_length", None)
+    if doc_length is not None:
+        doc_length = np.asarray(doc_length)
+        if doc_length.shape != (n_docs,):
+            raise ValueError(f"`pool.doc_length` must have one entry per document ({n_docs}); "
+                             f"got shape {doc_length.shape}.")
+    if isinstance(pool, Pool):
+        return pool
+    return Pool(qids, offsets, doc_ids, doc_length)

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import activerank as ar
-from activerank._validation import pool_iv
+from activerank.pool import pool_iv
 from activerank.design.sampling import draw_budgeted
 from activerank.engine import estimate_from_plan
 from activerank.inference.snis import LowEffectiveSampleSizeWarning

@@ -144,7 +144,7 @@ def test_cli_defaults_are_the_apis():
     import inspect
 
     import activerank as ar
-    import activerank.cli as cli
+    import activerank.cli.commands as cli
     import activerank.distributed as ard
 
     for f in (ar.estimate, ar.compare, ar.compare_many, ar.rank_systems):

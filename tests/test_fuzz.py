@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 import activerank as ar
 from activerank import datasets
 from activerank.campaign import Campaign
-from activerank.campaign.cli import main as campaign_main
+from activerank.cli.campaign import main as campaign_main
 from activerank.cli import main as ar_main
 from activerank.io.letor import load_letor
 from activerank.io.trec import _read_runs_lines, read_qrels, read_runs

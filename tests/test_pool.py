@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import activerank as ar
-from activerank._validation import pool_iv
+from activerank.pool import pool_iv
 
 
 def test_from_qids_and_summary():

@@ -32,8 +32,8 @@ SKIP = {
         "creates the virtual environment this test already runs in (.ci/run creates it from scratch)",
     '.venv/bin/pip install -q -e ".[dev]"':
         "installs the package, which .ci/run does right before running the tests",
-    ".venv/bin/python -m pytest":
-        "runs the test suite, of which this test is part",
+    ".venv/bin/python -m pytest -n 2":
+        "runs the fast test tier, of which this test is part",
     "python -m activerank.experiments --out benchmarks/results --investigate":
         "the full paper reproduction, ~20 min on 2 cores; its pipeline runs at small size in "
         "tests/experiments/test_harness.py and tests/test_notebook.py",

@@ -82,7 +82,8 @@ from datetime import datetime, timezone
 
 import numpy as np
 
-from .._validation import budget_iv, path_iv, pool_iv, scores_iv, seed_iv
+from .._validation import budget_iv, path_iv, scores_iv, seed_iv
+from ..pool import pool_iv
 from ..design.costs import QueryCosts
 from ..design.design import Design
 from ..design.sampling import DEFAULT_DEFENSIVE, DrawPlan, draw_budgeted
@@ -733,7 +734,7 @@ class Campaign:
         offsets = np.asarray(pool.offsets, dtype=np.int64)
         doc_length = getattr(pool, "doc_length", None)
 
-        from .. import __version__
+        from .._version import __version__
 
         meta = {
             "created_at": _now(), "activerank_version": __version__, "description": str(description),

@@ -44,7 +44,7 @@ def _cost_model(pool, costs) -> str:
 
 def _spec(pool, kind, scores, probs, *, metric, k, method, costs):
     """Validate everything that can be checked before reading a row."""
-    from .._validation import dask_pool_iv, frame_columns_iv
+    from .frame import dask_pool_iv, frame_columns_iv
     from ..design.methods import get_method, method_names
     from ..metrics.registry import parse_metric
     from .query_table import TableSpec
@@ -168,7 +168,8 @@ def _drawn_pool(pool, spec, spec_method, kind, *, budget, query_weights, defensi
 
 def _run(pool, kind, scores, probs, labeler, *, budget, metric, k, method, costs, query_weights, defensive, rng,
          judgments, names=None, ci="auto"):
-    from .._validation import budget_iv, ci_iv, defensive_iv, frame_columns_iv, labeler_iv, rng_iv
+    from .._validation import budget_iv, ci_iv, defensive_iv, labeler_iv, rng_iv
+    from .frame import frame_columns_iv
     from ..engine import FixedBudget, Judgments, run
 
     budget = budget_iv(budget)

@@ -172,7 +172,6 @@ def in_memory(pool, *, scores, probs):
     costs : ndarray of shape (n_docs,) or None
         The cost column, when the pool names one.
     """
-    from .._validation import dask_pool_iv, frame_columns_iv
     from ..pool import Pool
 
     pool = dask_pool_iv(pool)
@@ -184,3 +183,45 @@ def in_memory(pool, *, scores, probs):
                          doc_length=length)
     costs = None if pool.cost is None else df[pool.cost].to_numpy(np.float64)
     return mem, [df[c].to_numpy(np.float64) for c in scores], df[probs].to_numpy(np.float64), costs
+
+
+def dask_pool_iv(pool):
+    """A :class:`~activerank.distributed.frame.DaskPool` or a Dask DataFrame (default column names) ->
+    a DaskPool whose named columns all exist."""
+    if not isinstance(pool, DaskPool):
+        if type(pool).__module__.split(".")[0] == "pandas":
+            raise TypeError("`pool` is a pandas DataFrame: wrap it with dask.dataframe.from_pandas(df, "
+                            "npartitions=..., sort=False), or use activerank.estimate for an in-memory pool.")
+        if not (hasattr(pool, "map_partitions") and hasattr(pool, "npartitions") and hasattr(pool, "columns")):
+            raise TypeError("`pool` must be an activerank.distributed.DaskPool or a dask.dataframe.DataFrame; "
+                            f"got {type(pool).__name__}.")
+        pool = DaskPool(pool)
+    for attr in ("query", "document", "cost", "length"):
+        value = getattr(pool, attr)
+        if value is not None and not isinstance(value, str):
+            raise TypeError(f"`DaskPool.{attr}` must be a column name (str); got {value!r}.")
+    if pool.features is not None:
+        frame_columns_iv(pool, pool.features, "DaskPool.features")
+    names = [c for c in (pool.document, pool.cost, pool.length) if c is not None]
+    frame_columns_iv(pool, names, "DaskPool")
+    if pool.query not in pool.frame.columns and pool.query != pool.frame.index.name:
+        raise ValueError(f"`DaskPool.query`: the frame has no column (or index) {pool.query!r}; "
+                         f"columns: {list(pool.frame.columns)}.")
+    return pool
+
+
+def frame_columns_iv(pool, columns, name: str) -> list:
+    """Column names of ``pool.frame``: one name or a sequence of names, every one present."""
+    if isinstance(columns, str):
+        columns = [columns]
+    try:
+        columns = list(columns)
+    except TypeError:
+        raise TypeError(f"`{name}` must be a column name or a list of column names; got {columns!r}.") from None
+    have = list(pool.frame.columns)
+    for c in columns:
+        if not isinstance(c, str):
+            raise TypeError(f"`{name}` must name columns by str; got {c!r}.")
+        if c not in have:
+            raise ValueError(f"`{name}`: the pool's frame has no column {c!r}; columns: {have}.")
+    return columns

@@ -31,7 +31,7 @@ from ..inference.model_assisted import tuned_coefficient
 from ..inference.sequences import _alpha, choose_t_opt, rho_for_time
 from .core import Draws, RunContext, Schedule, clamp_cost
 
-__all__ = ["Adaptive", "FixedBudget", "PriorJudgments", "STOPPING_REASONS", "Sequential"]
+__all__ = ["Adaptive", "FixedBudget", "PriorJudgments", "STOPPING_REASONS", "Sequential", "reuse_iv"]
 
 STOPPING_REASONS = ("target", "budget", "all_judged", "all_reachable_judged", "max_draws")
 
@@ -314,6 +314,20 @@ class PriorJudgments:
     def from_census(cls, judgments) -> "PriorJudgments":
         """Queries judged in full ("all judged"): their contribution is exact."""
         return cls(judgments, None, None, True)
+
+
+def reuse_iv(reuse) -> list:
+    """``None``, a :class:`~activerank.engine.schedules.PriorJudgments` or a list of them -> list."""
+    if reuse is None:
+        return []
+    items = [reuse] if isinstance(reuse, PriorJudgments) else list(reuse) if isinstance(reuse, (list, tuple)) else None
+    if items is None or not all(isinstance(r, PriorJudgments) for r in items):
+        raise TypeError("`reuse` must be a PriorJudgments or a list of them "
+                        "(PriorJudgments.from_draws / PriorJudgments.from_census).")
+    for r in items:
+        if not isinstance(r.judgments, Mapping):
+            raise ValueError("`reuse` judgments must be a dict {query_id: {doc_id: grade}}.")
+    return items
 
 
 def _prior_q(q, pool, index) -> np.ndarray:

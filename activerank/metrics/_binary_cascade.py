@@ -22,8 +22,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..ragged import PositionMajor, Rankings
-from .moments import (
-    _PAIR_BLOCK_ELEMENTS,
+from . import _stats
+from ._stats import (
     _CascadeStats,
     _cascade_entry_stats,
     _cascade_recursion,
@@ -101,7 +101,7 @@ def binary_cascade_pair(probs: np.ndarray, ra: Rankings, rb: Rankings, metric: M
     start = 0
     while start < m:
         width = int(size_b[order[start]])
-        n_q = max(1, _PAIR_BLOCK_ELEMENTS // width)
+        n_q = max(1, _stats._PAIR_BLOCK_ELEMENTS // width)
         block = order[start : start + n_q]
         block = block[np.argsort(-ra.lengths[block], kind="stable")]
         cross[block] = _cross_block(sa, sb, ra, rb, block, pos_ab, c_all)

@@ -15,7 +15,7 @@ import pytest
 
 import activerank as ar
 from activerank.campaign import Campaign
-from activerank.campaign.cli import main
+from activerank.cli.campaign import main
 from activerank.inference.snis import LowEffectiveSampleSizeWarning
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -455,7 +455,7 @@ def test_crash_cli_subprocess_import(big, tmp_path):
     db = str(tmp_path / "c.db")
     shutil.copy(big["db0"], db)
     env = dict(os.environ, PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    proc = subprocess.Popen([sys.executable, "-m", "activerank.campaign.cli", "campaign", "import", db,
+    proc = subprocess.Popen([sys.executable, "-m", "activerank.cli.campaign", "campaign", "import", db,
                              big["judgments"], "--chunk-size", "100"],
                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, text=True)
     acks = [proc.stdout.readline()]
@@ -591,7 +591,7 @@ def test_concurrent_reimport_of_one_file_is_safe_and_quiet(big, tmp_path):
     db = str(tmp_path / "c.db")
     shutil.copy(big["db0"], db)
     env = dict(os.environ, PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    cmd = [sys.executable, "-m", "activerank.campaign.cli", "campaign", "import", db, big["judgments"],
+    cmd = [sys.executable, "-m", "activerank.cli.campaign", "campaign", "import", db, big["judgments"],
            "--chunk-size", "50"]
     procs = [subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True)
              for _ in range(2)]

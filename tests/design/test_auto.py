@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import activerank as ar
-from activerank._validation import pool_iv
+from activerank.pool import pool_iv
 from activerank.design.auto import predicted_prefix_variance, predicted_query_variance
 from activerank.engine import FixedBudget, run
 from activerank.inference.snis import LowEffectiveSampleSizeWarning

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import activerank as ar
-from activerank._validation import pool_iv
+from activerank.pool import pool_iv
 from activerank.design.design import prepare_design
 from activerank.design.document_methods import (
     DocumentHorvitzThompson,

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import activerank as ar
-from activerank._validation import pool_iv
+from activerank.pool import pool_iv
 from activerank.engine import FixedBudget, run
 from activerank.engine.documents import document_target_of
 from activerank.metrics import pool_metric_values

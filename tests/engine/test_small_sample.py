@@ -217,7 +217,7 @@ def test_bootstrap_is_refused_before_any_label_where_it_does_not_apply():
 
 def test_bootstrap_refuses_a_target_precision_schedule_and_unknown_estimators():
     from activerank.engine import Sequential, run
-    from activerank._validation import pool_iv
+    from activerank.pool import pool_iv
 
     pool, a, b, rng = _problem(12)
     lab = _Recording(pool, pool.sample_labels(rng))

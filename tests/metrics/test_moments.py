@@ -109,12 +109,12 @@ def test_pool_kernels_equal_per_query_functions(metric):
 
 
 def test_pool_err_pair_blocks_agree_with_one_block(monkeypatch):
-    import activerank.metrics.moments as mom
+    import activerank.metrics._stats as mom_stats
 
     rng = np.random.default_rng(11)
     probs, ra, rb = _random_pool(rng, 80, 3, max_len=12)
     whole = ar.pool_pair_moments(probs, ra, rb, metric="err")
-    monkeypatch.setattr(mom, "_PAIR_BLOCK_ELEMENTS", 50)  # forces many tiny blocks
+    monkeypatch.setattr(mom_stats, "_PAIR_BLOCK_ELEMENTS", 50)  # forces many tiny blocks
     blocks = ar.pool_pair_moments(probs, ra, rb, metric="err")
     np.testing.assert_allclose(blocks.cross, whole.cross, rtol=1e-12)
 

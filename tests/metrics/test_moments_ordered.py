@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import activerank as ar
-import activerank.metrics.moments as mom
+import activerank.metrics._pair as mom_pair
 
 from .._reference import brute_force_moments, random_probs
 
@@ -86,8 +86,8 @@ def test_ordered_equals_general_kernel(k, n_grades, monkeypatch):
     rng = np.random.default_rng([k or 0, n_grades])
     probs, ra, rb = _ordered_pool(rng, 120, 40, n_grades)
     used = []
-    real = mom._cascade_pair_ordered
-    monkeypatch.setattr(mom, "_cascade_pair_ordered", lambda *a: used.append(a[1].n_queries) or real(*a))
+    real = mom_pair._cascade_pair_ordered
+    monkeypatch.setattr(mom_pair, "_cascade_pair_ordered", lambda *a: used.append(a[1].n_queries) or real(*a))
     ref = ar.pool_pair_moments(probs, ra, rb, metric="err", k=k, order_preserving=False, backend="numpy")
     assert not used
     auto = ar.pool_pair_moments(probs, ra, rb, metric="err", k=k, backend="numpy")
@@ -107,8 +107,8 @@ def test_mixed_pools_split_per_query(monkeypatch):
     for q in reordered:
         rb[q] = rb[q][::-1].copy()
     used = []
-    real = mom._cascade_pair_ordered
-    monkeypatch.setattr(mom, "_cascade_pair_ordered", lambda *a: used.append(a[1].n_queries) or real(*a))
+    real = mom_pair._cascade_pair_ordered
+    monkeypatch.setattr(mom_pair, "_cascade_pair_ordered", lambda *a: used.append(a[1].n_queries) or real(*a))
     ref = ar.pool_pair_moments(probs, ra, rb, metric="err", order_preserving=False, backend="numpy")
     got = ar.pool_pair_moments(probs, ra, rb, metric="err", backend="numpy")
     assert used == [90 - len(reordered)]
@@ -131,7 +131,7 @@ def test_order_detection():
     ia = np.array([0, 2, 5, 4, 7])  # query of b-entry: 0 0 1 1 2
     ib = np.arange(5)
     qb = np.array([0, 0, 1, 1, 2])
-    assert mom._order_consistent(ia, ib, qb, 4).tolist() == [True, False, True, True]
+    assert mom_pair._order_consistent(ia, ib, qb, 4).tolist() == [True, False, True, True]
 
 
 def test_order_preserving_type():

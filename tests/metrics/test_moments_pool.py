@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import activerank as ar
-import activerank.metrics.moments as mom
+import activerank.metrics._stats as mom_stats
 from activerank.ragged import PositionMajor, Rankings
 
 from .._reference import brute_force_moments, random_probs
@@ -112,8 +112,8 @@ def test_block_and_chunk_sizes_do_not_matter(monkeypatch, block, chunk):
     probs, ra, rb = _pool(rng, 60, 5, 25)
     ref = ar.pool_pair_moments(probs, ra, rb, metric="err")
     ref_single = ar.pool_moments(probs, ra, metric="dcg")
-    monkeypatch.setattr(mom, "_PAIR_BLOCK_ELEMENTS", block)
-    monkeypatch.setattr(mom, "_STATS_CHUNK", chunk)
+    monkeypatch.setattr(mom_stats, "_PAIR_BLOCK_ELEMENTS", block)
+    monkeypatch.setattr(mom_stats, "_STATS_CHUNK", chunk)
     got = ar.pool_pair_moments(probs, ra, rb, metric="err")
     for f in PAIR[:-1]:
         np.testing.assert_allclose(getattr(got, f), getattr(ref, f), rtol=RTOL, atol=1e-300)

@@ -26,7 +26,7 @@ or there is nothing to estimate yet; 2 bad input (usage, unreadable or
 malformed file, invalid option values).
 
 Use :func:`add_campaign_parser` to attach the command to an ``argparse``
-parser, or run ``python -m activerank.campaign.cli ...`` directly.
+parser, or run ``python -m activerank.cli.campaign ...`` directly.
 """
 
 from __future__ import annotations
@@ -38,8 +38,8 @@ import sys
 
 import numpy as np
 
-from ..cli import (cli_warnings, n_grades_arg, nonneg_int, positive_float, positive_int, probability_closed,
-                   probability_open)
+from ._common import (cli_warnings, n_grades_arg, nonneg_int, positive_float, positive_int, probability_closed,
+                      probability_open, write_trace)
 
 __all__ = ["add_campaign_parser", "main", "run"]
 
@@ -68,7 +68,7 @@ def _read_query_text(path) -> dict:
 
 
 def _letor_ranker(spec, data, probs):
-    from ..cli import CLIError, scores_from_spec
+    from ._common import CLIError, scores_from_spec
 
     try:
         return scores_from_spec(spec, data, probs, option="--ranker")
@@ -137,13 +137,13 @@ def _init_trec(args):
 
 
 def _cmd_init(args):
-    from . import Campaign
+    from ..campaign import Campaign
 
     if bool(args.pool) == bool(args.run):
         raise CampaignCLIError("give either --pool FILE (LETOR) or --run FILE [--run FILE] (TREC runs).")
     inputs = [p for p in [args.pool, args.train, args.qrels, args.query_text, *(args.run or [])] if p]
     if inputs:   # the new store must not replace one of its own inputs, not even with --force
-        from .io import check_output_path
+        from ..campaign.io import check_output_path
 
         check_output_path(args.store, kind="qrels", protected=inputs, force=True, protected_name="an input file")
     if args.pool:
@@ -190,7 +190,7 @@ def _cmd_init(args):
 
 
 def _open(args):
-    from . import Campaign
+    from ..campaign import Campaign
 
     return Campaign.open(args.store)
 
@@ -324,16 +324,6 @@ def _report_many(res, st, args):
     return EXIT_OK
 
 
-def write_trace(path, trace, *, protected=(), force=False, protected_name="the campaign store"):
-    """Write a per-draw trace CSV atomically, under the output rule of
-    :func:`activerank.campaign.io.check_output_path` (never an input file)."""
-    from .io import check_output_path, write_atomic
-
-    path = check_output_path(path, kind="trace", protected=protected, force=force, header=list(trace.columns),
-                             protected_name=protected_name)
-    write_atomic(path, lambda f: trace.to_csv(f, index=False, lineterminator="\n"))
-
-
 def _cmd_qrels(args):
     with _open(args) as camp:
         n = camp.write_qrels(args.output, combine=args.combine, scope=args.scope, overwrite=args.force)
@@ -365,7 +355,7 @@ def add_campaign_parser(subparsers) -> argparse.ArgumentParser:
         The ``campaign`` parser.
     """
     from ..design.methods import method_names
-    from .io import COMBINE_RULES, FORMATS, TASK_FORMATS
+    from ..campaign.io import COMBINE_RULES, FORMATS, TASK_FORMATS
     from ..relevance.models import MODEL_NAMES
 
     camp = subparsers.add_parser(
@@ -502,7 +492,7 @@ def run(args) -> int:
 
 
 def main(argv=None) -> int:
-    """Entry point of ``python -m activerank.campaign.cli``: the ``campaign`` command on its own."""
+    """Entry point of ``python -m activerank.cli.campaign``: the ``campaign`` command on its own."""
     parser = argparse.ArgumentParser(prog="activerank")
     sub = parser.add_subparsers(dest="command", required=True)
     add_campaign_parser(sub)

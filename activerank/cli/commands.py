@@ -9,146 +9,23 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
-import warnings
-from contextlib import contextmanager
 
 import numpy as np
+
+from ._common import (CLIError, cli_warnings, load_letor_file, n_grades_arg, nonneg_int, positive_float,
+                      probability_open, scores_from_spec, write_trace)
 
 # the API's default (activerank.estimate / compare), on in-memory and Parquet pools alike
 DEFAULT_METHOD = "active_wor"
 
-__all__ = ["main"]
-
-
-class CLIError(Exception):
-    """Bad command-line input: printed without a traceback, exit code 2."""
-
-
-# --------------------------------------------------------------------------- option types
-# argparse reports a failing type as "argument --NAME: <message>" with exit code 2.
-
-
-def _number(text, kind):
-    try:
-        return kind(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"must be {'an integer' if kind is int else 'a number'}, got {text!r}") from None
-
-
-def positive_float(text):
-    """A finite number > 0 (budgets, costs)."""
-    v = _number(text, float)
-    if not (math.isfinite(v) and v > 0):
-        raise argparse.ArgumentTypeError(f"must be a positive finite number, got {text!r}")
-    return v
-
-
-def nonneg_int(text):
-    """An integer >= 0 (seeds, limits)."""
-    v = _number(text, int)
-    if v < 0:
-        raise argparse.ArgumentTypeError(f"must be an integer >= 0, got {text!r}")
-    return v
-
-
-def positive_int(text):
-    """An integer >= 1 (chunk sizes, 1-based feature numbers)."""
-    v = _number(text, int)
-    if v < 1:
-        raise argparse.ArgumentTypeError(f"must be an integer >= 1, got {text!r}")
-    return v
-
-
-def n_grades_arg(text):
-    """Size of a grade scale: an integer in 2..MAX_N_GRADES."""
-    from .io.limits import MAX_N_GRADES
-
-    v = _number(text, int)
-    if not 2 <= v <= MAX_N_GRADES:
-        raise argparse.ArgumentTypeError(f"must be an integer in 2..{MAX_N_GRADES}, got {text!r}")
-    return v
-
-
-def probability_open(text):
-    """A number strictly between 0 and 1 (confidence levels)."""
-    v = _number(text, float)
-    if not 0 < v < 1:
-        raise argparse.ArgumentTypeError(f"must be a number strictly between 0 and 1, got {text!r}")
-    return v
-
-
-def probability_closed(text):
-    """A number in [0, 1] (mixture weights)."""
-    v = _number(text, float)
-    if not 0 <= v <= 1:
-        raise argparse.ArgumentTypeError(f"must be a number in [0, 1], got {text!r}")
-    return v
-
-
-@contextmanager
-def cli_warnings(prog: str):
-    """Show warnings raised while a command runs as one line ``PROG: warning: MESSAGE`` on stderr.
-
-    Python's default display adds the source line that raised the warning,
-    which means nothing to a command-line user.  Scoped to the command: the
-    previous filters and ``warnings.showwarning`` are restored on exit, and
-    library users never see this.
-    """
-    with warnings.catch_warnings():
-        warnings.simplefilter("default")
-
-        def show(message, category, filename, lineno, file=None, line=None):
-            text = " ".join(str(message).split())
-            print(f"{prog}: warning: {text}", file=sys.stderr if file is None else file, flush=True)
-
-        warnings.showwarning = show
-        yield
-
-
-def _load(path, n_grades=None):
-    from .io.letor import load_letor
-
-    return load_letor(path, n_grades=n_grades)
-
-
-def scores_from_spec(spec: str, data, probs, *, option="--scores"):
-    """Per-document scores (or Rankings) from ``model`` (expected gain under ``probs``),
-    ``feature:N`` (1-based column), ``file:PATH`` (one number per line) or
-    ``run:PATH[#TAG]`` (a TREC run matched to the pool's document ids)."""
-    from .relevance.rankers import expected_gain_scores
-
-    kind, _, arg = spec.partition(":")
-    if spec == "model":
-        return expected_gain_scores(probs)
-    if kind == "feature":
-        if not (arg.isdigit() and 1 <= int(arg) <= data.X.shape[1]):
-            raise CLIError(f"{option} {spec!r}: feature must be 1..{data.X.shape[1]}.")
-        return data.X[:, int(arg) - 1]
-    if kind == "file" and arg:
-        try:
-            values = np.loadtxt(arg, dtype=np.float64, ndmin=1)
-        except (OSError, ValueError) as exc:
-            raise CLIError(f"{option} {spec!r}: cannot read scores: {exc}") from None
-        if values.shape != (data.n_docs,):
-            raise CLIError(f"{option} {spec!r}: the file must hold {data.n_docs} scores, one per "
-                           f"pool document; got {values.size}.")
-        return values
-    if kind == "run" and arg:
-        from .io.trec import read_runs, run_rankings_for_pool
-
-        path, _, tag = arg.partition("#")
-        return run_rankings_for_pool(read_runs(path), data, name=tag or None)
-    raise CLIError(f"{option} must be 'model', 'feature:N', 'file:PATH' or 'run:PATH[#TAG]'; "
-                   f"got {spec!r}.")
+__all__ = ["build_parser", "main"]
 
 
 def _model(args, data):
-    from .relevance.models import make_relevance_model
+    from ..relevance.models import make_relevance_model
 
-    train = _load(args.train, n_grades=data.n_grades) if args.train else None
+    train = load_letor_file(args.train, n_grades=data.n_grades) if args.train else None
     model = make_relevance_model(args.model, data.n_grades, random_state=args.seed)
     if args.model == "uniform":
         return model.fit(data.X, np.zeros(data.n_docs, dtype=int))
@@ -166,7 +43,7 @@ def _common(p):
     p.add_argument("--budget", type=positive_float, required=True,
                    help="labeling budget in mean-query-cost units")
     p.add_argument("--metric", default="err@10", help="dcg@k or err@k (default err@10)")
-    from .design.methods import method_names
+    from ..design.methods import method_names
 
     names = (*method_names(), "auto")
     p.add_argument("--method", default=None, choices=names, metavar="METHOD",
@@ -204,8 +81,6 @@ def _report(res, args, point_name):
            "budget": res.budget, "effective_sample_size": res.effective_sample_size,
            "metric": res.metric, "method": res.method, "ci": res.ci, "dof": None if res.dof == float("inf") else res.dof}
     if args.trace:
-        from .campaign.cli import write_trace
-
         write_trace(args.trace, res.trace, protected=[p for p in (args.pool, args.train) if p],
                     force=args.force, protected_name="an input file")
     if args.json:
@@ -214,7 +89,7 @@ def _report(res, args, point_name):
         kind = f"{res.ci}, {res.dof:.3g} dof" if res.ci in ("t", "t_draws") else res.ci
         print(f"{res.metric} {point_name}: {out[point_name]:.4f} ± {res.standard_error:.4f} (SE); "
               f"{args.confidence:.0%} CI [{ci.low:.4f}, {ci.high:.4f}] ({kind})")
-        from .design.methods import get_method
+        from ..design.methods import get_method
 
         if get_method(res.method).unit == "query":
             judged = f"{res.n_queries} queries judged in {res.n_draws} draws"
@@ -268,12 +143,12 @@ def _distributed(args, kind: str):
 
 
 def _cmd_estimate(args):
-    from .api import estimate
-    from .labelers import KnownLabels
+    from ..api import estimate
+    from ..labelers import KnownLabels
 
     if _is_parquet(args.pool):
         return _report(_distributed(args, "mean"), args, "estimate")
-    data = _load(args.pool, args.grades)
+    data = load_letor_file(args.pool, args.grades)
     model = _model(args, data)
     probs = model.predict_proba(data.X)
     res = estimate(data, scores_from_spec(args.scores, data, probs), probs,
@@ -283,12 +158,12 @@ def _cmd_estimate(args):
 
 
 def _cmd_compare(args):
-    from .api import compare
-    from .labelers import KnownLabels
+    from ..api import compare
+    from ..labelers import KnownLabels
 
     if _is_parquet(args.pool):
         return _report(_distributed(args, "difference"), args, "difference")
-    data = _load(args.pool, args.grades)
+    data = load_letor_file(args.pool, args.grades)
     model = _model(args, data)
     probs = model.predict_proba(data.X)
     res = compare(data, scores_from_spec(args.scores_a, data, probs, option="--scores-a"),
@@ -301,13 +176,13 @@ def _cmd_compare(args):
 
 
 def _cmd_demo(args):
-    from .demo import run_demo
+    from ..demo import run_demo
 
     run_demo(budget=args.budget, seed=args.seed)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from . import __version__
+    from .._version import __version__
 
     parser = argparse.ArgumentParser(prog="activerank", description=__doc__.splitlines()[0])
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
@@ -334,7 +209,7 @@ def build_parser() -> argparse.ArgumentParser:
     cmp.set_defaults(func=_cmd_compare)
 
     try:
-        from .campaign.cli import add_campaign_parser
+        from .campaign import add_campaign_parser
     except ImportError:  # campaign support not installed in this build
         pass
     else:
@@ -349,7 +224,7 @@ def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv[:1] == ["experiment"]:
         # the experiment harness owns its whole argument list (including --help)
-        from .experiments.harness import main as experiment_main
+        from ..experiments.harness import main as experiment_main
 
         return int(experiment_main(argv[1:]) or 0)
     parser = build_parser()
