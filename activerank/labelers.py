@@ -1,9 +1,14 @@
 """Labelers: where relevance judgments come from.
 
 A labeler is any callable ``labeler(query_id, doc_ids) -> grades`` returning
-one integer grade per requested document.  Built-ins read known labels (for
-simulations on LETOR data) or wrap a Python function (a human-in-the-loop
-tool).  Every answer is validated against the grade scale before it is used.
+one integer grade per requested document.  A labeler may also judge many
+queries in one call: an object with ``label_batch(requests) -> list of grades``
+(``requests`` a list of ``(query_id, doc_ids)``; :class:`BatchLabeler` wraps a
+function) is asked once per batch the design needs -- one call for most
+designs, one per judging step for ``prefix`` -- instead of once per query.
+Built-ins read known labels (for simulations on LETOR data; they answer
+batches) or wrap a Python function (a human-in-the-loop tool).  Every answer is
+validated against the grade scale before it is used.
 """
 
 from __future__ import annotations
@@ -13,7 +18,7 @@ from typing import Callable, Protocol, Sequence
 
 import numpy as np
 
-__all__ = ["Labeler", "KnownLabels", "CallableLabeler", "LabelingError", "check_grades"]
+__all__ = ["BatchLabeler", "CallableLabeler", "KnownLabels", "Labeler", "LabelingError", "check_grades"]
 
 
 class Labeler(Protocol):
@@ -94,6 +99,8 @@ class KnownLabels:
     >>> lab = KnownLabels([7, 9], [0, 2, 3], [0, 2, 1])
     >>> lab(7, [1, 0]).tolist()
     [2, 0]
+    >>> [g.tolist() for g in lab.label_batch([(7, [0]), (9, [2])])], lab.n_calls
+    ([[0], [1]], 2)
     """
 
     def __init__(self, query_ids, offsets, labels, doc_ids=None):
@@ -113,6 +120,14 @@ class KnownLabels:
 
     def __call__(self, query_id, doc_ids):
         self.n_calls += 1
+        return self._answer(query_id, doc_ids)
+
+    def label_batch(self, requests) -> list:
+        """Grades for ``[(query_id, doc_ids), ...]`` in one call."""
+        self.n_calls += 1
+        return [self._answer(qid, docs) for qid, docs in requests]
+
+    def _answer(self, query_id, doc_ids):
         key = query_id.item() if isinstance(query_id, np.generic) else query_id
         if key not in self._rows:
             raise ValueError(f"KnownLabels has no query with id {query_id!r}.")
@@ -140,3 +155,30 @@ class CallableLabeler:
 
     def __call__(self, query_id, doc_ids):
         return self.fn(query_id, doc_ids)
+
+
+class BatchLabeler:
+    """Wrap ``fn(requests) -> list of grades`` that judges many queries in one call.
+
+    ``requests`` is a list of ``(query_id, doc_ids)``; ``fn`` returns one grade sequence per request, in
+    order.  The engine sends every batch its design needs in one call (:mod:`activerank.labelers`).
+
+    Examples
+    --------
+    >>> lab = BatchLabeler(lambda reqs: [[1] * len(docs) for _, docs in reqs])
+    >>> lab.label_batch([(7, ["a", "b"]), (9, ["c"])])
+    [[1, 1], [1]]
+    >>> lab(7, ["a"])
+    [1]
+    """
+
+    def __init__(self, fn: Callable):
+        if not callable(fn):
+            raise TypeError(f"`fn` must be callable, got {type(fn).__name__}.")
+        self.fn = fn
+
+    def label_batch(self, requests) -> list:
+        return list(self.fn(list(requests)))
+
+    def __call__(self, query_id, doc_ids):
+        return self.label_batch([(query_id, doc_ids)])[0]

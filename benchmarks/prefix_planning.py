@@ -41,7 +41,7 @@ from _synthetic import make_pool  # noqa: E402
 
 from activerank.design.cancellation import changeable_documents  # noqa: E402
 from activerank.design.costs import query_costs  # noqa: E402
-from activerank.design.prefix import N_PLANNING_SIMULATIONS, judging_paths, plan_prefix, prefix_layout  # noqa: E402
+from activerank.design.kinds.prefix import N_PLANNING_SIMULATIONS, judging_paths, plan_prefix, prefix_layout
 from activerank.metrics.moments import BACKEND_ENV, kernel_backend  # noqa: E402
 from activerank.metrics.moments import _moments, _pair_moments  # noqa: E402
 from activerank.metrics.registry import parse_metric  # noqa: E402

@@ -5,8 +5,8 @@ A campaign created with a registered method of ``unit="document"`` (e.g.
 queries: its plan is the Poisson sample of (query, document) units that
 :func:`activerank.estimate` / :func:`activerank.compare` with the same pool,
 probabilities, budget and ``rng=seed`` would send to a labeler
-(:func:`activerank.engine.documents.document_sample` with the Poisson plug-in
-:class:`~activerank.design.document_methods.DocumentHorvitzThompson`).  Creation computes
+(the document kind, :mod:`activerank.design.kinds.documents`, with the Poisson plug-in
+:class:`~activerank.design.kinds.documents.DocumentHorvitzThompson`).  Creation computes
 the sample with the engine's own functions (:func:`document_target_of`,
 :func:`unit_costs`, :func:`inclusion_probabilities`, :func:`draw_poisson`)
 and then runs the engine itself with a recording labeler to confirm that it
@@ -48,12 +48,20 @@ the judgments stay stored.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
-from ..design.document_methods import DocumentHorvitzThompson, DocumentSample
-from ..design.documents import DocumentTarget, PoissonDesign, draw_poisson, inclusion_probabilities
+from ..design.kinds.documents import (
+    DocumentHorvitzThompson,
+    DocumentSample,
+    DocumentTarget,
+    PoissonDesign,
+    document_target_of,
+    draw_poisson,
+    inclusion_probabilities,
+    unit_costs,
+)
 
 __all__ = ["DocumentPlan", "RecordedDocumentPlan", "estimate_documents", "estimate_recorded", "plan_documents"]
 
@@ -290,16 +298,14 @@ def plan_documents(design, pool, budget: float, seed: int) -> DocumentPlan | Rec
         in expectation, or the engine draws this method's documents
         differently (not a plain Poisson design).
     """
-    from ..engine.documents import document_target_of, unit_costs
-
-    est = design.method_spec.estimator
+    est = design.method_spec.kind
     if not isinstance(est, DocumentHorvitzThompson):  # no plain Poisson sample: record what the engine asks
         return record_documents(design, pool, budget, seed)
     dt = document_target_of(design)
     if not dt.matters.any():
         raise ValueError("no document can change the compared values in any query (every difference is "
                          "exactly 0): there is nothing to judge.")
-    c = unit_costs(design, dt)
+    c = unit_costs(dt, design.costs, design.document_costs)
     pd = inclusion_probabilities(dt, design.probs, budget, utility=est.utility, costs=c,
                                  defensive=design.defensive, judged=np.zeros(dt.n_units, dtype=bool))
     plan = DocumentPlan(dt, pd, np.flatnonzero(draw_poisson(pd, np.random.default_rng(seed))))
@@ -320,7 +326,7 @@ def _check_against_engine(plan: DocumentPlan, design, pool, budget, seed) -> Non
     if not (np.array_equal(rows, plan.rows) and np.array_equal(pi, plan.design.pi[plan.sample])):
         raise ValueError(
             f"`method`={design.method!r}: the engine draws this method's documents differently from a Poisson "
-            "design of activerank.design.documents.inclusion_probabilities; campaigns cannot plan it yet.")
+            "design of activerank.design.kinds.documents.inclusion_probabilities; campaigns cannot plan it yet.")
 
 
 def estimate_documents(design, pool, plan: DocumentPlan, grades: np.ndarray, probs: np.ndarray, *, budget: float):
@@ -346,36 +352,14 @@ def estimate_documents(design, pool, plan: DocumentPlan, grades: np.ndarray, pro
         sample and grades: the estimate through the method's estimator, the
         result through the engine's one assembly.
     """
-    import pandas as pd
-
-    from ..engine.assemble import assemble
-    from ..engine.core import Draws, RunContext
-    from ..engine.labeling import Judgments
-    from ..inference.estimators import Estimate
+    from ..design.kinds.documents import UnitPlan
+    from ..engine.core import estimate_sample
 
     dt, pdsg, take = plan.target, plan.design, plan.sample
-    rows = plan.rows
-    grades = np.asarray(grades, dtype=np.int64)
-    sample = DocumentSample(take, pdsg.pi[take], 1.0 / pdsg.pi[take], np.zeros(take.size, dtype=bool), pdsg)
-    res = design.method_spec.estimator.estimate(dt, sample, grades, probs)
-    pi = pdsg.pi[take]
-    charged = pdsg.costs[take]
-    x = dt.query[take]
+    kind = design.method_spec.kind
+    labels = np.full(pool.n_docs, -1, dtype=np.int64)
+    labels[plan.rows] = np.asarray(grades, dtype=np.int64)
     # no earlier judgments enter a campaign's sample: every unit is sampled and new
-    new = np.ones(take.size, dtype=bool)
-    trace = pd.DataFrame({
-        "draw": np.arange(take.size), "query": x, "query_id": np.asarray(pool.query_ids)[x],
-        "doc_row": rows, "doc_id": pool.doc_keys(rows), "pi": pi, "p": design.p[x], "weight": 1.0 / pi,
-        "stratum": np.full(take.size, "sampled"), "new": new, "cost": charged,
-        "cumulative_cost": np.cumsum(charged), "grade": grades,
-    })
-    trace.attrs["expected_cost"] = plan.expected_cost
-    trace.attrs["n_units"] = int(dt.n_units)
-    trace.attrs["n_units_that_matter"] = int(dt.matters.sum())
-    exact = bool(np.all(pdsg.pi[dt.matters] >= 1.0))
-    draws = Draws(x, new, charged, pi, 1.0 / pi, float(budget), float(charged.sum()),
-                  "all_judged" if exact else "budget", estimate=Estimate(res.estimate, res.covariance,
-                                                                         float(take.size)), trace=trace)
-    labels = Judgments(pool, design.n_grades)
-    return assemble(RunContext(design, pool, None, labels), draws, method=design.method)
-
+    run = UnitPlan(dt, pdsg.costs, np.zeros(dt.n_units, dtype=bool), pdsg, float(budget))
+    design = replace(design, probs=probs)  # the stored relevance model: the difference estimator's means
+    return estimate_sample(design, pool, run, kind.sample_of(pdsg, dt, take), labels)

@@ -1,6 +1,6 @@
 """Campaigns of the ``prefix`` method: rounds of tasks, one document per unfinished sampled query.
 
-``method="prefix"`` (:mod:`activerank.design.prefix`) samples queries (Poisson)
+``method="prefix"`` (:mod:`activerank.design.kinds.prefix`) samples queries (Poisson)
 and judges each one's documents one at a time: which document comes next, and
 whether the query stops, depend on the labels seen in it.  So a campaign cannot
 list all its tasks up front.  It runs in rounds instead. At creation it stores
@@ -11,7 +11,7 @@ one task, the next document its walk asks for given the judgments stored so
 far. Importing those judgments moves the walks on. A query is finished when its
 stopping rule says stop (``U > P_j``) or every document it needs is judged.
 
-The walk is the engine's own (:func:`activerank.engine.prefix.walk_sample`),
+The walk is the engine's own (:func:`activerank.design.kinds.prefix.walk_sample`),
 replayed from the stored grades. A document judged once is never asked
 again. Once every sampled query is finished, the estimate runs the engine on
 the stored sample with the stored grades as the labeler, so it equals
@@ -33,7 +33,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..design.prefix import PrefixPlan
+from ..design.kinds.prefix import PrefixPlan
 
 __all__ = ["PrefixCampaignPlan", "estimate_prefix", "plan_prefix_campaign"]
 
@@ -90,9 +90,9 @@ class PrefixCampaignPlan:
 
     def layout(self, design):
         """The judging layout of ``design`` (nothing judged before the campaign: every document costs)."""
-        from ..engine.prefix import _layout
+        from ..design.kinds.prefix import design_layout
 
-        return _layout(design, None)
+        return design_layout(design, None)
 
     def walk(self, design, grades: dict, layout=None):
         """Replay every sampled query's walk on the stored ``grades`` (``{doc_row: grade}``); ``layout``:
@@ -105,15 +105,15 @@ class PrefixCampaignPlan:
         waiting : dict
             Sampled query -> the document row its walk asks for next (finished queries are absent).
         """
-        from ..engine.prefix import walk_sample
+        from ..design.kinds.prefix import walk_sample
 
         layout = self.layout(design) if layout is None else layout
-
-        def obtain(i, row, step):
-            return grades.get(row, -1), False
-
-        _, _, judged, _, docs, waiting = walk_sample(layout, design.probs, self.plan, self.queries, self.U,
-                                                     design.method_spec.estimator.order, obtain)
+        labels = np.full(design.probs.shape[0], -1, dtype=np.int64)
+        if grades:
+            labels[np.fromiter(grades.keys(), dtype=np.int64)] = np.fromiter(grades.values(), dtype=np.int64)
+        walk = walk_sample(layout, design.probs, self.plan, self.queries, self.U, design.method_spec.kind.order,
+                           labels)
+        judged, docs, waiting = walk.judged, walk.docs, walk.waiting
         rows = layout.rows[self.queries]
         out, wait = {}, {}
         for i, x in enumerate(self.queries.tolist()):
@@ -140,13 +140,14 @@ def plan_prefix_campaign(design, budget: float, seed: int) -> PrefixCampaignPlan
         No document can change a target, or the budget samples fewer than 2 queries (in expectation, or
         in the draw).
     """
-    from ..engine.prefix import plan_and_draw
-
     if not design.q.any():
         raise ValueError("no document can change the compared values in any query (every difference is "
                          "exactly 0): there is nothing to judge.")
     try:
-        _, plan, x, U = plan_and_draw(design, budget, np.random.default_rng(seed))
+        kind, rng = design.method_spec.kind, np.random.default_rng(seed)
+        run = kind.plan(design, budget, judged=None, rng=rng)
+        drawn = kind.draw(design, run, rng)
+        plan, x, U = run.plan, drawn.queries, drawn.U
     except ValueError as exc:  # the engine's wording speaks of its rng: a campaign has a seed
         raise ValueError(str(exc).replace("run again with another rng", "create it with another seed")) from None
     return PrefixCampaignPlan(plan, np.asarray(x, dtype=np.int64), np.asarray(U, dtype=np.float64),
@@ -171,15 +172,8 @@ def estimate_prefix(design, pool, cplan: PrefixCampaignPlan, labels: np.ndarray,
     -------
     EstimateResult, ComparisonResult, MultiComparisonResult or SystemRankingResult
     """
-    from .._validation import ci_iv
-    from ..engine.assemble import assemble
-    from ..engine.core import RunContext
-    from ..engine.labeling import Judgments
-    from ..engine.prefix import prefix_sample
-    from ..labelers import KnownLabels
+    from ..design.kinds.prefix import PrefixDraw, PrefixRun
+    from ..engine.core import estimate_sample
 
-    store = Judgments(pool, design.n_grades)  # empty: the stored grades come through the labeler, as bought
-    labeler = KnownLabels(pool.query_ids, pool.offsets, labels, getattr(pool, "doc_ids", None))
-    ctx = RunContext(design, pool, labeler, store, ci=ci_iv(ci))
-    drawn = (cplan.layout(design), cplan.plan, cplan.queries, cplan.U)
-    return assemble(ctx, prefix_sample(ctx, budget, None, drawn=drawn), method=design.method)
+    run = PrefixRun(cplan.layout(design), cplan.plan, float(budget))
+    return estimate_sample(design, pool, run, PrefixDraw(cplan.queries, cplan.U), labels, ci=ci)

@@ -2,7 +2,7 @@
 
 The plan is the sample :func:`activerank.estimate` (and friends) with the same
 pool, probabilities, budget and ``rng=seed`` would judge: the method's plug-in
-(:class:`~activerank.design.wor_methods.WithoutReplacementDesign`) draws one
+(:class:`~activerank.design.kinds.query_wor.WithoutReplacementDesign`) draws one
 budgeted sequential Poisson sample with the design's ``q`` as scores.  The
 store keeps the sampled queries in selection order, their conditional
 inclusion probabilities and the threshold, so the estimate never depends on
@@ -35,7 +35,7 @@ def plan_without_replacement(design, budget: float, seed: int) -> WORSample:
         (no standard error could be computed).
     """
     budget = sample_budget_iv(budget, design.costs.cost, design.q)
-    sample = design.method_spec.estimator.draw(design.q, design.costs.cost, budget, np.random.default_rng(seed))
+    sample = design.method_spec.kind.draw_sample(design.q, design.costs.cost, budget, np.random.default_rng(seed))
     if sample.n < 2 and sample.threshold != np.inf:
         raise ValueError(
             f"`budget`={budget:g} buys {sample.n} quer{'y' if sample.n == 1 else 'ies'} of method "
@@ -62,13 +62,6 @@ def estimate_without_replacement(design, pool, sample: WORSample, labels: np.nda
         What :func:`activerank.estimate` (and friends) return for the same
         sample and grades.
     """
-    from .._validation import ci_iv
-    from ..engine.assemble import assemble
-    from ..engine.core import RunContext
-    from ..engine.labeling import Judgments
-    from ..engine.without_replacement import wor_estimate
+    from ..engine.core import estimate_sample
 
-    store = Judgments(pool, design.n_grades)
-    store.labels[:] = labels
-    ctx = RunContext(design, pool, None, store, ci=ci_iv(ci))
-    return assemble(ctx, wor_estimate(ctx, sample, sample.budget), method=design.method)
+    return estimate_sample(design, pool, sample.budget, sample, labels, ci=ci)

@@ -22,7 +22,8 @@ class Design:
     target : Target
         What is estimated (rankings truncated at the metric's cutoff, names).
     method : str
-        Name of the registered sampling method (:mod:`activerank.design.methods`).
+        Name of the registered method (:mod:`activerank.design.methods`); its design kind is
+        ``method_spec.kind``.
     p, q : ndarray of shape (n_queries,)
         Target and sampling distributions.
     costs : QueryCosts
@@ -190,31 +191,7 @@ def prepare_design(pool, pool_, kind: str, rankings, probs, *, metric, k=None, m
     m = parse_metric(metric, k, require_moments=True)
     spec = get_method(method, allowed=methods)
     judge = judge_iv(judge)
-    if spec.unit == "document":
-        if m.family != "additive":
-            raise ValueError(
-                f"`method`={spec.name!r} samples single documents and needs a metric that adds over documents "
-                f"(DCG@k, P@k, RBP); {str(m)!r} is a {m.family} metric: use a query-level method such as "
-                "'active' (ERR and normalized metrics stay query-level).")
-        if predicted is not None:
-            raise ValueError(f"`predicted` (per-query predictions) is not used by the document-level method "
-                             f"{spec.name!r}; leave it None.")
-        supported = getattr(spec.estimator, "targets", ())
-        if kind not in supported:
-            from .document_methods import TARGET_KINDS
-
-            raise ValueError(
-                f"`method`={spec.name!r} does not support the {kind!r} target of {TARGET_KINDS.get(kind, kind)}(); "
-                f"its estimator handles {', '.join(repr(k) for k in supported) or 'no target'}.")
-    if spec.unit == "prefix":
-        if m.family != "cascade":
-            raise ValueError(
-                f"`method`={spec.name!r} judges a random-depth prefix of every sampled query and needs a cascade "
-                f"metric (ERR@k, RR@k); {str(m)!r} is a {m.family} metric: use 'doc_dyn' for additive metrics or "
-                "a query-level method such as 'active_wor'.")
-        if predicted is not None:
-            raise ValueError(f"`predicted` (per-query predictions) is not used by the prefix method {spec.name!r}; "
-                             "leave it None.")
+    spec.kind.check(spec.name, m, kind, predicted=predicted)
     P = probs_iv(probs, n_rows=pool_.n_docs)
     target = make_target(kind, rankings, m, names, offsets=pool_.offsets, judge=judge)
     p = query_weights_iv(query_weights, pool_.n_queries)

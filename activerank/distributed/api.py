@@ -153,7 +153,7 @@ def _drawn_pool(pool, spec, spec_method, kind, *, budget, query_weights, defensi
         plan = draw_budgeted(td.q, td.costs.cost, budget, copy.deepcopy(rng))
     else:  # the plug-in's one sample, as the engine draws it (activerank.engine.without_replacement)
         budget = sample_budget_iv(budget, td.costs.cost, td.q)
-        sample = spec_method.estimator.draw(td.q, td.costs.cost, budget, copy.deepcopy(rng))
+        sample = spec_method.kind.draw_sample(td.q, td.costs.cost, budget, copy.deepcopy(rng))
         plan = DrawPlan(queries=sample.indices, new=np.ones(sample.n, dtype=bool), charged=sample.cost,
                         budget=budget)
     drawn = np.unique(plan.queries)

@@ -1,10 +1,13 @@
-"""Result assembly: the one place where draws and labels become a result.
+"""Result assembly: the one place where a run becomes a result.
 
-Every schedule hands back a :class:`~activerank.engine.core.Draws` record;
-:func:`assemble` computes the judged queries' metric values, the target's
-contrasts, the estimate (the method's estimator, a census stratum known
-exactly, or the confidence sequence of a target-precision run), the trace,
-and builds the result object of the target's kind.
+A fixed-budget run hands back its design kind's
+:class:`~activerank.design.kinds.base.DesignFit` (:func:`assemble_fit`); the
+target-precision and adaptive schedules hand back a
+:class:`~activerank.engine.core.Draws` record of weighted query draws, whose
+estimate -- the method's estimator, a census stratum known exactly, or the
+confidence sequence of a target-precision run -- is computed here
+(:func:`assemble`).  Both build the result object of the target's kind and add
+the pool's ids to the trace.
 """
 
 from __future__ import annotations
@@ -13,7 +16,9 @@ import math
 
 import numpy as np
 
-from ..inference.estimators import Estimate, SelfNormalized
+from ..design.kinds.query import draws_trace, exact_estimate, judged_count, value_columns, weighted_estimate
+from ..inference.estimators import Estimate
+from ..inference.intervals import prob_positive
 from ..inference.results import (
     ComparisonResult,
     EstimateResult,
@@ -22,12 +27,10 @@ from ..inference.results import (
     SequentialEstimateResult,
     SystemRankingResult,
 )
-from ..inference.intervals import prob_positive
 from ..inference.sequences import INTERVAL_KIND
 from ..inference.snis import warn_if_low_ess
-from .small_sample import small_sample_estimates
 
-__all__ = ["assemble", "build_trace", "value_columns"]
+__all__ = ["assemble", "assemble_fit", "build_trace", "with_ids"]
 
 WINDOWED_KIND = ("anytime-valid windowed confidence sequence (constant boundary on the window of stopping "
                  "times, Gaussian-mixture tail; docs/intervals.md)")
@@ -35,91 +38,25 @@ WINDOWED_KIND = ("anytime-valid windowed confidence sequence (constant boundary 
 FIXED_WIDTH_KIND = ("fixed-width interval at its stopping time (Chow & Robbins 1965: Student-t at a stricter "
                     "level; valid at this stop, not anytime-valid; docs/intervals.md)")
 
-_SNIS = SelfNormalized()
-
-
-def value_columns(target, system_values: np.ndarray, outputs: np.ndarray) -> dict:
-    """Trace columns of per-draw values: ``value`` (one ranker), ``value_a, value_b, delta`` (two),
-    ``value_<name>`` per system and ``delta_<name>`` per candidate (k systems)."""
-    if target.kind == "mean":
-        return {"value": system_values[:, 0]}
-    if target.kind == "difference":
-        return {"value_a": system_values[:, 0], "value_b": system_values[:, 1], "delta": outputs[:, 0]}
-    cols = {f"value_{n}": system_values[:, i] for i, n in enumerate(target.names)}
-    if target.kind == "baseline":
-        cols.update({f"delta_{n}": outputs[:, j] for j, n in enumerate(target.names[:-1])})
-    return cols
+def with_ids(pool, trace):
+    """``trace`` with ``query_id`` after its ``query`` column and ``doc_id`` after its ``doc_row`` column."""
+    if "query" in trace.columns and "query_id" not in trace.columns:
+        trace.insert(trace.columns.get_loc("query") + 1, "query_id",
+                     np.asarray(pool.query_ids)[trace["query"].to_numpy(dtype=np.int64)])
+    if "doc_row" in trace.columns and "doc_id" not in trace.columns:
+        trace.insert(trace.columns.get_loc("doc_row") + 1, "doc_id",
+                     pool.doc_keys(trace["doc_row"].to_numpy(dtype=np.int64)))
+    return trace
 
 
 def build_trace(ctx, draws, values: dict | None = None):
     """One row per draw: ``draw, [batch], query, query_id, q, [q_mixture], p, weight, [stratum], new,
     cost, cumulative_cost`` and the value columns."""
-    import pandas as pd
-
-    x = draws.queries
-    cols = {"draw": np.arange(x.size)}
-    if draws.batch is not None:
-        cols["batch"] = draws.batch
-    cols.update(query=x, query_id=np.asarray(ctx.pool.query_ids)[x], q=draws.q)
-    if draws.q_mixture is not None:
-        cols["q_mixture"] = draws.q_mixture
-    cols.update(p=ctx.design.p[x], weight=draws.weights)
-    if draws.sampled is not None:
-        cols["stratum"] = np.where(draws.sampled, "sampled", "census")
-    cols.update(new=draws.new, cost=draws.charged,
-                cumulative_cost=np.cumsum(draws.charged) + draws.attrs.get("cost_offset", 0.0))
-    cols.update(values or {})
-    df = pd.DataFrame(cols)
-    for key, value in draws.attrs.items():
-        if key != "cost_offset":
-            df.attrs[key] = value
-    return df
-
-
-def _exact(d, judged: np.ndarray, system_values, outputs):
-    """Every query with ``p > 0`` judged: the pool's value is known exactly."""
-    w = d.p[judged]
-    t = outputs.shape[1]
-    return (Estimate(outputs[judged].T @ w, np.zeros((t, t)), np.inf),
-            Estimate(system_values[judged].T @ w, np.zeros((system_values.shape[1],) * 2), np.inf))
-
-
-def _weighted(d, draws, system_values, outputs, ci: str, rng=None):
-    """The method's estimator on the sampled draws, plus an exactly known census stratum.
-
-    Returns ``main, own, dof, ci_used, bootstrap``: unless ``ci="normal"`` the covariances are the
-    small-sample ones of :func:`~activerank.engine.small_sample.small_sample_estimates` (distinct queries,
-    moderated by the model's predicted variance)."""
-    x = draws.queries
-    sampled = np.ones(x.size, dtype=bool) if draws.sampled is None else draws.sampled
-    xs, w = x[sampled], draws.weights[sampled]
-    census = draws.census
-    p_rest = d.p.copy()
-    p_rest[census] = 0.0
-    share = float(p_rest.sum())
-    n_distinct = int(np.unique(xs).size)
-    if n_distinct < 2:
-        raise ValueError(
-            f"the budget bought {n_distinct} distinct quer{'y' if n_distinct == 1 else 'ies'} outside the "
-            "exactly known ones: no standard error can be computed from fewer than 2. Raise the budget "
-            "(pass judgments=err.judgments to reuse the labels already bought)."
-        )
-    estimator = d.method_spec.estimator
-    pool_pred = d.prediction.pool_mean(p_rest / share) if estimator.uses_predictions else None
-    main = estimator(outputs[xs], w, predictions=d.prediction.mean[xs], pool_predictions=pool_pred,
-                     n_distinct=n_distinct)
-    own = _SNIS(system_values[xs], w, n_distinct=n_distinct)
-    dof, ci_used, boot = math.inf, "normal", None
-    if ci != "normal":
-        small = small_sample_estimates(d, draws, xs, w, outputs, system_values, main, own, p_rest / share,
-                                       ci=ci, rng=rng)
-        main, own, dof, ci_used, boot = small.main, small.own, small.dof, small.ci, small.bootstrap
-    if census.size:
-        exact_out, exact_own = outputs[census].T @ d.p[census], system_values[census].T @ d.p[census]
-        main = Estimate(exact_out + share * main.estimate, share**2 * main.covariance,
-                        main.effective_sample_size, main.coefficient)
-        own = Estimate(exact_own + share * own.estimate, share**2 * own.covariance, own.effective_sample_size)
-    return main, own, dof, ci_used, boot
+    attrs = {k: v for k, v in draws.attrs.items() if k != "cost_offset"}
+    df = draws_trace(ctx.design, draws.queries, draws.q, draws.weights, draws.new, draws.charged, values,
+                     batch=draws.batch, q_mixture=draws.q_mixture, sampled=draws.sampled,
+                     cost_offset=draws.attrs.get("cost_offset", 0.0), attrs=attrs)
+    return with_ids(ctx.pool, df)
 
 
 def _interval_kind(a: dict) -> str:
@@ -169,8 +106,6 @@ def assemble(ctx, draws, *, method: str):
     """Estimate and result object from a schedule's draws and the judged labels."""
     d = ctx.design
     target = d.target
-    if draws.estimate is not None:
-        return _document_level(d, draws, method)
     x = draws.queries
     if x.size == 0 and draws.census.size == 0:
         raise ValueError(
@@ -186,10 +121,11 @@ def assemble(ctx, draws, *, method: str):
         main, own, anytime_fields, extra_cols = _anytime(d, draws, system_values, outputs)
         exact = anytime_fields["stopping_reason"] == "all_judged"
     elif exact:
-        main, own = _exact(d, judged, system_values, outputs)
+        main, own = exact_estimate(d, judged, system_values, outputs)
     else:
-        main, own, dof, ci_used, boot = _weighted(d, draws, system_values, outputs, ctx.ci,
-                                                  getattr(ctx, "ci_rng", None))
+        main, own, dof, ci_used, boot = weighted_estimate(d, x, draws.weights, draws.census, draws.budget,
+                                                          system_values, outputs, ctx.ci, ctx.ci_rng,
+                                                          sampled=draws.sampled)
         n_sampled = int(x.size if draws.sampled is None else draws.sampled.sum())
         warn_if_low_ess(main.effective_sample_size, n_sampled)
     if target.changes is not None:
@@ -199,30 +135,25 @@ def assemble(ctx, draws, *, method: str):
         system_values = np.full_like(system_values, np.nan)
     trace = build_trace(ctx, draws, {**value_columns(target, system_values[x], outputs[x]), **extra_cols})
     # determined queries (contrasts known exactly without a label) are not counted as judged
-    n_judged = int(np.setdiff1d(judged, np.flatnonzero(target.determined)).size)
-    common = dict(metric=str(d.metric), method=method, n_draws=int(x.size), n_queries=n_judged,
+    common = dict(metric=str(d.metric), method=method, n_draws=int(x.size), n_queries=judged_count(d, judged),
                   cost_spent=draws.cost_spent, budget=draws.budget, exact=exact,
                   effective_sample_size=float(main.effective_sample_size), trace=trace, ci=ci_used, dof=dof,
                   bootstrap=boot)
     return _build(target, main, own, common, anytime_fields)
 
 
-def _document_level(d, draws, method: str):
-    """Result of a schedule that estimates itself (document-level, without replacement): the estimate comes
-    with the draws; per-system values of contrasts come in ``attrs["own"]`` when the schedule has them
-    (unknown when only documents that can change a contrast are judged)."""
-    main = draws.estimate
-    s = d.target.n_systems
-    own = draws.attrs.get("own")
-    if own is None:
-        own = main if d.target.kind == "mean" else Estimate(np.full(s, np.nan), np.full((s, s), np.nan),
-                                                              main.effective_sample_size)
-    # the design plug-in's degrees of freedom (with ci="t"): Student-t for i.i.d. draws, normal for HT
-    dof = float(draws.attrs.get("dof", math.inf))
-    common = dict(metric=str(d.metric), method=method, n_draws=int(draws.n_draws),
-                  n_queries=int(np.unique(draws.queries).size), cost_spent=draws.cost_spent, budget=draws.budget,
-                  exact=draws.stop_reason == "all_judged", effective_sample_size=float(main.effective_sample_size),
-                  trace=draws.trace, ci="normal" if math.isinf(dof) else "t", dof=dof)
+def assemble_fit(ctx, fit, *, method: str):
+    """The result of a design kind's :class:`~activerank.design.kinds.base.DesignFit`."""
+    d = ctx.design
+    main = fit.estimate
+    own = fit.own
+    if own is None:  # not estimable from what was judged (only documents that can change a contrast)
+        s = d.target.n_systems
+        own = Estimate(np.full(s, np.nan), np.full((s, s), np.nan), main.effective_sample_size)
+    common = dict(metric=str(d.metric), method=method, n_draws=fit.n_draws, n_queries=fit.n_queries,
+                  cost_spent=fit.cost_spent, budget=fit.budget, exact=fit.exact,
+                  effective_sample_size=float(main.effective_sample_size), trace=with_ids(ctx.pool, fit.trace),
+                  ci=fit.ci, dof=float(fit.dof), bootstrap=fit.bootstrap)
     return _build(d.target, main, own, common, None)
 
 

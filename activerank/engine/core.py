@@ -2,25 +2,35 @@
 
 Shaped like scikit-learn's ``BaseSearchCV.fit``: :func:`run` owns the
 labeling step, failure handling and result assembly; a *schedule*
-(:mod:`activerank.engine.schedules`) only decides how draws proceed, by
-implementing ``_run(ctx)`` with the two services of :class:`RunContext`:
-``ctx.draw(...)`` (the one budgeted draw loop,
-:func:`activerank.design.sampling.draw_budgeted`) and ``ctx.label(x)`` (the one
-labeling step, :class:`~activerank.engine.labeling.Judgments`).
+(:mod:`activerank.engine.schedules`) only decides how a run proceeds, by
+implementing ``_run(ctx)``.  The fixed-budget schedule runs any design kind
+through its protocol (:mod:`activerank.design.kinds.base`: plan, draw, labels
+needed, estimate) with :meth:`RunContext.label_request`, the one labeling step
+(:class:`~activerank.engine.labeling.Judgments`), asking for every batch the
+design needs at once; the target-precision and adaptive schedules draw
+queries with replacement themselves (``ctx.draw``, ``ctx.label``).
 """
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from .._validation import ci_iv
+from ..design.kinds.base import DesignFit, LabelRequest
+from ..design.kinds.query import clamp_cost
 from ..design.sampling import DrawPlan, draw_budgeted
 from ..labelers import LabelingError
 from .labeling import Judgments
 
-__all__ = ["Draws", "RunContext", "Schedule", "estimate_from_plan", "run"]
+__all__ = ["Draws", "RunContext", "Schedule", "bootstrap_generator", "check_ci", "estimate_from_plan",
+           "estimate_sample", "run"]
+
+#: ``SeedSequence`` spawn key of the bootstrap's generator (any fixed value: it only has to differ from the
+#: draws' stream).
+_BOOTSTRAP_KEY = 0xB007
 
 
 @dataclass(frozen=True, eq=False)
@@ -52,12 +62,6 @@ class Draws:
         Confidence-sequence state of a target-precision run.
     attrs : dict
         Extra tables for ``trace.attrs``.
-    estimate : Estimate or None
-        Set by document-level schedules, which estimate from their (query,
-        document) sample themselves; ``queries`` then has one entry per
-        judged document.
-    trace : pandas.DataFrame or None
-        The trace of a document-level schedule (one row per judged document).
     """
 
     queries: np.ndarray
@@ -74,8 +78,6 @@ class Draws:
     census: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     anytime: dict | None = None
     attrs: dict = field(default_factory=dict)
-    estimate: object = None
-    trace: object = None
 
     @property
     def n_draws(self) -> int:
@@ -99,11 +101,6 @@ class Draws:
                    "all_judged", census=design.census)
 
 
-def clamp_cost(cost: float, budget: float) -> float:
-    """A cost sum, without reporting rounding noise (1e-12 relative) as overspending."""
-    return budget if budget < cost <= budget * (1 + 1e-9) else cost
-
-
 class RunContext:
     """What a schedule may use: the design, the pool, the draw loop and the labeling step."""
 
@@ -124,9 +121,53 @@ class RunContext:
         """Judge the documents of pool query ``x`` that are not judged yet."""
         self.judgments.ask(self.labeler, int(x), self.design.documents(int(x)), where=where, trace=trace)
 
+    def label_request(self, request: LabelRequest, *, held: np.ndarray) -> None:
+        """Judge a design's batch of documents (one labeler call when the labeler takes batches).
+
+        ``held`` marks the rows judged before the run: a failure's trace lists the documents bought since.
+        """
+        self.judgments.ask_batch(self.labeler, request, trace=lambda: bought_trace(self.pool, self.judgments, held))
+        if (self.judgments.labels[request.rows] < 0).any():  # pragma: no cover - ask_batch stores or raises
+            raise RuntimeError("the labeling step left requested documents unjudged.")
+
     def values(self, queries) -> np.ndarray:
         """Metric values of every ranking on fully judged ``queries``, shape (n_queries, n_systems)."""
         return self.design.target.values(self.judgments.labels, queries, self.design.n_grades)
+
+
+def bought_trace(pool, judgments: Judgments, held: np.ndarray):
+    """The documents judged in this run so far: ``query, query_id, doc_row, doc_id, grade, new``."""
+    import pandas as pd
+
+    rows = np.flatnonzero((judgments.labels >= 0) & ~held)
+    x = np.searchsorted(pool.offsets, rows, side="right") - 1
+    return pd.DataFrame({"query": x, "query_id": np.asarray(pool.query_ids)[x], "doc_row": rows,
+                         "doc_id": pool.doc_keys(rows), "grade": judgments.labels[rows],
+                         "new": np.ones(rows.size, dtype=bool)})
+
+
+def bootstrap_generator(rng) -> np.random.Generator:
+    """An independent generator for the bootstrap, derived from the run's ``rng`` without touching it.
+
+    Its seed is the next 256 bits the run's generator *would* produce, read from a copy and hashed by a
+    :class:`numpy.random.SeedSequence` with a fixed spawn key: the run's draws (and the caller's generator)
+    are unchanged, a seeded run resamples identically every time, and the bootstrap stream is statistically
+    independent of the draws'.  ``None`` (no generator): fresh OS entropy.
+    """
+    if not isinstance(rng, np.random.Generator):
+        return np.random.default_rng()
+    words = copy.deepcopy(rng.bit_generator).random_raw(4)
+    return np.random.default_rng(np.random.SeedSequence([int(v) for v in words], spawn_key=(_BOOTSTRAP_KEY,)))
+
+
+def check_ci(ci: str, design, schedule) -> None:
+    """Refuse, before any labeling, an interval the run cannot give (the design kind's rule; a
+    target-precision run has its confidence sequence)."""
+    if ci == "bootstrap" and getattr(schedule, "name", "") == "sequential":
+        raise ValueError("`ci`='bootstrap' (a studentized bootstrap over the distinct sampled queries) does not "
+                         "apply to a target-precision run, whose interval is an anytime-valid confidence sequence; "
+                         "leave `ci` at its default.")
+    design.method_spec.kind.check_ci(ci, design)
 
 
 class Schedule:
@@ -138,7 +179,7 @@ class Schedule:
 
     name = "base"
 
-    def _run(self, ctx: RunContext) -> Draws:  # pragma: no cover - abstract
+    def _run(self, ctx: RunContext) -> Draws | DesignFit:  # pragma: no cover - abstract
         raise NotImplementedError
 
     def method_label(self, design) -> str:
@@ -176,8 +217,7 @@ def run(design, pool, labeler, schedule: Schedule, *, judgments: Judgments | Non
         failure after labels were bought (e.g. a warning turned into an error)
         gets them as its ``judgments`` attribute too.
     """
-    from .assemble import assemble
-    from .small_sample import bootstrap_generator, check_ci
+    from .assemble import assemble, assemble_fit
 
     ci = ci_iv(ci)
     check_ci(ci, design, schedule)
@@ -186,8 +226,10 @@ def run(design, pool, labeler, schedule: Schedule, *, judgments: Judgments | Non
     store = Judgments(pool, design.n_grades) if judgments is None else judgments
     ctx = RunContext(design, pool, labeler, store, ci=ci, ci_rng=ci_rng)
     try:
-        draws = schedule._run(ctx)
-        return assemble(ctx, draws, method=schedule.method_label(design))
+        out = schedule._run(ctx)
+        if isinstance(out, DesignFit):
+            return assemble_fit(ctx, out, method=schedule.method_label(design))
+        return assemble(ctx, out, method=schedule.method_label(design))
     except LabelingError:
         raise
     except BaseException as exc:
@@ -219,7 +261,6 @@ def estimate_from_plan(design, pool, plan: DrawPlan, labels: np.ndarray, *, ci: 
         The bootstrap's randomness (``ci="bootstrap"`` only).
     """
     from .assemble import assemble
-    from .small_sample import check_ci
 
     ci = ci_iv(ci)
     check_ci(ci, design, None)
@@ -228,3 +269,33 @@ def estimate_from_plan(design, pool, plan: DrawPlan, labels: np.ndarray, *, ci: 
     ci_rng = np.random.default_rng(rng) if ci == "bootstrap" else None
     return assemble(RunContext(design, pool, None, store, ci=ci, ci_rng=ci_rng), Draws.from_plan(plan, design),
                     method=design.method)
+
+
+def estimate_sample(design, pool, plan, sample, labels: np.ndarray, *, held: np.ndarray | None = None,
+                    ci: str = "auto", rng=None):
+    """The result of a design kind's judged sample, without a labeler (a campaign's stored sample).
+
+    Parameters
+    ----------
+    design : Design
+    pool : Pool
+    plan, sample : object
+        What the design kind's ``plan`` and ``draw`` returned (:mod:`activerank.design.kinds.base`).
+    labels : ndarray of shape (n_docs,)
+        Grades of the judged rows (-1 elsewhere).
+    held : ndarray of shape (n_docs,), bool, optional
+        Rows whose grades were held before the run (not paid for); default none.
+    ci : {"auto", "t", "t_draws", "bootstrap", "normal"}, default "auto"
+    rng : None, int or numpy.random.Generator
+        The bootstrap's randomness (``ci="bootstrap"`` only).
+    """
+    from .assemble import assemble_fit
+
+    ci = ci_iv(ci)
+    check_ci(ci, design, None)
+    store = Judgments(pool, design.n_grades)
+    store.labels[:] = labels
+    held = np.zeros(pool.n_docs, dtype=bool) if held is None else held
+    fit = design.method_spec.kind.estimate(design, plan, sample, store.labels, held=held, ci=ci,
+                                           ci_rng=np.random.default_rng(rng) if ci == "bootstrap" else None)
+    return assemble_fit(RunContext(design, pool, None, store, ci=ci), fit, method=design.method)

@@ -97,6 +97,41 @@ class Judgments:
             raise
         self.labels[need] = grades
 
+    def ask_batch(self, labeler, request, *, trace=None) -> None:
+        """Ask ``labeler`` for a design's :class:`~activerank.design.kinds.base.LabelRequest`.
+
+        A labeler with ``label_batch`` gets the whole request in one call; any other is asked once per query,
+        in request order.  Answers are validated per query; the valid ones are kept even when a later one
+        fails (:class:`~activerank.labelers.LabelingError` then carries every judgment acquired).
+        """
+        groups = request.by_query()
+        if not groups:
+            return
+        batch = getattr(labeler, "label_batch", None)
+        if not callable(batch):
+            for x, rows in groups:
+                self.ask(labeler, x, rows, trace=trace)
+            return
+        qids = [self.pool.query_key(x) for x, _ in groups]
+        ids = [self.pool.doc_keys(rows) for _, rows in groups]
+        try:
+            answers = list(batch(list(zip(qids, ids))))
+            if len(answers) != len(groups):
+                raise ValueError(f"label_batch answered {len(answers)} requests; {len(groups)} were asked.")
+        except Exception as exc:
+            raise LabelingError(f"labeling a batch of {len(groups)} queries failed: {exc}", judgments=self.as_dict(),
+                                trace=None if trace is None else trace()) from exc
+        except BaseException as exc:  # Ctrl-C in a human-in-the-loop tool: keep what was bought
+            setattr(exc, "judgments", self.as_dict())
+            raise
+        for (x, rows), qid, doc_ids, answer in zip(groups, qids, ids, answers):
+            try:
+                grades = check_grades(answer, qid, doc_ids, self.n_grades)
+            except Exception as exc:
+                raise LabelingError(f"labeling query {qid!r} failed: {exc}", judgments=self.as_dict(),
+                                    trace=None if trace is None else trace()) from exc
+            self.labels[rows] = grades
+
     # ------------------------------------------------------------------ earlier judgments
 
     def load(self, judgments, *, name: str, unknown_queries: str = "error") -> None:

@@ -29,7 +29,9 @@ from ..inference.confidence_sequences import expected_draws, fixed_width_radius,
 from ..inference.mis import mixture
 from ..inference.model_assisted import tuned_coefficient
 from ..inference.sequences import _alpha, choose_t_opt, rho_for_time
-from .core import Draws, RunContext, Schedule, clamp_cost
+from ..design.kinds.base import DesignFit
+from ..design.kinds.query import clamp_cost
+from .core import Draws, RunContext, Schedule
 
 __all__ = ["Adaptive", "FixedBudget", "PriorJudgments", "STOPPING_REASONS", "Sequential", "reuse_iv"]
 
@@ -40,38 +42,30 @@ STOPPING_REASONS = ("target", "budget", "all_judged", "all_reachable_judged", "m
 
 
 class FixedBudget(Schedule):
-    """Draw i.i.d. from the design's ``q`` until ``budget`` is spent; label every new query."""
+    """Any design kind for a fixed ``budget``: plan, draw, label every batch the design asks for, estimate.
+
+    The steps are the design kind's (:mod:`activerank.design.kinds.base`); labels held before the run
+    (``judgments=``) are never asked for again.
+    """
 
     name = "fixed"
 
-    def __init__(self, budget: float, rng, *, max_draws: int | None = None):
+    def __init__(self, budget: float, rng):
         self.budget = budget
         self.rng = rng
-        self.max_draws = max_draws
 
-    def _run(self, ctx: RunContext) -> Draws:
-        from .assemble import build_trace
-
+    def _run(self, ctx: RunContext) -> DesignFit:
         d = ctx.design
-        if d.method_spec.unit == "document":  # (query, document) units, drawn by the method's design plug-in
-            from .documents import document_sample
-
-            return document_sample(ctx, self.budget, self.rng)
-        if d.method_spec.unit == "prefix":  # queries, then a random-depth prefix of each (the method's plug-in)
-            from .prefix import prefix_sample
-
-            return prefix_sample(ctx, self.budget, self.rng)
-        if not d.method_spec.replacement:  # one budgeted sample without replacement, by the method's plug-in
-            from .without_replacement import wor_sample
-
-            return wor_sample(ctx, self.budget, self.rng)
-        if not d.q.any():  # every query is determined: nothing to draw or judge
-            return Draws.census_only(d, self.budget)
-        plan = ctx.draw(d.q, d.costs.cost, self.budget, self.rng, max_draws=self.max_draws)
-        for j in np.flatnonzero(plan.new):
-            ctx.label(plan.queries[j], where=f" (draw {j})",
-                      trace=lambda j=j: build_trace(ctx, Draws.from_plan(plan, d, stop=j)))
-        return Draws.from_plan(plan, d)
+        kind = d.method_spec.kind
+        held = ctx.judgments.labels >= 0
+        plan = kind.plan(d, self.budget, judged=held, rng=self.rng)
+        sample = kind.draw(d, plan, self.rng)
+        while True:
+            request = kind.labels_needed(d, plan, sample, ctx.judgments.labels)
+            if not len(request):
+                break
+            ctx.label_request(request, held=held)
+        return kind.estimate(d, plan, sample, ctx.judgments.labels, held=held, ci=ctx.ci, ci_rng=ctx.ci_rng)
 
 
 # --------------------------------------------------------------------------- target precision

@@ -598,7 +598,7 @@ def method_estimate(problem: Problem, method, q: np.ndarray, plan: BatchPlan, st
                          "simulate(), not from query draws.")
     x = plan.queries
     mean = problem.predictions["model"].mean[:, 0]
-    return method.estimator.prefix(problem.values[x], problem.p[x] / q[x], stops, predictions=mean[x],
+    return method.kind.estimator.prefix(problem.values[x], problem.p[x] / q[x], stops, predictions=mean[x],
                                    pool_prediction=float(problem.p @ mean), queries=x)
 
 
@@ -663,7 +663,7 @@ def _simulate_without_replacement(problem: Problem, method, budgets: np.ndarray,
     q = method_distribution(problem, method, defensive=defensive)
     pred = problem.predictions[method.relevance]
     var = pred.output_variance[:, 0] if pred.output_variance is not None else None
-    out = method.estimator.simulate(problem.values, problem.predictions["model"].mean[:, 0], problem.p, q,
+    out = method.kind.simulate(problem.values, problem.predictions["model"].mean[:, 0], problem.p, q,
                                     problem.costs.cost, budgets, n_reps, np.random.default_rng(rng),
                                     output_variance=var)
     return _summarize(problem, budgets, out["estimate"], out["standard_error"], out["n"], out["n"], out["cost"])
@@ -671,8 +671,8 @@ def _simulate_without_replacement(problem: Problem, method, budgets: np.ndarray,
 
 def _simulate_documents(problem: Problem, method, budgets: np.ndarray, n_reps: int, rng, defensive: float):
     """A document-level method on the budget grid: its design plug-in's own Monte-Carlo."""
-    from ..design.document_methods import unit_costs
-    from ..design.documents import document_target
+    from ..design.kinds.documents import unit_costs
+    from ..design.kinds.documents import document_target
 
     if problem.labels is None or problem.document_costs is None:
         raise ValueError(f"method {method.name!r} samples documents: the problem needs `labels` and "
@@ -686,7 +686,7 @@ def _simulate_documents(problem: Problem, method, budgets: np.ndarray, n_reps: i
     dt = document_target(list(problem.rankings), n_docs=probs.shape[0], metric=problem.metric,
                          n_grades=probs.shape[1], query_weights=problem.p)
     costs = unit_costs(dt, problem.costs, problem.document_costs)
-    out = method.estimator.simulate(dt, probs, costs, budgets, problem.labels[dt.rows], n_reps,
+    out = method.kind.simulate(dt, probs, costs, budgets, problem.labels[dt.rows], n_reps,
                                     np.random.default_rng(rng), defensive=defensive)
     return _summarize(problem, budgets, out["estimate"][..., 0], out["standard_error"][..., 0], out["n_draws"],
                       out["n_queries"], out["cost"])

@@ -25,8 +25,8 @@ from common import RESULTS, TASKS, build_task, config
 from run import Context
 
 from activerank.design.costs import document_costs
-from activerank.design.documents import unit_scores, waterfill
-from activerank.design.two_stage import query_effect_variance
+from activerank.design.kinds.documents import unit_scores, waterfill
+from activerank.design.kinds.two_stage import query_effect_variance
 from activerank.experiments.harness import fit_fold
 
 

@@ -41,7 +41,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from common import RESULTS, build_task, config  # noqa: E402
 
-from activerank.design.documents import document_target, waterfill  # noqa: E402
+from activerank.design.kinds.documents import document_target, waterfill
 from activerank.experiments.harness import DATASETS, fit_fold  # noqa: E402
 
 # doc_dyn's measured savings on MQ2008 (results/savings.md, 5 folds x 1000 repetitions)

@@ -74,14 +74,14 @@ def prefix_run(ctx, doc_costs, budgets, reps, rng):
                          costs=doc_costs, target=None if kind in ("mean", "difference") else kind)
     if not np.allclose(dsg.target.contrast, ctx.C):
         raise AssertionError("the engine's contrasts differ from the harness's")
-    plug = dsg.method_spec.estimator
+    plug = dsg.method_spec.kind
     layout = _layout(dsg, None)
     live = dsg.q > 0
     nb, t = len(budgets), ctx.n_targets
     est, se = np.zeros((nb, reps, t)), np.full((nb, reps, t), np.inf)
     cost, n = np.zeros((nb, reps)), np.zeros((nb, reps))
     for bi, B in enumerate(budgets):
-        plan = plug.plan(layout, dsg.probs, dsg.p, dsg.prediction.variance, live, float(B), rng,
+        plan = plug.plan_queries(layout, dsg.probs, dsg.p, dsg.prediction.variance, live, float(B), rng,
                          defensive=dsg.defensive)
         if plan.pi.sum() < 2.0 and not plan.exact:  # the engine refuses this budget
             continue

@@ -40,7 +40,7 @@ from activerank.experiments.harness import DATASETS, fit_fold
 def registered(ctx, name, rng, reps):
     """One registered document-level method on the budget grid, packed like run.py's designs."""
     method = get_method(name)
-    out = method.estimator.simulate(ctx.t, ctx.task.probs, ctx.c / ctx.scale, ctx.rel, ctx.u_grades, reps, rng,
+    out = method.kind.simulate(ctx.t, ctx.task.probs, ctx.c / ctx.scale, ctx.rel, ctx.u_grades, reps, rng,
                                     defensive=0.1)
     est = out["estimate"]
     se = np.where(np.isfinite(out["standard_error"]), out["standard_error"], np.nan)

@@ -63,7 +63,7 @@ from common import RESULTS, TASKS, build_task, config
 
 from activerank.design.cancellation import census_distribution, changeable_costs, changeable_documents
 from activerank.design.costs import document_costs, query_costs
-from activerank.design.documents import (
+from activerank.design.kinds.documents import (
     document_target,
     draw_within_queries,
     sampling_distribution,
@@ -72,11 +72,12 @@ from activerank.design.documents import (
     within_query_distribution,
 )
 from activerank.design.sampling import optimal_distribution
-from activerank.design.two_stage import draw_two_stage, two_stage_design
+from activerank.design.kinds.two_stage import draw_two_stage, two_stage_design
 from activerank.experiments.harness import DATASETS, budget_to_reach, fit_fold
 from activerank.design.draws import budget_stops, draw_budgeted_batch
 from activerank.inference.snis import snis_prefix
-from activerank.inference.documents import _ht_kernel, _srs_kernel, _two_stage_terms, _within_query_kernel
+from activerank.design.kinds.documents.estimators import _ht_kernel, _srs_kernel, _within_query_kernel
+from activerank.design.kinds.two_stage import _two_stage_terms
 from activerank.metrics.moments import _moments, _pair_moments
 
 METRIC = "dcg@10"

@@ -17,9 +17,9 @@ import numpy as np
 
 from common import RESULTS, config
 
-from activerank.design.documents import waterfill
+from activerank.design.kinds.documents import waterfill
 from activerank.experiments.harness import fit_fold
-from activerank.inference.documents import stat_ap
+from activerank.design.kinds.documents import stat_ap
 from activerank.ragged import Rankings
 from activerank.relevance.rankers import rank_by_scores
 

@@ -26,10 +26,10 @@ import pandas as pd
 from common import RESULTS, build_task, config
 
 from activerank.design.costs import document_costs
-from activerank.design.documents import document_target
-from activerank.design.two_stage import draw_two_stage, query_effect_variance, two_stage_design
+from activerank.design.kinds.documents import document_target
+from activerank.design.kinds.two_stage import draw_two_stage, query_effect_variance, two_stage_design
 from activerank.experiments.harness import fit_fold
-from activerank.inference.documents import two_stage_estimate, two_stage_variance
+from activerank.design.kinds.two_stage import two_stage_estimate, two_stage_variance
 
 
 def simulate(t, d, labels, budget, reps, rng):

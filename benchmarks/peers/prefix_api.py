@@ -38,7 +38,7 @@ import run as peers  # noqa: E402
 import wor_api  # noqa: E402
 
 from activerank.design.methods import get_method  # noqa: E402
-from activerank.design.prefix import prefix_layout  # noqa: E402
+from activerank.design.kinds.prefix import prefix_layout
 from activerank.metrics.registry import parse_metric  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -61,7 +61,7 @@ def main(argv=None):
     args = ap.parse_args(argv)
     ref = pd.read_csv(RESULTS / "results.csv")
     wor = pd.read_csv(RESULTS / "wor_api.csv")
-    plug = get_method("prefix").estimator
+    plug = get_method("prefix").kind
     metric = parse_metric(METRIC)
     gen = np.random.default_rng(0)
     rows = []
@@ -82,7 +82,7 @@ def main(argv=None):
             for bi, B in enumerate(peers.BUDGETS[ds]):
                 seed = [peers.SEED, ["mq2008", "ohsumed"].index(ds), mi, si, bi, 50]
                 t0 = time.perf_counter()
-                plan = plug.plan(lay, probs, t["p"], t["V"].sum(0), live, float(B), np.random.default_rng(seed))
+                plan = plug.plan_queries(lay, probs, t["p"], t["V"].sum(0), live, float(B), np.random.default_rng(seed))
                 est, cov, n, cost = plug.simulate(lay, plan, probs, pool.labels, t["p"], t["M"].T, args.reps,
                                                   np.random.default_rng(seed + [1]), output_variance=t["V"].T)
                 secs = time.perf_counter() - t0

@@ -102,7 +102,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 from activerank.design.cancellation import changeable_costs, changeable_documents  # noqa: E402
 from activerank.design.costs import document_costs, query_costs  # noqa: E402
-from activerank.design.documents import document_target, inclusion_probabilities  # noqa: E402
+from activerank.design.kinds.documents import document_target, inclusion_probabilities
 from activerank.design.safe import candidate_scores, choose_scores, combine_stages, planned_pi  # noqa: E402
 from activerank.design.sampling import expected_squared_error, optimal_distribution  # noqa: E402
 from activerank.design.without_replacement import draw_without_replacement_batch  # noqa: E402
@@ -115,7 +115,8 @@ from activerank.experiments.harness import (  # noqa: E402
 from activerank.design.draws import budget_stops, draw_budgeted_batch  # noqa: E402
 from activerank.inference.crossfit import expected_distinct, model_assisted_crossfit_prefix  # noqa: E402
 from activerank.inference.small_sample import cluster_slots, predicted_variance, snis_intervals_prefix  # noqa: E402
-from activerank.inference.documents import _ht_kernel, expected_poisson_variance  # noqa: E402
+from activerank.design.kinds.documents.estimators import _ht_kernel
+from activerank.design.kinds.documents import expected_poisson_variance
 from activerank.inference.model_assisted import model_assisted_prefix  # noqa: E402
 from activerank.inference.snis import snis_prefix  # noqa: E402
 from activerank.inference.horvitz_thompson import hajek_kernel  # noqa: E402

@@ -56,7 +56,7 @@ def simulate_wor(t, lam, budgets, reps, seed):
     contrasts of k systems); returns summed squared error per run, coverage (mean over contrasts) and n."""
     from scipy.stats import t as student
 
-    plug = get_method("active_wor").estimator
+    plug = get_method("active_wor").kind
     Y, Mx, V, p = t["Y"], t["M"], t["V"], t["p"]
     det = t.get("det", np.zeros(p.size, dtype=bool))
     live = ~det
@@ -80,8 +80,8 @@ def predicted_variances(t, lam, budgets, mode):
     """What ``method="auto"`` compares at each budget: active_wor's planned variance (the difference
     estimator over the undetermined queries) and doc_dyn's (inf where it does not apply)."""
     from activerank.design.without_replacement import approximate_inclusion_probabilities
-    from activerank.design.documents import inclusion_probabilities
-    from activerank.inference.documents import expected_poisson_variance
+    from activerank.design.kinds.documents import inclusion_probabilities
+    from activerank.design.kinds.documents import expected_poisson_variance
 
     V, p = t["V"].sum(0), t["p"]
     live = ~t.get("det", np.zeros(p.size, dtype=bool))

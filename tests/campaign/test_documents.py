@@ -13,12 +13,12 @@ import pytest
 import activerank as ar
 from activerank.campaign import Campaign
 from activerank.campaign.store import DOCUMENT_SCHEMA_VERSION, RECORDED_SCHEMA_VERSION
-from activerank.design.document_methods import DocumentHorvitzThompson
+from activerank.design.kinds.documents import DocumentHorvitzThompson
 from activerank.design.methods import method_names
 
 METRIC = "dcg@5"
 # campaigns plan the Poisson designs' sample; the other document-level plug-ins' requests are recorded
-DOC_METHODS = method_names(estimator=DocumentHorvitzThompson)
+DOC_METHODS = method_names(kind=DocumentHorvitzThompson)
 OTHER_DOC_METHODS = tuple(m for m in method_names(unit="document") if m not in DOC_METHODS)
 
 
@@ -271,8 +271,8 @@ def test_estimate_uses_the_stored_design_not_the_current_code(tmp_path, data, pr
     """Inclusion probabilities are frozen at creation: a later change of how they are chosen cannot move an
     existing campaign's estimate."""
     import activerank.campaign.documents as cdoc
-    import activerank.design.documents as ddoc
-    import activerank.engine.documents as edoc
+    import activerank.design.kinds.documents.designs as ddes
+    import activerank.design.kinds.documents.sampling as ddoc
 
     with _judged_campaign(tmp_path, data, probs, labels) as c:
         before = c.estimate()
@@ -280,9 +280,9 @@ def test_estimate_uses_the_stored_design_not_the_current_code(tmp_path, data, pr
     def broken(*args, **kwargs):
         raise AssertionError("the estimate must not recompute the design")
 
-    for mod in (ddoc, edoc, cdoc):
+    for mod in (ddoc, ddes, cdoc):
         monkeypatch.setattr(mod, "inclusion_probabilities", broken, raising=False)
-    monkeypatch.setattr(edoc, "document_target_of", broken)
+    monkeypatch.setattr(ddes, "document_target_of", broken)
     with Campaign.open(tmp_path / "c.db") as c:
         after = c.estimate()
     assert after.estimate == before.estimate and after.standard_error == before.standard_error
@@ -398,11 +398,10 @@ def test_a_design_that_chooses_from_the_labels_is_refused(tmp_path, data, probs,
 
 
 def test_a_recorded_designs_query_overhead_is_charged_as_the_engine_does(tmp_path, data, probs, labels):
-    from activerank.design.document_methods import TwoStage
+    from activerank.design.kinds.two_stage import TwoStage
     from activerank.design.methods import Method, get_method, register_method, unregister_method
 
-    register_method(Method("two_stage_overhead_c", get_method("two_stage").sample, TwoStage(query_cost=1.0),
-                           unit="document"))
+    register_method(Method("two_stage_overhead_c", get_method("two_stage").sample, TwoStage(query_cost=1.0)))
     try:
         ref = ar.estimate(data, data.X[:, 24], probs, labels, budget=12, metric=METRIC, method="two_stage_overhead_c",
                           rng=3)

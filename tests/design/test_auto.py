@@ -7,7 +7,7 @@ import pytest
 
 import activerank as ar
 from activerank.pool import pool_iv
-from activerank.design.auto import predicted_prefix_variance, predicted_query_variance
+from activerank.design.auto import predicted_variance
 from activerank.engine import FixedBudget, run
 from activerank.inference.snis import LowEffectiveSampleSizeWarning
 from activerank.metrics import pool_metric_values
@@ -73,15 +73,7 @@ def test_predicted_variances_match_the_simulated_error(method):
     budget = 30.0
     metric = "err@5" if method == "prefix" else "dcg@5"
     dsg = ar.make_design(pool, (a, b), pool.probs, metric=metric, method=method)
-    if method == "prefix":
-        predicted = predicted_prefix_variance(dsg, budget)
-    elif method != "doc_dyn":
-        predicted = predicted_query_variance(dsg, budget)
-    else:
-        from activerank.design.auto import choose_method
-
-        predicted = choose_method(ar.make_design(pool, (a, b), pool.probs, metric="dcg@5"), dsg,
-                                  budget).predicted_variance["doc_dyn"]
+    predicted = predicted_variance(dsg, budget)
     pool_ = pool_iv(pool)
     reps = stat_reps(600)
     err = np.empty(reps)

@@ -6,14 +6,10 @@ import pytest
 import activerank as ar
 from activerank.pool import pool_iv
 from activerank.design.design import prepare_design
-from activerank.design.document_methods import (
-    DocumentHorvitzThompson,
-    TwoStage,
-    UniformHorvitzThompson,
-    unit_costs,
-)
+from activerank.design.kinds.documents import UniformHorvitzThompson, unit_costs
+from activerank.design.kinds.two_stage import TwoStage
 from activerank.design.methods import Method, get_method, method_names, register_method, unregister_method
-from activerank.engine.documents import document_target_of
+from activerank.design.kinds.documents import document_target_of
 from activerank.relevance.rankers import rank_by_scores
 
 from ..conftest import SyntheticPool, stat_reps
@@ -40,18 +36,10 @@ def test_every_document_method_is_a_design_plug_in():
     names = method_names(unit="document")
     assert {"doc_dyn", "doc_stat", "doc_uniform", "doc_hh", "two_stage", "doc_ubis"} <= set(names)
     for name in names:
-        plug = get_method(name).estimator
-        assert set(plug.targets) == {"mean", "difference", "baseline", "ranking"}
-        with pytest.raises(TypeError, match="document-level estimator"):
-            plug(np.zeros((3, 1)), np.ones(3))
-    with pytest.raises(ValueError, match="needs a DocumentDesign estimator"):
-        register_method(Method("bad", get_method("doc_dyn").sample, get_method("active").estimator, unit="document"))
-    with pytest.raises(ValueError, match="needs a DocumentDesign estimator"):
-        register_method(Method("bad", get_method("active").sample, UniformHorvitzThompson()))
-    # the estimator of doc_dyn / doc_stat keeps its old import path
-    from activerank.inference.documents import DocumentHorvitzThompson as old
-
-    assert old is DocumentHorvitzThompson
+        plug = get_method(name).kind
+        assert set(plug.targets) == {"mean", "difference", "baseline", "ranking"} and plug.unit == "document"
+    # the unit comes with the kind: a document design registered under any q-rule samples documents
+    assert Method("ok", get_method("active").sample, UniformHorvitzThompson()).unit == "document"
 
 
 @pytest.mark.parametrize("method", method_names(unit="document"))
@@ -76,7 +64,7 @@ def test_engine_run_is_the_plug_in_draw_and_estimate(method, n_systems):
         point, se = res.differences, res.standard_errors
     dsg = _design(pool, rankings, method, "dcg@5")
     dt = document_target_of(dsg)
-    sim = get_method(method).estimator.simulate(dt, pool.probs, unit_costs(dt, dsg.costs, dsg.document_costs),
+    sim = get_method(method).kind.simulate(dt, pool.probs, unit_costs(dt, dsg.costs, dsg.document_costs),
                                                 [budget], labels[dt.rows], 1, np.random.default_rng(11),
                                                 defensive=dsg.defensive)
     np.testing.assert_array_equal(sim["estimate"][0, 0], point)
@@ -101,8 +89,7 @@ class _OnlyOneRanker(UniformHorvitzThompson):
 
 
 def test_a_plug_in_that_supports_fewer_targets_is_refused_by_name():
-    register_method(Method("doc_uniform_single", get_method("doc_uniform").sample, _OnlyOneRanker(),
-                           unit="document"))
+    register_method(Method("doc_uniform_single", get_method("doc_uniform").sample, _OnlyOneRanker()))
     try:
         pool, (a, b, c), rng = _problem(9, n_queries=30)
         lab = ar.KnownLabels(pool.query_ids, pool.offsets, pool.sample_labels(rng))
@@ -119,8 +106,7 @@ def test_a_plug_in_that_supports_fewer_targets_is_refused_by_name():
 
 
 def test_two_stage_with_a_query_overhead_uses_cochrans_allocation_and_charges_it():
-    register_method(Method("two_stage_overhead", get_method("two_stage").sample, TwoStage(query_cost=2.0),
-                           unit="document"))
+    register_method(Method("two_stage_overhead", get_method("two_stage").sample, TwoStage(query_cost=2.0)))
     try:
         pool, (a, b, _), rng = _problem(10, n_queries=60)
         labels = pool.sample_labels(rng)
@@ -136,7 +122,7 @@ def test_two_stage_with_a_query_overhead_uses_cochrans_allocation_and_charges_it
         assert overhead == pytest.approx(first_visits * 2.0 * c[dt.matters].mean())
         assert res.cost_spent == pytest.approx(t["cost"].sum() + overhead) and res.cost_spent <= 10.0
         # Cochran: with the control variate (B_x = 0) a drawn query judges its most informative document surely
-        d = dsg.method_spec.estimator.design(dt, pool.probs, c, 10.0, judged=np.zeros(dt.n_units, bool),
+        d = dsg.method_spec.kind.design_for(dt, pool.probs, c, 10.0, judged=np.zeros(dt.n_units, bool),
                                              defensive=dsg.defensive).design
         live = np.flatnonzero(np.bincount(dt.query, dt.matters, minlength=dt.n_queries) > 0)
         top = np.maximum.reduceat(d.pi, dt.offsets[:-1][live])
@@ -163,7 +149,7 @@ def test_design_based_unbiasedness_variance_and_coverage(method, n_systems, metr
     dt = document_target_of(dsg)
     truth = dt.value(labels)
     reps = stat_reps(2000)
-    out = get_method(method).estimator.simulate(dt, pool.probs, unit_costs(dt, dsg.costs, dsg.document_costs),
+    out = get_method(method).kind.simulate(dt, pool.probs, unit_costs(dt, dsg.costs, dsg.document_costs),
                                                 [budget], labels[dt.rows], reps, np.random.default_rng(1),
                                                 defensive=dsg.defensive)
     err, se = out["estimate"][0] - truth, out["standard_error"][0]
@@ -182,15 +168,15 @@ def test_nested_designs_cut_one_run_into_the_runs_of_smaller_budgets(method):
     dsg = _design(pool, (a, b), method, "dcg@5")
     dt = document_target_of(dsg)
     c = unit_costs(dt, dsg.costs, dsg.document_costs)
-    plug = dsg.method_spec.estimator
+    plug = dsg.method_spec.kind
     assert plug.nested
     none = np.zeros(dt.n_units, dtype=bool)
     budgets, top = (3.0, 7.5), 12.0
     if method == "doc_ubis":  # between two draws in every query and judging everything
         total = float(c[dt.matters].sum())
-        two = plug.design(dt, pool.probs, c, 0.9 * total, judged=none, defensive=0.1).expected_cost(2)
+        two = plug.design_for(dt, pool.probs, c, 0.9 * total, judged=none, defensive=0.1).expected_cost(2)
         budgets, top = (1.05 * two, 0.5 * (two + 0.9 * total)), 0.9 * total
-    big = plug.draw(plug.design(dt, pool.probs, c, top, judged=none, defensive=0.1), dt, np.random.default_rng(3))
+    big = plug.draw_units(plug.design_for(dt, pool.probs, c, top, judged=none, defensive=0.1), dt, np.random.default_rng(3))
     for budget in budgets:
         cut = plug._cut(big, dt, budget)
         if method == "doc_ubis":  # the first k columns of the k_max draws per query, k the largest that fits
@@ -201,11 +187,11 @@ def test_nested_designs_cut_one_run_into_the_runs_of_smaller_budgets(method):
         n, charged = cut.plan.n_draws, big.plan.charged
         assert charged[:n].sum() <= budget < charged[: n + 1].sum()  # the next draw would overspend
         if method == "two_stage":  # its random stream does not depend on the budget: the very same run
-            alone = plug.draw(plug.design(dt, pool.probs, c, budget, judged=none, defensive=0.1), dt,
+            alone = plug.draw_units(plug.design_for(dt, pool.probs, c, budget, judged=none, defensive=0.1), dt,
                               np.random.default_rng(3))
             np.testing.assert_array_equal(cut.units, alone.units)
             np.testing.assert_array_equal(cut.weight, alone.weight)
         else:
             np.testing.assert_array_equal(cut.units, big.units[:n])
-            np.testing.assert_allclose(cut.weight, 1.0 / (n * plug.design(dt, pool.probs, c, budget, judged=none,
+            np.testing.assert_allclose(cut.weight, 1.0 / (n * plug.design_for(dt, pool.probs, c, budget, judged=none,
                                                                          defensive=0.1).Q[cut.units]))

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from activerank.design.cancellation import changeable_documents
-from activerank.design.documents import (
+from activerank.design.kinds.documents import (
     PoissonDesign,
     document_target,
     draw_poisson,

@@ -31,8 +31,8 @@ def test_builtin_names_and_clear_errors():
         get_method("nope")
     with pytest.raises(ValueError, match="already registered"):
         register_method(METHODS["active"])
-    with pytest.raises(TypeError, match="Estimator"):
-        register_method(Method("x", _half_active, estimator="snis"))
+    with pytest.raises(TypeError, match="must be a DesignKind .* or an Estimator"):
+        register_method(Method("x", _half_active, "snis"))
 
 
 @pytest.mark.filterwarnings("ignore::activerank.inference.snis.LowEffectiveSampleSizeWarning")
@@ -137,3 +137,13 @@ def _judge_every_task(camp, lab, path):
             rows.append(json.dumps({"query_id": int(qid), "doc_id": doc, "grade": int(g)}))
     path.write_text("\n".join(rows) + "\n")
     camp.import_judgments(path)
+
+
+def test_docs_method_table_is_the_registry():
+    """docs/methods.md is generated from the registry (regenerate it after adding a built-in method)."""
+    from pathlib import Path
+
+    from activerank.design.methods import method_table
+
+    text = (Path(__file__).resolve().parents[2] / "docs" / "methods.md").read_text(encoding="utf-8")
+    assert text.endswith(method_table()), "docs/methods.md is stale: regenerate it from method_table()"

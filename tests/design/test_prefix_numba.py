@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import activerank.metrics.moments as mom
-from activerank.design import prefix as pf
+from activerank.design.kinds import prefix as pf
 from activerank.design.cancellation import changeable_documents
 from activerank.metrics import parse_metric
 from activerank.relevance.rankers import rank_by_scores, remove_fraction
@@ -86,9 +86,9 @@ def test_planning_twin_equals_numpy(name, order, monkeypatch):
 
 def test_small_calls_stay_on_numpy(monkeypatch):
     monkeypatch.setenv(mom.BACKEND_ENV, "auto")
-    assert pf._compiled(100) is None
+    assert pf.layout._compiled(100) is None
     monkeypatch.setenv(mom.BACKEND_ENV, "numpy")
-    assert pf._compiled(1 << 30) is None
+    assert pf.layout._compiled(1 << 30) is None
 
 
 @needs_numba

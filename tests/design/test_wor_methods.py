@@ -7,11 +7,11 @@ import pytest
 
 import activerank as ar
 from activerank.design.methods import Method, get_method, method_names, register_method
-from activerank.design.wor_methods import WithoutReplacementDesign
+from activerank.design.kinds.query_wor import WithoutReplacementDesign
 from activerank.design.without_replacement import draw_without_replacement_batch
 from activerank.inference.estimators import SelfNormalized
 from activerank.metrics import pool_metric_values
-from activerank.relevance.rankers import rank_by_scores, remove_fraction
+from activerank.relevance.rankers import remove_fraction
 
 from ..conftest import stat_reps
 from ..engine.test_documents import _problem
@@ -25,16 +25,14 @@ def _values(pool, labels, rankings, metric):
 
 def test_registered_and_refused_where_it_does_not_apply():
     spec = get_method("active_wor")
-    assert not spec.replacement and isinstance(spec.estimator, WithoutReplacementDesign)
+    assert not spec.replacement and isinstance(spec.kind, WithoutReplacementDesign)
     assert "active_wor" in method_names(unit="query") and "active_wor" not in method_names(replacement=True)
-    with pytest.raises(ValueError, match="needs a WithoutReplacementDesign estimator"):
-        register_method(Method("wor_snis", spec.sample, SelfNormalized(), replacement=False))
-    with pytest.raises(ValueError, match="needs a WithoutReplacementDesign estimator"):
-        register_method(Method("wr_wor", spec.sample, WithoutReplacementDesign()))
+    # the kind decides how units are drawn: a plain estimator means query draws with replacement
+    assert Method("wor_snis", spec.sample, SelfNormalized()).replacement
+    with pytest.raises(TypeError, match="must be a DesignKind"):
+        register_method(Method("bad", spec.sample, object()))
     with pytest.raises(ValueError, match="`coefficient` must be a finite number or None"):
         WithoutReplacementDesign(coefficient=float("nan"))
-    with pytest.raises(TypeError, match="estimates from a without-replacement sample"):
-        spec.estimator(np.ones((2, 1)), np.ones(2))
     pool, a, _, rng = _problem(0, n_queries=20)
     lab = ar.KnownLabels(pool.query_ids, pool.offsets, pool.sample_labels(rng))
     with pytest.raises(ValueError, match="takes one sample without replacement .* use ci='auto'"):
@@ -89,7 +87,7 @@ def test_harness_path_is_the_plug_in_on_the_same_samples():
     dsg = ar.make_design(pool, (a,), pool.probs, metric="dcg@5", method="active_wor")
     y = _values(pool, labels, (a,), "dcg@5")
     m, v = dsg.prediction.mean[:, 0], dsg.prediction.output_variance[:, 0]
-    plug = dsg.method_spec.estimator
+    plug = dsg.method_spec.kind
     budgets = np.array([6.0, 15.0])
     out = plug.simulate(y, m, dsg.p, dsg.q, dsg.costs.cost, budgets, 5, np.random.default_rng(7),
                         output_variance=v)
@@ -152,7 +150,7 @@ def test_harness_path_with_several_outputs_shares_one_coefficient():
     y2 = np.column_stack([y2, -0.5 * y2])  # two outputs of different sign and scale
     m = dsg.prediction.mean[:, 0]
     m2 = np.column_stack([m, -0.5 * m])
-    plug = dsg.method_spec.estimator
+    plug = dsg.method_spec.kind
     budgets = np.array([8.0, 15.0])
     out = plug.simulate(y2, m2, dsg.p, dsg.q, dsg.costs.cost, budgets, 4, np.random.default_rng(3))
     batch = draw_without_replacement_batch(dsg.q, dsg.costs.cost, budgets, 4, np.random.default_rng(3))

@@ -6,7 +6,7 @@ import pytest
 import activerank as ar
 from activerank.pool import pool_iv
 from activerank.engine import FixedBudget, run
-from activerank.engine.documents import document_target_of
+from activerank.design.kinds.documents import document_target_of
 from activerank.metrics import pool_metric_values
 from activerank.relevance.rankers import rank_by_scores
 
@@ -126,10 +126,6 @@ def test_document_level_errors_are_clear():
     with pytest.raises(ValueError, match="`predicted`"):
         ar.estimate(pool, a, pool.probs, lab, budget=5, metric="dcg@5", method="doc_dyn",
                     predicted=(np.zeros(20), np.ones(20)))
-    from activerank.design.methods import get_method
-
-    with pytest.raises(TypeError, match="document-level estimator"):
-        get_method("doc_dyn").estimator(np.zeros((3, 1)), np.ones(3))
 
 
 @pytest.mark.statistical
@@ -200,7 +196,7 @@ def test_new_methods_ask_once_per_query_for_the_sampled_documents_and_weights_ad
         assert t.attrs["expected_cost"] == pytest.approx(budget, rel=0.05)
     dsg = ar.make_design(pool, (a, b), pool.probs, metric="dcg@5", method=method)
     dt = document_target_of(dsg)
-    plug = dsg.method_spec.estimator
+    plug = dsg.method_spec.kind
     assert res.difference == pytest.approx(_expanded(dt, t, pool.probs, plug.control_variate)[0], abs=1e-12)
     assert (t["pi"] > 0).all() and (t["pi"] <= 1).all()
     # intervals: Student-t over the i.i.d. draws (with replacement, first stage), normal for SRS
@@ -249,7 +245,7 @@ def test_every_document_design_reuses_earlier_judgments(method):
     assert not t["new"][reused].any() and (t["cost"][reused] == 0).all()
     if method in ("doc_dyn", "doc_stat", "doc_uniform", "doc_hh"):  # an exact census stratum
         assert reused.sum() == keep.sum() and (t["stratum"][reused] == "census").all()
-    dt_m = dsg.method_spec.estimator.control_variate
+    dt_m = dsg.method_spec.kind.control_variate
     assert res.difference == pytest.approx(_expanded(dt, t, pool.probs, dt_m)[0], abs=1e-12)
     # every document that can change the difference judged before: exact, nothing asked
     all_judged = {}
@@ -280,7 +276,7 @@ def test_new_methods_estimate_k_systems(method):
 
 
 def test_new_methods_errors_are_clear(tmp_path):
-    from activerank.design.document_methods import TwoStage
+    from activerank.design.kinds.two_stage import TwoStage
 
     pool, a, b, rng = _problem(4, n_queries=20)
     lab = ar.KnownLabels(pool.query_ids, pool.offsets, pool.sample_labels(rng))

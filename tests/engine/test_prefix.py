@@ -7,7 +7,7 @@ import pytest
 
 import activerank as ar
 from activerank.pool import pool_iv
-from activerank.design.prefix import judging_paths, prefix_layout, stop_probabilities, within_estimate
+from activerank.design.kinds.prefix import judging_paths, prefix_layout, stop_probabilities, within_estimate
 from activerank.engine import FixedBudget, run
 from activerank.metrics import parse_metric, pool_metric_values
 from activerank.ragged import Rankings

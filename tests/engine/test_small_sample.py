@@ -154,7 +154,7 @@ def test_bootstrap_keeps_the_draws_and_the_point_estimate(method):
 def test_bootstrap_interval_is_the_kernel_on_the_run():
     """The engine's bootstrap is snis_interval(ci="bootstrap") on the trace, with the model prior and the
     generator derived from the run's seed."""
-    from activerank.engine.small_sample import bootstrap_generator
+    from activerank.engine.core import bootstrap_generator
     from activerank.inference.small_sample import snis_interval
 
     pool, a, b, rng = _problem(8)
@@ -227,12 +227,15 @@ def test_bootstrap_refuses_a_target_precision_schedule_and_unknown_estimators():
     with pytest.raises(ValueError, match="does not apply to a target-precision run"):
         run(dsg, pool_iv(pool), lab, seq, ci="bootstrap")
     assert lab.asked == []
-    from activerank.engine.small_sample import check_ci
+    from activerank.engine.core import check_ci
 
-    class Odd:
+    from activerank.design.kinds.query import QueryDraws
+    from activerank.inference.estimators import Estimator
+
+    class Odd(Estimator):
         pass
 
-    spec = type("Spec", (), {"unit": "query", "estimator": Odd()})()
+    spec = type("Spec", (), {"unit": "query", "kind": QueryDraws(Odd())})()
     fake = type("D", (), {"method_spec": spec, "method": "odd", "target": dsg.target})()
     with pytest.raises(ValueError, match="method 'odd' registers .* which has none: use ci='normal'"):
         check_ci("bootstrap", fake, None)

@@ -167,13 +167,13 @@ def test_harness_document_level_estimates_are_unbiased_for_the_pool_value():
     prob = ex.build_problem(fm, ex.SCENARIOS[0], "dcg@10")
     problem_d = ex.build_problem(fm, next(s for s in ex.SCENARIOS if s.key == "b_rfreg_rfcls"), "dcg@10")
     for p in (prob, problem_d):
-        from activerank.design.document_methods import unit_costs
-        from activerank.design.documents import document_target
+        from activerank.design.kinds.documents import unit_costs
+        from activerank.design.kinds.documents import document_target
         from activerank.design.methods import get_method
 
         dt = document_target(list(p.rankings), n_docs=p.probs.shape[0], metric=p.metric, n_grades=3)
         assert dt.value(p.labels)[0] == pytest.approx(p.target, abs=1e-12)
-        out = get_method("doc_hh").estimator.simulate(dt, p.probs, unit_costs(dt, p.costs, p.document_costs),
+        out = get_method("doc_hh").kind.simulate(dt, p.probs, unit_costs(dt, p.costs, p.document_costs),
                                                       [10.0], p.labels[dt.rows], 400, np.random.default_rng(2),
                                                       defensive=0.1)
         err = out["estimate"][0, :, 0] - p.target

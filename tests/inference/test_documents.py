@@ -3,7 +3,7 @@ import itertools
 import numpy as np
 import pytest
 
-from activerank.design.documents import (
+from activerank.design.kinds.documents import (
     PoissonDesign,
     document_target,
     draw_poisson,
@@ -12,19 +12,17 @@ from activerank.design.documents import (
     sampling_distribution,
     uniform_inclusion,
 )
-from activerank.design.two_stage import draw_two_stage, two_stage_design
-from activerank.inference.documents import (
+from activerank.design.kinds.two_stage import draw_two_stage, two_stage_design
+from activerank.design.kinds.documents import (
     DocumentEstimate,
     census_snis,
     hansen_hurwitz,
     horvitz_thompson,
     poisson_variance,
-    _ht_kernel,
-    _srs_kernel,
     ratio_estimate,
-    two_stage_estimate,
-    two_stage_variance,
 )
+from activerank.design.kinds.documents.estimators import _ht_kernel, _srs_kernel
+from activerank.design.kinds.two_stage import two_stage_estimate, two_stage_variance
 from activerank.relevance.rankers import rank_by_scores, remove_fraction
 from tests.conftest import SyntheticPool, stat_reps
 
@@ -354,8 +352,8 @@ def test_census_snis():
 
 
 def test_within_query_ubis_exact_by_enumeration():
-    from activerank.design.documents import draw_within_queries, within_query_distribution
-    from activerank.inference.documents import within_query_estimate
+    from activerank.design.kinds.documents import draw_within_queries, within_query_distribution
+    from activerank.design.kinds.documents import within_query_estimate
 
     t = _tiny("pair")
     T = t.value(TINY_LABELS)
@@ -380,8 +378,8 @@ def test_within_query_ubis_exact_by_enumeration():
 
 def test_within_query_ubis_joint_covariance_exact_by_enumeration():
     """Two targets (each system's mean): the estimated covariance matrix is unbiased, off-diagonal too."""
-    from activerank.design.documents import within_query_distribution
-    from activerank.inference.documents import within_query_estimate
+    from activerank.design.kinds.documents import within_query_distribution
+    from activerank.design.kinds.documents import within_query_estimate
 
     t = document_target(TINY_RANKS, n_docs=5, metric="dcg@3", n_grades=3, query_weights=[0.7, 0.3],
                         contrasts=np.eye(2))
@@ -425,7 +423,7 @@ def _ap(rel_ranked, R):
 
 
 def test_stat_ap_numerator_and_denominator_exact_by_enumeration():
-    from activerank.inference.documents import stat_ap
+    from activerank.design.kinds.documents import stat_ap
     from activerank.ragged import Rankings
 
     ranking = Rankings.from_list([[2, 0, 3], [5, 4]])
@@ -454,7 +452,7 @@ def test_stat_ap_numerator_and_denominator_exact_by_enumeration():
 
 
 def test_expected_poisson_variance_is_the_model_average_of_the_exact_variance():
-    from activerank.inference.documents import expected_poisson_variance
+    from activerank.design.kinds.documents import expected_poisson_variance
 
     t = _tiny("pair")
     d = PoissonDesign(pi=np.linspace(0.3, 0.9, t.n_units), costs=np.ones(t.n_units), budget=3.0, kind="poisson")

@@ -52,16 +52,26 @@ References
 
 from __future__ import annotations
 
+import math
 import numbers
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
-from .documents import DocumentTarget, _unit_costs_iv, waterfill
-from .._validation import defensive_iv
-from .sampling import DEFAULT_DEFENSIVE
+from ..._validation import defensive_iv
+from ..sampling import DEFAULT_DEFENSIVE
+from .documents.designs import BudgetTooSmall, DocumentDesign, DocumentSample, _within
+from .documents.estimators import (
+    DocumentEstimate,
+    _sample_iv,
+    _support_iv,
+    horvitz_thompson,
+)
+from .documents.sampling import PoissonDesign, waterfill
+from .documents.target import DocumentTarget, _unit_costs_iv
 
-__all__ = ["TwoStageDesign", "TwoStagePlan", "two_stage_design", "draw_two_stage", "query_effect_variance"]
+__all__ = ["TwoStage", "TwoStageDesign", "TwoStagePlan", "draw_two_stage", "query_effect_variance", "two_stage_design",
+           "two_stage_estimate", "two_stage_variance"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -195,7 +205,7 @@ def two_stage_design(target: DocumentTarget, probs, *, costs=None, query_cost=0.
 
     Examples
     --------
-    >>> from activerank.design.documents import document_target
+    >>> from activerank.design.kinds.documents import document_target
     >>> t = document_target([[[0, 1, 2], [3, 4]]], n_docs=5, metric="dcg@3", n_grades=2)
     >>> probs = np.full((5, 2), 0.5)
     >>> d = two_stage_design(t, probs, query_cost=1.0)
@@ -419,3 +429,241 @@ def draw_two_stage(design: TwoStageDesign, target: DocumentTarget, budget, rng=N
         new_unit=np.concatenate([p[4] for p in parts]),
         budget=float(budget),
     )
+
+
+def two_stage_variance(target: DocumentTarget, design, u) -> tuple[float, float]:
+    """Exact per-draw variance components ``(between, within)`` given all utilities ``u``.
+
+    ``Var(T_hat) = (between + within) / n`` for ``n`` draws, summed over the
+    targets (the trace of the covariance).  See the module docstring and
+    ``docs/two_stage.md``.
+
+    Parameters
+    ----------
+    target : DocumentTarget
+    design : TwoStageDesign
+    u : array-like of shape (n_units,)
+
+    Returns
+    -------
+    between, within : float
+
+    References
+    ----------
+    .. [1] W. G. Cochran. *Sampling Techniques*, 3rd ed. Wiley, 1977.
+    .. [2] C.-E. Särndal, B. Swensson, J. Wretman. *Model Assisted Survey
+       Sampling.* Springer, 1992.
+    """
+    u = np.asarray(u, dtype=np.float64)
+    e = u - design.model_means
+    W = target.weights
+    Yx = target.query_totals(e)  # Y_x - M_x
+    live = design.q > 0
+    nrm2 = np.einsum("ij,ij->i", W, W)
+    if np.any(~live & np.any(Yx != 0, axis=1)):
+        raise ValueError("a query with a nonzero contribution has q = 0; the design is biased.")
+    T_M = Yx.sum(axis=0)
+    between = float(np.sum(np.einsum("ij,ij->i", Yx[live], Yx[live]) / design.q[live]) - T_M @ T_M)
+    safe = np.where(design.pi > 0, design.pi, 1.0)
+    Vz = (1.0 / safe - 1.0) * nrm2 * e * e
+    Vx = np.bincount(target.query, Vz, minlength=target.n_queries)
+    within = float(np.sum(Vx[live] / design.q[live]))
+    return between, within
+
+
+def _two_stage_terms(target, design, draw_query, unit_draw, unit_idx, e):
+    """Per-draw terms ``z_d - M`` (shape (n_draws, n_targets))."""
+    n_d = draw_query.size
+    contrib = target.weights[unit_idx] * (e / design.pi[unit_idx])[:, None]
+    z = np.zeros((n_d, target.n_targets))
+    for j in range(target.n_targets):
+        z[:, j] = np.bincount(unit_draw, contrib[:, j], minlength=n_d)
+    return z / design.q[draw_query][:, None]
+
+
+def two_stage_estimate(target: DocumentTarget, design, draw_query, unit_draw, rows, grades) -> DocumentEstimate:
+    """Two-stage estimate: draws of queries from ``q``, Poisson subsamples of documents per draw.
+
+    Parameters
+    ----------
+    target : DocumentTarget
+    design : TwoStageDesign
+        From :func:`activerank.design.two_stage.two_stage_design`.
+    draw_query : array-like of int, shape (n_draws,)
+        Pool query index of every first-stage draw.
+    unit_draw : array-like of int, shape (n_judged,)
+        For every sampled (draw, document) pair, the draw it belongs to.
+    rows, grades : array-like of int, shape (n_judged,)
+        Document row and grade of every sampled pair (a document sampled in
+        two draws appears twice, with its one judgment).
+
+    Returns
+    -------
+    DocumentEstimate
+        ``mean z_d`` with covariance ``s_z^2 / n`` (unbiased under
+        with-replacement first-stage draws).
+
+    References
+    ----------
+    .. [1] C.-E. Särndal, B. Swensson, J. Wretman. *Model Assisted Survey
+       Sampling.* Springer, 1992.
+    """
+    dq = np.asarray(draw_query, dtype=np.int64).reshape(-1)
+    ud = np.asarray(unit_draw, dtype=np.int64).reshape(-1)
+    if dq.size < 2:
+        raise ValueError(f"need at least 2 first-stage draws; got {dq.size}.")
+    if dq.min() < 0 or dq.max() >= target.n_queries:
+        raise ValueError(f"`draw_query` must hold query indices in [0, {target.n_queries}).")
+    if np.any(design.q[dq] <= 0):
+        raise ValueError(f"query {dq[np.flatnonzero(design.q[dq] <= 0)[0]]} was drawn but has q = 0.")
+    idx, u = _sample_iv(target, rows, grades, allow_repeats=True)
+    if ud.size != idx.size or (ud.size and (ud.min() < 0 or ud.max() >= dq.size)):
+        raise ValueError("`unit_draw` must give, for every judged row, the index of its draw.")
+    wrong = np.flatnonzero(target.query[idx] != dq[ud])
+    if wrong.size:
+        i = wrong[0]
+        raise ValueError(f"judged row {target.rows[idx[i]]} belongs to query {target.query[idx[i]]}, "
+                         f"not to the query {dq[ud[i]]} of its draw {ud[i]}.")
+    _support_iv(target, np.where(design.q[target.query] > 0, design.pi, 0.0), "q * pi")
+    z = _two_stage_terms(target, design, dq, ud, idx, u - design.model_means[idx])
+    n = dq.size
+    est = z.mean(axis=0) + design.model_total
+    cov = np.atleast_2d(np.cov(z.T, ddof=1)) / n
+    return DocumentEstimate(est, cov, int(np.unique(idx).size), "two_stage")
+
+
+@dataclass(frozen=True, eq=False)
+class _TwoStageRun:
+    design: TwoStageDesign
+    budget: float
+
+
+class TwoStage(DocumentDesign):
+    """Queries drawn from ``q``, then a Poisson subsample of every drawn query's units; two-stage estimate.
+
+    The allocation is Cochran's (:func:`~activerank.design.two_stage.two_stage_design`,
+    derivation in ``docs/two_stage.md``): with a per-query overhead
+    ``query_cost > 0`` both stages are cost-optimal (``pi_z = sqrt((A_z /
+    c_z) / (B_x / c0_x))``, capped, ``q_x ∝ sqrt(B_x / c0_x)``); without one
+    (documents judged are the only cost) the optimum degenerates to
+    single-stage document sampling, so ``docs_per_query`` fixes the expected
+    number of judged documents per drawn query (water-filled on ``||W_z||
+    sqrt(E e_z^2 / c_z)``) and ``q_x ∝ sqrt(S_x / C_x)`` is optimal given
+    ``pi``.  Queries are drawn until the next draw would overspend the budget
+    (a document judged before is free, a query's first visit costs the
+    overhead).  Estimate ``mean_d z_d`` with ``z_d = M + (1/q_{x_d}) sum_{z in
+    S_d} W_z e_z / pi_z`` and covariance ``s_z^2 / n``
+    (:func:`~activerank.inference.documents.two_stage_estimate`); ``ci="t"``:
+    Student-t with ``n - 1`` degrees of freedom over the ``n`` first-stage draws.
+    A budget that covers every document that can change a target (and the
+    overheads of their queries) judges them all: the value is then exact.
+
+    Parameters
+    ----------
+    docs_per_query : float, optional
+        Expected documents judged per drawn query; required without a
+        ``query_cost``.
+    query_cost : float, default 0
+        Overhead of a query's first visit, in units of the mean cost of one
+        document that can change a target.
+    control_variate : bool, default True
+        The difference estimator at both stages.
+
+    References
+    ----------
+    .. [1] W. G. Cochran. *Sampling Techniques*, 3rd ed. Wiley, 1977, Ch. 10-11.
+    .. [2] C.-E. Särndal, B. Swensson, J. Wretman. *Model Assisted Survey
+       Sampling.* Springer, 1992, Sec. 4.3-4.5.
+
+    Examples
+    --------
+    A variant whose first visit of a query costs as much as judging two of its documents (the built-in
+    ``two_stage`` judges about 2 documents per drawn query, without overhead):
+
+    >>> from activerank.design.methods import Method, get_method, register_method, unregister_method
+    >>> m = register_method(Method("two_stage_overhead", get_method("two_stage").sample, TwoStage(query_cost=2.0)))
+    >>> m.kind
+    TwoStage(docs_per_query=None, query_cost=2.0, control_variate=True)
+    >>> unregister_method("two_stage_overhead")
+    """
+
+    name = "two_stage"
+    nested = True
+    docs_per_query: float | None
+    query_cost: float
+
+    def __init__(self, *, docs_per_query: float | None = None, query_cost: float = 0.0,
+                 control_variate: bool = True):
+        if docs_per_query is not None and (isinstance(docs_per_query, bool) or not isinstance(
+                docs_per_query, numbers.Real) or not np.isfinite(docs_per_query) or docs_per_query <= 0):
+            raise ValueError(f"`docs_per_query` must be a positive number; got {docs_per_query!r}.")
+        if isinstance(query_cost, bool) or not isinstance(query_cost, numbers.Real) or not np.isfinite(query_cost) \
+                or query_cost < 0:
+            raise ValueError(f"`query_cost` must be a finite number >= 0; got {query_cost!r}.")
+        if docs_per_query is None and query_cost == 0:
+            raise ValueError("a two-stage design needs `docs_per_query` or a `query_cost` > 0: without a "
+                             "per-query overhead the optimal allocation is single-stage document sampling.")
+        self.docs_per_query = None if docs_per_query is None else float(docs_per_query)
+        self.query_cost = float(query_cost)
+        self.control_variate = bool(control_variate)
+
+    def design_for(self, target, probs, costs, budget, *, judged, defensive):
+        c = np.asarray(costs, dtype=np.float64)
+        c0 = self.query_cost * float(c[target.matters].mean()) if target.matters.any() else 0.0
+        open_queries = np.unique(target.query[target.matters & ~judged]).size
+        full = self._full_census(target, c, budget, judged, overhead=c0 * open_queries)
+        if full is not None:
+            return full
+        d = two_stage_design(target, probs, costs=c, query_cost=c0, docs_per_query=self.docs_per_query,
+                             control_variate=self.control_variate, defensive=defensive)
+        # documents judged before are free at the second stage (their judgments are reused)
+        d = replace(d, costs=np.where(judged, 0.0, d.costs))
+        if budget < 2 * float(c0 + c[target.matters].min(initial=np.inf)):
+            raise ValueError(f"`budget`={budget:g} is too small for two first-stage draws.")
+        return _TwoStageRun(d, float(budget))
+
+    def draw_units(self, design, target, rng):
+        if isinstance(design, PoissonDesign):
+            return self._full_census_draw(design)
+        return self._from_plan(design, target, draw_two_stage(design.design, target, design.budget, rng))
+
+    def _cut(self, sample, target, budget):
+        plan = sample.plan
+        n = _within(plan.charged, budget)
+        keep = plan.unit_draw < n
+        sub = TwoStagePlan(plan.draw_query[:n], plan.unit_draw[keep], plan.unit[keep], plan.charged[:n],
+                           plan.new_unit[keep], float(budget))
+        return self._from_plan(replace(sample.design, budget=float(budget)), target, sub)
+
+    def _from_plan(self, design, target, plan):
+        d = design.design
+        n = plan.n_draws
+        if n < 2:
+            raise BudgetTooSmall(f"`budget`={design.budget:g} bought {n} first-stage draw: a variance needs at "
+                                 "least 2; raise the budget.")
+        units, ud = plan.unit, plan.unit_draw
+        q = d.q[target.query[units]]
+        pi = d.pi[units]
+        doc_cost = float(np.where(plan.new_unit, d.costs[units], 0.0).sum())
+        return DocumentSample(units, pi, 1.0 / (n * q * pi), np.zeros(units.size, dtype=bool), design, plan=plan,
+                              extra_cost=max(plan.cost_spent - doc_cost, 0.0),
+                              columns={"first_stage_draw": ud, "q": q},
+                              attrs={"n_first_stage_draws": int(n),
+                                     "first_stage_queries": plan.draw_query,
+                                     "expected_draw_cost": d.expected_draw_cost,
+                                     "predicted_between": d.predicted_between,
+                                     "predicted_within": d.predicted_within})
+
+    def estimate_units(self, target, sample, grades, probs):
+        if isinstance(sample.design, PoissonDesign):  # every unit that matters judged: exact
+            return horvitz_thompson(target, sample.design, target.rows[sample.units], grades)
+        plan = sample.plan
+        return two_stage_estimate(target, sample.design.design, plan.draw_query, plan.unit_draw,
+                                  target.rows[sample.units], grades)
+
+    def dof(self, sample):
+        return math.inf if sample.plan is None else float(sample.plan.n_draws - 1)
+
+    def __repr__(self) -> str:
+        return (f"TwoStage(docs_per_query={self.docs_per_query}, query_cost={self.query_cost}, "
+                f"control_variate={self.control_variate})")

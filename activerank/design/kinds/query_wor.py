@@ -52,10 +52,24 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..inference.estimators import Estimate, Estimator
-from ..inference.horvitz_thompson import _estimate, hajek_kernel
-from .without_replacement import WORSample, approximate_inclusion_probabilities, draw_without_replacement, \
-    draw_without_replacement_batch
+from ..._validation import sample_budget_iv
+from ...inference.estimators import Estimate
+from ...inference.horvitz_thompson import _estimate, hajek_kernel
+from .base import NO_LABELS, DesignFit, DesignKind, LabelRequest
+from ..without_replacement import (
+    WORSample,
+    approximate_inclusion_probabilities,
+    draw_without_replacement,
+    draw_without_replacement_batch,
+)
+from .query import (
+    census_fit,
+    clamp_cost,
+    draws_trace,
+    judged_count,
+    sampled_stratum,
+    value_columns,
+)
 
 __all__ = ["WORFit", "WithoutReplacementDesign"]
 
@@ -83,7 +97,7 @@ class WORFit:
     model_variance: np.ndarray | None
 
 
-class WithoutReplacementDesign(Estimator):
+class WithoutReplacementDesign(DesignKind):
     """Estimator plug-in of a query-level method that samples without replacement.
 
     Parameters
@@ -135,18 +149,125 @@ class WithoutReplacementDesign(Estimator):
         self.prior_coefficient = float(prior_coefficient)
         self.prior_dof = float(prior_dof)
 
-    def __call__(self, values, weights, *, predictions=None, pool_predictions=None, n_distinct=None):
-        raise TypeError(f"{self!r} estimates from a without-replacement sample (WithoutReplacementDesign.fit), "
-                        "not from i.i.d. weighted draws.")
+    # ------------------------------------------------------------------ the design-kind protocol
 
-    def prefix(self, values, weights, stops, *, predictions=None, pool_prediction=None, queries=None):
-        raise TypeError(f"{self!r} has no with-replacement prefix form: simulate it with "
-                        "activerank.design.without_replacement.draw_without_replacement_batch and "
-                        "activerank.inference.horvitz_thompson.hajek_kernel (as benchmarks/peers does).")
+    def check(self, method, metric, target_kind, *, predicted) -> None:
+        pass  # every metric, target and prediction
 
-    def draw(self, scores, costs, budget: float, rng) -> WORSample:
+    def check_ci(self, ci, design) -> None:
+        if ci == "bootstrap":
+            raise ValueError("`ci`='bootstrap' (a studentized bootstrap over the distinct sampled queries) resamples "
+                             f"with-replacement draws; method {design.method!r} takes one sample without replacement "
+                             "(its interval pools the Horvitz-Thompson variance with the model's): use ci='auto', "
+                             "'t' or 'normal'.")
+
+    def plan(self, design, budget, *, judged, rng=None):
+        """The scores (the method's ``q``), query costs and budget (None when every query is determined)."""
+        if not design.q.any():
+            return float(budget)
+        return sample_budget_iv(budget, design.costs.cost, design.q)
+
+    def draw(self, design, plan, rng) -> WORSample | None:
+        if not design.q.any():  # every query is determined: nothing to draw or judge
+            return None
+        return self.draw_sample(design.q, design.costs.cost, plan, rng)
+
+    def draw_sample(self, scores, costs, budget: float, rng) -> WORSample:
         """The budgeted sequential Poisson sample with ``scores`` (the method's ``q``)."""
         return draw_without_replacement(scores, costs, budget, rng)
+
+    def labels_needed(self, design, plan, sample, labels) -> LabelRequest:
+        if sample is None:
+            return NO_LABELS
+        x = sample.indices
+        rows = [design.documents(int(xi)) for xi in x.tolist()]
+        sizes = np.array([r.size for r in rows], dtype=np.int64)
+        if not sizes.sum():
+            return NO_LABELS
+        return LabelRequest.of(np.repeat(x, sizes), np.concatenate(rows), labels)
+
+    def predicted_variance(self, design, budget) -> float:
+        """``share^2 * sum_x p'(x)^2 (1 / pi(x) - 1) Var_theta[theta | x]`` with the planning inclusion
+        probabilities ``pi`` (``p'`` = ``p`` renormalized on the sampled stratum, ``share`` its mass)."""
+        stratum = sampled_stratum(design)
+        if stratum is None:
+            return 0.0
+        live, share, p_rest = stratum
+        pi = approximate_inclusion_probabilities(design.q, design.costs.cost, float(budget))
+        ok = live & (pi > 0)
+        return share**2 * float(np.sum(p_rest[ok] ** 2 * (1.0 / pi[ok] - 1.0) * design.prediction.variance[ok]))
+
+    def estimate(self, design, plan, sample, labels, *, held, ci="auto", ci_rng=None) -> DesignFit:
+        if sample is None:  # every query is determined: the census alone, exactly
+            return census_fit(design, labels, float(plan))
+        return self.fit_sample(design, sample, float(plan), labels, ci=ci)
+
+    def fit_sample(self, design, sample: WORSample, budget: float, labels, *, ci="auto") -> DesignFit:
+        """The estimate of a without-replacement ``sample`` whose queries are judged in ``labels``."""
+        d = design
+        costs = d.costs.cost
+        x, pi, charged = sample.indices, sample.pi, sample.cost
+        census = d.census
+        p_rest = d.p.copy()
+        p_rest[census] = 0.0
+        share = float(p_rest.sum())
+        p_norm = p_rest / share
+        if x.size < 2 and sample.threshold != np.inf:
+            raise ValueError(
+                f"the budget ({budget:g}) bought {x.size} quer{'y' if x.size == 1 else 'ies'} outside the exactly "
+                "known ones: no standard error can be computed from fewer than 2. Raise the budget "
+                "(pass judgments=err.judgments to reuse the labels already bought).")
+        target = d.target
+        judged = np.union1d(x, census)
+        pool_values = target.values(labels, judged, d.n_grades)  # full-pool arrays, filled on ``judged``
+        pool_outputs = target.outputs(pool_values)
+        system_values, outputs = pool_values[x], pool_outputs[x]
+        pred = d.prediction
+        model_var = self.model_variance(d.q, costs, budget, p_norm, pred.output_variance) if ci != "normal" \
+            else None
+        fit = self.fit(outputs, pred.mean[x], pi, p_norm[x], pred.pool_mean(p_norm), model_variance=model_var, ci=ci)
+        main = fit.estimate
+        if census.size:
+            exact = pool_outputs[census].T @ d.p[census]
+            main = Estimate(exact + share * main.estimate, share**2 * main.covariance, main.effective_sample_size,
+                            main.coefficient)
+        own = None
+        if target.kind != "mean" and target.changes is None:  # every document judged: each ranking's own value
+            # every ranking with the contrasts' (shared) coefficient, so the contrasts of the rankings' own
+            # estimates are the contrast estimates (estimate_a - estimate_b = difference)
+            coef = np.asarray(main.coefficient, dtype=np.float64)
+            beta = float(coef[0]) if coef.size and np.all(coef == coef[0]) else None
+            own = self._own(ci, system_values, pred.system_mean, x, pi, p_norm, beta)
+            if census.size:
+                own = Estimate(pool_values[census].T @ d.p[census] + share * own.estimate,
+                               share**2 * own.covariance, own.effective_sample_size)
+        elif target.kind == "mean":
+            own = main
+        complete = sample.threshold == np.inf and bool(np.all(np.isin(np.flatnonzero(p_rest > 0), x)))
+        if target.changes is not None:  # only documents that can change a contrast were judged
+            system_values = np.full_like(system_values, np.nan)
+        trace = draws_trace(d, x, d.q[x], d.p[x] / pi, np.ones(x.size, dtype=bool), charged,
+                            value_columns(target, system_values, outputs))
+        trace.insert(trace.columns.get_loc("q") + 1, "pi", pi)
+        trace.attrs.update(design="budgeted sequential Poisson sampling without replacement (scores = q)",
+                           threshold=float(sample.threshold), coefficient=np.asarray(main.coefficient).tolist(),
+                           sample_variance=(share**2 * fit.sample_variance).tolist())
+        if fit.model_variance is not None:
+            trace.attrs["model_variance"] = (share**2 * fit.model_variance).tolist()
+        # Horvitz-Thompson designs: Student-t on the sample's degrees of freedom (ci="normal": z)
+        return DesignFit(main, own, fit.dof, int(x.size), judged_count(d, judged),
+                         clamp_cost(float(charged.sum()), float(budget)), float(budget), complete, trace,
+                         ci="normal" if math.isinf(fit.dof) else "t")
+
+    def _own(self, ci, system_values, system_mean, x, pi, p_norm, beta) -> Estimate:
+        """Every ranking's own mean: GREG on the model's per-system predictions with coefficient ``beta``
+        (tuned per ranking when None), Hájek without predictions."""
+        if system_mean is None:
+            zeros = np.zeros_like(system_values)
+            return self.fit(system_values, zeros, pi, p_norm[x], np.zeros(system_values.shape[1]), ci=ci,
+                            coefficient=0.0).estimate
+        return self.fit(system_values, system_mean[x], pi, p_norm[x], system_mean.T @ p_norm, ci=ci,
+                        coefficient=beta, fitted=beta is not None and self.coefficient is None).estimate
 
     def model_variance(self, scores, costs, budget: float, p, output_variance) -> np.ndarray | None:
         """``sum p_i^2 (1/pi_i - 1) Var_theta[L_j | x_i]`` per output ``j`` with planning ``pi``

@@ -34,19 +34,22 @@ self-tuning bias.  Measured coverage and bias: ``docs/intervals.md``.
 
 from __future__ import annotations
 
-import copy
 import warnings
 from dataclasses import dataclass
 
 import numpy as np
 
-from ..inference.crossfit import crossfit_terms, expected_distinct, model_assisted_crossfit
-from ..inference.estimators import Estimate, ModelAssisted, SelfNormalized
-from ..inference.small_sample import (
+from ....inference.crossfit import (
+    crossfit_terms,
+    expected_distinct,
+    model_assisted_crossfit,
+)
+from ....inference.estimators import Estimate, ModelAssisted, SelfNormalized
+from ....inference.small_sample import (
     DEFAULT_N_BOOT,
     MIN_RELIABLE_DISTINCT_NO_PRIOR,
-    FewDistinctQueriesWarning,
     BootstrapPivots,
+    FewDistinctQueriesWarning,
     _kish_dof,
     _ratio_moments,
     bootstrap_pivots,
@@ -55,12 +58,7 @@ from ..inference.small_sample import (
     predicted_variance,
 )
 
-__all__ = ["SmallSample", "bootstrap_generator", "check_ci", "small_sample_estimates"]
-
-#: ``SeedSequence`` spawn key of the bootstrap's generator (any fixed value: it only has to differ from the
-#: draws' stream).
-_BOOTSTRAP_KEY = 0xB007
-
+__all__ = ["SmallSample", "small_sample_estimates"]
 
 @dataclass(frozen=True, eq=False)
 class SmallSample:
@@ -71,47 +69,6 @@ class SmallSample:
     dof: float
     ci: str
     bootstrap: BootstrapPivots | None = None
-
-
-def bootstrap_generator(rng) -> np.random.Generator:
-    """An independent generator for the bootstrap, derived from the run's ``rng`` without touching it.
-
-    Its seed is the next 256 bits the run's generator *would* produce, read from a copy and hashed by a
-    :class:`numpy.random.SeedSequence` with a fixed spawn key: the run's draws (and the caller's generator)
-    are unchanged, a seeded run resamples identically every time, and the bootstrap stream is statistically
-    independent of the draws'.  ``None`` (no generator): fresh OS entropy.
-    """
-    if not isinstance(rng, np.random.Generator):
-        return np.random.default_rng()
-    words = copy.deepcopy(rng.bit_generator).random_raw(4)
-    return np.random.default_rng(np.random.SeedSequence([int(v) for v in words], spawn_key=(_BOOTSTRAP_KEY,)))
-
-
-def check_ci(ci: str, design, schedule) -> None:
-    """Refuse, before any labeling, an interval the run cannot give (``ci="bootstrap"`` outside one
-    query-level contrast of a fixed-budget or adaptive run)."""
-    if ci != "bootstrap":
-        return
-    what = "`ci`='bootstrap' (a studentized bootstrap over the distinct sampled queries)"
-    if getattr(schedule, "name", "") == "sequential":
-        raise ValueError(f"{what} does not apply to a target-precision run, whose interval is an anytime-valid "
-                         "confidence sequence; leave `ci` at its default.")
-    if design.method_spec.unit != "query":
-        unit = "single documents" if design.method_spec.unit == "document" else \
-            "queries and judges a random-length sequence of documents in each"
-        raise ValueError(f"{what} needs a query-level design; method {design.method!r} samples {unit} "
-                         "(its interval comes from the Horvitz-Thompson variance): use ci='auto', 't' or 'normal'.")
-    if not getattr(design.method_spec, "replacement", True):
-        raise ValueError(f"{what} resamples with-replacement draws; method {design.method!r} takes one sample "
-                         "without replacement (its interval pools the Horvitz-Thompson variance with the model's): "
-                         "use ci='auto', 't' or 'normal'.")
-    if design.target.kind not in ("mean", "difference"):
-        raise ValueError(f"{what} gives one asymmetric interval for one ranker or one difference (estimate, "
-                         "compare, estimate_adaptive); compare_many and rank_systems report joint intervals of "
-                         "several contrasts: use ci='auto', 't', 't_draws' or 'normal'.")
-    if not isinstance(design.method_spec.estimator, (SelfNormalized, ModelAssisted)):
-        raise ValueError(f"{what} needs the cluster form of the method's estimator; method {design.method!r} "
-                         f"registers {design.method_spec.estimator!r}, which has none: use ci='normal'.")
 
 
 def _sampling_q(d, p_norm):
@@ -150,13 +107,13 @@ def _with_se(cov: np.ndarray, se: np.ndarray) -> np.ndarray:
     return out
 
 
-def _crossfit(d, draws, xs, w, outputs, p_norm, ci):
+def _crossfit(d, budget, xs, w, outputs, p_norm, ci):
     """Cross-fitted model-assisted estimate of every output, its covariance, and (``ci="bootstrap"``)
     output 0's cluster terms: numerator, denominator, counts, mask."""
     pred = d.prediction
     pool_pred = pred.pool_mean(p_norm)
     q = _sampling_q(d, p_norm)
-    ed = expected_distinct(q, d.costs.cost, draws.budget)
+    ed = expected_distinct(q, d.costs.cost, budget)
     var = pred.output_variance
     kind = "t_draws" if ci == "t_draws" else "t"
     est, se, beta = [], [], []
@@ -200,18 +157,20 @@ def _pivots(terms, se: float, rng, n_boot=DEFAULT_N_BOOT) -> BootstrapPivots:
     return BootstrapPivots(piv[0])
 
 
-def small_sample_estimates(d, draws, xs, w, outputs, system_values, main: Estimate, own: Estimate, p_norm, *,
+def small_sample_estimates(d, budget, xs, w, outputs, system_values, main: Estimate, own: Estimate, p_norm, *,
                            ci: str = "t", rng=None) -> SmallSample:
     """``main`` and ``own`` with the small-sample covariances of ``ci`` (and, for model-assisted methods,
     cross-fitted estimates) over the sampled draws ``xs`` with weights ``w``.
 
     Parameters
     ----------
+    budget : float
+        The run's budget (the expected number of distinct queries of the cross-fit).
     ci : {"t", "t_draws", "bootstrap"}
         ``"bootstrap"``: the cluster covariance without the model's prior, plus the bootstrap distribution
         of output 0.
     rng : numpy.random.Generator, optional
-        The bootstrap's generator (:func:`bootstrap_generator`).
+        The bootstrap's generator (:func:`activerank.engine.core.bootstrap_generator`).
     p_norm : ndarray
         The target distribution over the sampled stratum (sums to 1).
 
@@ -221,13 +180,13 @@ def small_sample_estimates(d, draws, xs, w, outputs, system_values, main: Estima
         ``ci="normal"`` and ``dof = inf`` for a registered estimator the engine does not know: it keeps its
         own covariance and normal intervals.
     """
-    estimator = d.method_spec.estimator
+    estimator = d.method_spec.kind.estimator
     per_draw = ci == "t_draws"
     # the bootstrap studentizes with the sample's own cluster SE
     prior_info = None if ci == "bootstrap" else _prior_variances(d, p_norm)
     terms = None
     if isinstance(estimator, ModelAssisted) and estimator.tuned:
-        est, cov, beta, terms = _crossfit(d, draws, xs, w, outputs, p_norm, ci)
+        est, cov, beta, terms = _crossfit(d, budget, xs, w, outputs, p_norm, ci)
         main = Estimate(est, cov, main.effective_sample_size, beta)
     elif isinstance(estimator, ModelAssisted):
         # the difference estimator (coefficient 1): SNIS of v - m, shifted by the pool prediction

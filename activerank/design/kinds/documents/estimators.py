@@ -66,14 +66,13 @@ from statistics import NormalDist
 
 import numpy as np
 
-from ..design.documents import DocumentTarget, PoissonDesign
+from .sampling import PoissonDesign
+from .target import DocumentTarget
 
 __all__ = [
     "DocumentEstimate",
     "horvitz_thompson",
     "hansen_hurwitz",
-    "two_stage_estimate",
-    "two_stage_variance",
     "ratio_estimate",
     "census_snis",
     "poisson_variance",
@@ -117,15 +116,6 @@ class DocumentEstimate:
 
 
 # --------------------------------------------------------------------------- kernels (batch capable)
-
-
-def __getattr__(name):
-    # the estimator plug-in of doc_dyn / doc_stat moved next to the other document-level designs
-    if name == "DocumentHorvitzThompson":
-        from ..design.document_methods import DocumentHorvitzThompson
-
-        return DocumentHorvitzThompson
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _outer_sum(mask, values, weights):
@@ -298,7 +288,7 @@ def horvitz_thompson(target: DocumentTarget, design: PoissonDesign, rows, grades
 
     Examples
     --------
-    >>> from activerank.design.documents import document_target, PoissonDesign
+    >>> from activerank.design.kinds.documents import document_target, PoissonDesign
     >>> t = document_target([[[0, 1]]], n_docs=2, discounts=[1.0, 0.5], gains=[0.0, 1.0])
     >>> d = PoissonDesign(pi=np.array([1.0, 0.5]), costs=np.ones(2), budget=1.5, kind="poisson")
     >>> r = horvitz_thompson(t, d, [0, 1], [1, 1])
@@ -387,107 +377,6 @@ def hansen_hurwitz(target: DocumentTarget, Q, rows, grades, *, probs=None, censu
     cov = np.atleast_2d(np.cov(z.T, ddof=1)) / n
     return DocumentEstimate(est, cov, int(np.unique(idx).size + census.sum()),
                             "hh_cv" if probs is not None else "hh")
-
-
-def two_stage_variance(target: DocumentTarget, design, u) -> tuple[float, float]:
-    """Exact per-draw variance components ``(between, within)`` given all utilities ``u``.
-
-    ``Var(T_hat) = (between + within) / n`` for ``n`` draws, summed over the
-    targets (the trace of the covariance).  See the module docstring and
-    ``docs/two_stage.md``.
-
-    Parameters
-    ----------
-    target : DocumentTarget
-    design : TwoStageDesign
-    u : array-like of shape (n_units,)
-
-    Returns
-    -------
-    between, within : float
-
-    References
-    ----------
-    .. [1] W. G. Cochran. *Sampling Techniques*, 3rd ed. Wiley, 1977.
-    .. [2] C.-E. Särndal, B. Swensson, J. Wretman. *Model Assisted Survey
-       Sampling.* Springer, 1992.
-    """
-    u = np.asarray(u, dtype=np.float64)
-    e = u - design.model_means
-    W = target.weights
-    Yx = target.query_totals(e)  # Y_x - M_x
-    live = design.q > 0
-    nrm2 = np.einsum("ij,ij->i", W, W)
-    if np.any(~live & np.any(Yx != 0, axis=1)):
-        raise ValueError("a query with a nonzero contribution has q = 0; the design is biased.")
-    T_M = Yx.sum(axis=0)
-    between = float(np.sum(np.einsum("ij,ij->i", Yx[live], Yx[live]) / design.q[live]) - T_M @ T_M)
-    safe = np.where(design.pi > 0, design.pi, 1.0)
-    Vz = (1.0 / safe - 1.0) * nrm2 * e * e
-    Vx = np.bincount(target.query, Vz, minlength=target.n_queries)
-    within = float(np.sum(Vx[live] / design.q[live]))
-    return between, within
-
-
-def _two_stage_terms(target, design, draw_query, unit_draw, unit_idx, e):
-    """Per-draw terms ``z_d - M`` (shape (n_draws, n_targets))."""
-    n_d = draw_query.size
-    contrib = target.weights[unit_idx] * (e / design.pi[unit_idx])[:, None]
-    z = np.zeros((n_d, target.n_targets))
-    for j in range(target.n_targets):
-        z[:, j] = np.bincount(unit_draw, contrib[:, j], minlength=n_d)
-    return z / design.q[draw_query][:, None]
-
-
-def two_stage_estimate(target: DocumentTarget, design, draw_query, unit_draw, rows, grades) -> DocumentEstimate:
-    """Two-stage estimate: draws of queries from ``q``, Poisson subsamples of documents per draw.
-
-    Parameters
-    ----------
-    target : DocumentTarget
-    design : TwoStageDesign
-        From :func:`activerank.design.two_stage.two_stage_design`.
-    draw_query : array-like of int, shape (n_draws,)
-        Pool query index of every first-stage draw.
-    unit_draw : array-like of int, shape (n_judged,)
-        For every sampled (draw, document) pair, the draw it belongs to.
-    rows, grades : array-like of int, shape (n_judged,)
-        Document row and grade of every sampled pair (a document sampled in
-        two draws appears twice, with its one judgment).
-
-    Returns
-    -------
-    DocumentEstimate
-        ``mean z_d`` with covariance ``s_z^2 / n`` (unbiased under
-        with-replacement first-stage draws).
-
-    References
-    ----------
-    .. [1] C.-E. Särndal, B. Swensson, J. Wretman. *Model Assisted Survey
-       Sampling.* Springer, 1992.
-    """
-    dq = np.asarray(draw_query, dtype=np.int64).reshape(-1)
-    ud = np.asarray(unit_draw, dtype=np.int64).reshape(-1)
-    if dq.size < 2:
-        raise ValueError(f"need at least 2 first-stage draws; got {dq.size}.")
-    if dq.min() < 0 or dq.max() >= target.n_queries:
-        raise ValueError(f"`draw_query` must hold query indices in [0, {target.n_queries}).")
-    if np.any(design.q[dq] <= 0):
-        raise ValueError(f"query {dq[np.flatnonzero(design.q[dq] <= 0)[0]]} was drawn but has q = 0.")
-    idx, u = _sample_iv(target, rows, grades, allow_repeats=True)
-    if ud.size != idx.size or (ud.size and (ud.min() < 0 or ud.max() >= dq.size)):
-        raise ValueError("`unit_draw` must give, for every judged row, the index of its draw.")
-    wrong = np.flatnonzero(target.query[idx] != dq[ud])
-    if wrong.size:
-        i = wrong[0]
-        raise ValueError(f"judged row {target.rows[idx[i]]} belongs to query {target.query[idx[i]]}, "
-                         f"not to the query {dq[ud[i]]} of its draw {ud[i]}.")
-    _support_iv(target, np.where(design.q[target.query] > 0, design.pi, 0.0), "q * pi")
-    z = _two_stage_terms(target, design, dq, ud, idx, u - design.model_means[idx])
-    n = dq.size
-    est = z.mean(axis=0) + design.model_total
-    cov = np.atleast_2d(np.cov(z.T, ddof=1)) / n
-    return DocumentEstimate(est, cov, int(np.unique(idx).size), "two_stage")
 
 
 def _within_query_kernel(W, u, Qx, draws):

@@ -2,8 +2,8 @@
 
 Imported only when the numba backend is selected
 (:func:`activerank.metrics.moments.kernel_backend`), never at ``import activerank``.
-The NumPy path (:func:`activerank.design.prefix.judging_paths` and the ``tau``
-grid of :func:`activerank.design.prefix.plan_prefix`) processes all paths as
+The NumPy path (:func:`activerank.design.kinds.prefix.judging_paths` and the ``tau``
+grid of :func:`activerank.design.kinds.prefix.plan_prefix`) processes all paths as
 arrays and recomputes every document's gradient from padded
 ``(paths, systems, k)`` blocks at every step, then makes 24 passes over
 ``(paths, steps)`` arrays for the grid; it allocates a dozen temporaries per step.
@@ -84,7 +84,7 @@ def _walk(rho, pos, todo, sd, f, discount, contrast, adaptive, docs, grads, scor
 
 @njit(cache=True, nogil=True)
 def judging_paths(queries, rho_sys, pos, mask, sd, f, discount, contrast, adaptive):
-    """Numba twin of :func:`activerank.design.prefix.judging_paths` (same arguments, unpacked layout)."""
+    """Numba twin of :func:`activerank.design.kinds.prefix.judging_paths` (same arguments, unpacked layout)."""
     B = queries.size
     J = pos.shape[1]
     s, k = rho_sys.shape[1], rho_sys.shape[2]
@@ -111,7 +111,7 @@ def judging_paths(queries, rho_sys, pos, mask, sd, f, discount, contrast, adapti
 @njit(cache=True, nogil=True)
 def planning_sums(queries, n_sims, rho_sys, pos, mask, cost, rho, sd, f, discount, contrast, adaptive, grid,
                   within_defensive):
-    """The planning averages of :func:`activerank.design.prefix.plan_prefix` for one chunk of queries.
+    """The planning averages of :func:`activerank.design.kinds.prefix.plan_prefix` for one chunk of queries.
 
     Parameters
     ----------

@@ -1,0 +1,447 @@
+"""Judge a random-depth prefix of every sampled query: two-stage sampling for cascade metrics (ERR, RR).
+
+A cascade metric ``L = sum_i c(i) R(y_i) prod_{j<i} (1 - R(y_j))`` is not a sum
+over documents, so the document-level designs (:mod:`activerank.design.documents`)
+do not apply; but it is *multilinear* in the per-document values ``R(y_d)``.
+Under the relevance model (labels independent given ``x``), the expected value
+given the labels of some documents is therefore the metric evaluated with
+``R(y_d)`` for the judged documents and ``rho_d = E[R(y_d) | x, d]`` for the
+others.  Judge the query's documents (the union of the compared top-``k``
+lists; with ``judge="changeable"`` only those that can change a contrast) one
+by one in a *predictable* order -- by default, next the document with the
+largest ``sd(R(y_d)) ||g_d||`` given the labels seen (:class:`JudgingWalk`;
+``order="rank"``: best rank first) -- and let ``G_j`` be that conditional
+expectation after ``j`` judgments: ``G_0 = m(x)`` is the model's prediction,
+``G_J = L`` the true value, and the increments are exact,
+
+``D_j = G_j - G_{j-1} = (R(y_j) - rho_j) g_j``,
+
+with ``g_j`` the gradient of the target's contrasts with respect to document
+``j``'s value at the state before it is judged (it depends on earlier labels
+only).  Stop after document ``j`` with a probability that may depend on the
+labels seen: with ``U ~ Uniform(0, 1)`` drawn once per query and a
+non-increasing sequence ``P_j`` computed from the labels before step ``j``,
+the ``j``-th document is judged iff ``U <= P_j``, so ``P(judged | labels) = P_j`` and
+
+``e(x) = sum_{j judged} D_j / P_j``
+
+is an unbiased estimate of ``L(x) - m(x)`` whatever the model.  Here
+``P_j = min(1, min_{l <= j} max(a_l, f_x) / tau_x)`` with the model's
+standard deviation of the increment ``a_l = sd(R(y_l)) ||g_l||`` (deep
+documents and documents below a likely relevant one matter little) and a
+defensive floor ``f_x``.  Queries are a Poisson sample with probabilities
+``pi_x``; the estimate is
+
+``T_hat = sum_pool p m + sum_S p (e / pi)``,
+
+with the unbiased variance estimate ``sum_S p^2 [(1 - pi)/pi^2 e e' +
+V_hat_x / pi]`` (pooled with the model's predicted variance as ``PRIOR_DOF``
+pseudo observations, :func:`pooled_covariance`), where ``V_hat_x = sum_{j, l judged} D_j D_l'
+(1/P_{min(j,l)} - 1) / P_{max(j,l)}`` estimates the within-query variance
+``sum_{j,l} D_j D_l' (1/P_{min(j,l)} - 1)`` (two judgments ``j < l`` happen
+together iff ``U <= P_l``).
+
+The design (:func:`plan_prefix`) chooses ``tau_x`` and ``pi_x`` together:
+for a price ``mu`` of one unit of expected cost, every query takes the
+``tau`` (from a grid, ``tau = 0`` meaning "judge everything") and ``pi``
+minimizing ``p^2 (V + W(tau)) / pi - p^2 V + mu pi C(tau)``, where ``V`` is
+the model's variance of the query's contrasts, ``W(tau)`` the added
+within-query variance and ``C(tau)`` the expected cost of the judged prefix
+(both by Monte Carlo under the model; the Monte Carlo only shapes the
+design, the estimate stays unbiased); ``mu`` is set so that the expected
+cost equals the budget.  Spending the budget in expectation is what the
+Poisson document designs do too (:mod:`activerank.engine.documents`).
+
+References
+----------
+.. [1] O. Chapelle, D. Metzler, Y. Zhang, P. Grinspan. "Expected reciprocal
+   rank for graded relevance." CIKM 2009 (the cascade metric).
+.. [2] C.-E. Särndal, B. Swensson, J. Wretman. *Model Assisted Survey
+   Sampling.* Springer, 1992, Sec. 4.3 (two-stage designs, their variance
+   and its unbiased estimator).
+.. [3] G. V. Cormack, M. R. Grossman. "Unbiased low-variance estimators for
+   precision and related information retrieval effectiveness measures."
+   SIGIR 2019 (the model's expectation plus importance-weighted residuals).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ....metrics._blas import single_blas_thread
+from ....metrics.moments import kernel_backend
+from ....ragged import Rankings
+
+__all__ = ["JudgingWalk", "PrefixLayout", "Walk", "judging_paths", "prefix_layout", "stop_probabilities", "stop_scale",
+           "walk_sample"]
+
+
+@dataclass(frozen=True, eq=False)
+class PrefixLayout:
+    """Every query's documents in judging order (padded), and where they sit in each ranking.
+
+    Attributes
+    ----------
+    rows : ndarray of shape (n_queries, J), int64
+        Global document rows in judging order; ``-1`` pads.
+    mask : ndarray of shape (n_queries, J), bool
+        Real entries.
+    pos : ndarray of shape (n_queries, J, n_systems), int64
+        0-based rank of the document in every system's top ``k`` (``-1``: absent).
+    system_rows : ndarray of shape (n_queries, n_systems, k), int64
+        Every system's top ``k`` (``-1`` pads).
+    cost : ndarray of shape (n_queries, J)
+        Cost of a new judgment in the budget's unit (0 for padding and documents judged already).
+    values : ndarray of shape (n_grades,)
+        The metric's ``R(y)`` per grade.
+    discount : ndarray of shape (k,)
+        ``c(i)`` per 0-based rank.
+    contrast : ndarray of shape (n_outputs, n_systems)
+    """
+
+    rows: np.ndarray
+    mask: np.ndarray
+    pos: np.ndarray
+    system_rows: np.ndarray
+    cost: np.ndarray
+    values: np.ndarray
+    discount: np.ndarray
+    contrast: np.ndarray
+
+    @property
+    def n_queries(self) -> int:
+        return self.rows.shape[0]
+
+    def system_values(self, probs) -> np.ndarray:
+        """``rho = E[R(y)]`` at every system rank, shape (n_queries, n_systems, k) (0 on padding)."""
+        rho = probs @ self.values
+        r = self.system_rows
+        return np.where(r >= 0, rho[np.maximum(r, 0)], 0.0)
+
+    def document_values(self, probs, queries=None):
+        """``(rho, sd)``: mean and standard deviation of ``R(y)`` under the model for every document of
+        ``queries`` (default all) in layout order, shape (len(queries), J) each (padding: row 0's)."""
+        rows = np.maximum(self.rows if queries is None else self.rows[queries], 0)
+        rho = probs[rows] @ self.values
+        return rho, np.sqrt(np.maximum(probs[rows] @ self.values**2 - rho**2, 0.0))
+
+
+def _padded(r: Rankings, k: int) -> np.ndarray:
+    lens = np.minimum(np.diff(r.offsets), k)
+    j = np.arange(k)
+    m = j[None, :] < lens[:, None]
+    out = np.full((r.n_queries, k), -1, dtype=np.int64)
+    out[m] = r.items[(r.offsets[:-1, None] + j[None, :])[m]]
+    return out
+
+
+def prefix_layout(rankings, contrast, metric, n_grades: int, n_docs: int, query_costs, document_costs, *,
+                  keep: Rankings | None = None, judged=None) -> PrefixLayout:
+    """The judging order of every query: its documents by best rank over the systems, ties by system order.
+
+    Parameters
+    ----------
+    rankings : sequence of Rankings
+        The compared rankings, truncated at the metric's cutoff.
+    contrast : ndarray of shape (n_outputs, n_systems)
+    metric : Metric
+        A cascade metric (its ``R(y)`` and ``c(i)``).
+    n_grades, n_docs : int
+    query_costs : ndarray of shape (n_queries,)
+        Cost of judging every document of the query to judge, in the budget's unit.
+    document_costs : ndarray of shape (n_docs,)
+        Raw per-document costs: a query's cost is split over its documents in proportion.
+    keep : Rankings, optional
+        Per query, the only rows to judge (the changeable ones; the others cancel in every contrast).
+    judged : ndarray of shape (n_docs,), bool, optional
+        Documents judged already (free).
+    """
+    systems = list(rankings)
+    N, s = systems[0].n_queries, len(systems)
+    k = int(metric.k) if metric.k is not None else max(int(np.diff(r.offsets).max(initial=0)) for r in systems)
+    k = max(k, 1)
+    srows = np.stack([_padded(r, k) for r in systems], axis=1)  # (N, s, k)
+    rank = np.broadcast_to(np.arange(k)[None, None, :], srows.shape)
+    sys_ = np.broadcast_to(np.arange(s)[None, :, None], srows.shape)
+    qx = np.broadcast_to(np.arange(N)[:, None, None], srows.shape)
+    ok = srows >= 0
+    x, row, rk, sy = qx[ok], srows[ok], rank[ok], sys_[ok]
+    if keep is not None:
+        kq = np.repeat(np.arange(N), np.diff(keep.offsets))
+        keys = np.asarray(keep.items, dtype=np.int64) + kq * np.int64(n_docs)
+        inside = np.isin(x.astype(np.int64) * n_docs + row, keys)
+        x, row, rk, sy = x[inside], row[inside], rk[inside], sy[inside]
+    order = np.lexsort((sy, rk, x))
+    x, row, rk = x[order], row[order], rk[order]
+    _, first = np.unique(x.astype(np.int64) * n_docs + row, return_index=True)
+    first = np.sort(first)  # first appearance in (query, rank, system) order
+    x, row = x[first], row[first]
+    counts = np.bincount(x, minlength=N)
+    J = max(int(counts.max(initial=0)), 1)
+    start = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    col = np.arange(x.size) - start[x]
+    rows = np.full((N, J), -1, dtype=np.int64)
+    rows[x, col] = row
+    mask = rows >= 0
+    pos = np.full((N, J, s), -1, dtype=np.int64)
+    for si in range(s):
+        hit = (rows[:, :, None] == srows[:, si, None, :]) & mask[:, :, None]
+        pos[:, :, si] = np.where(hit.any(-1), hit.argmax(-1), -1)
+    raw = np.where(mask, np.asarray(document_costs, dtype=np.float64)[np.maximum(rows, 0)], 0.0)
+    tot = raw.sum(1, keepdims=True)
+    share = np.divide(raw, tot, out=np.where(mask, 1.0 / np.maximum(counts[:, None], 1), 0.0), where=tot > 0)
+    cost = np.asarray(query_costs, dtype=np.float64)[:, None] * share
+    if judged is not None:
+        cost = np.where(mask & np.asarray(judged)[np.maximum(rows, 0)], 0.0, cost)
+    return PrefixLayout(rows, mask, pos, srows, cost, metric.grade_values(n_grades),
+                        np.asarray(metric.discounts(k), dtype=np.float64), np.asarray(contrast, dtype=np.float64))
+
+
+def _system_gradients(rho: np.ndarray, discount: np.ndarray) -> np.ndarray:
+    """``dL_s / d rho'`` at every rank of every system, state ``rho`` (B, n_systems, k)."""
+    one = 1.0 - rho
+    S = np.ones_like(rho)
+    S[..., 1:] = np.cumprod(one[..., :-1], axis=-1)
+    k = rho.shape[-1]
+    T = np.zeros_like(rho)
+    for r in range(k - 2, -1, -1):  # the tail below rank r, with its own survival products
+        T[..., r] = discount[r + 1] * rho[..., r + 1] + one[..., r + 1] * T[..., r + 1]
+    return S * (discount[:k] - T)
+
+
+def _document_gradients(rho: np.ndarray, discount: np.ndarray, pos: np.ndarray, contrast: np.ndarray) -> np.ndarray:
+    """Gradient of the contrasts w.r.t. every document of the layout (``pos`` (B, J, s)): (B, J, t)."""
+    g = _system_gradients(rho, discount)
+    B, s, k = g.shape
+    flat = np.where(pos >= 0, pos + np.arange(s) * k, s * k)  # (B, J, s) into [g | 0]
+    gz = np.concatenate([g.reshape(B, s * k), np.zeros((B, 1))], axis=1)
+    at = np.take_along_axis(gz, flat.reshape(B, -1), axis=1).reshape(pos.shape)
+    # summed system by system (not BLAS): the same rounding as the numba twin, so exact ties of the
+    # adaptive order break the same way on both backends
+    out = at[..., 0, None] * contrast[:, 0]
+    for si in range(1, s):
+        out = out + at[..., si, None] * contrast[:, si]
+    return out
+
+
+def _norm(G: np.ndarray) -> np.ndarray:
+    """``||g||`` over the last axis, summed output by output (the numba twin's order)."""
+    sq = G[..., 0] ** 2
+    for o in range(1, G.shape[-1]):
+        sq = sq + G[..., o] ** 2
+    return np.sqrt(sq)
+
+
+def _reveal(rho: np.ndarray, pos: np.ndarray, value: np.ndarray) -> None:
+    b, si = np.nonzero(pos >= 0)
+    rho[b, si, pos[b, si]] = value[b]
+
+
+class JudgingWalk:
+    """The judging sequence of ``B`` paths (one per sampled query or simulated label vector).
+
+    ``order="adaptive"``: the next document is the not yet judged one with the
+    largest score ``sd(R(y_d)) ||g_d||`` at the current state (ties to the
+    earlier layout position); ``order="rank"``: layout order (best rank first).
+    Either order is predictable (it depends on earlier labels only), which is
+    all the estimator needs (module docstring).
+    """
+
+    def __init__(self, layout: PrefixLayout, queries, rho_sys, sd, *, order: str = "adaptive"):
+        self.layout = layout
+        self.rho = rho_sys[queries].copy()
+        self.pos = layout.pos[queries]
+        self.todo = layout.mask[queries].copy()
+        self.sd = sd
+        self.adaptive = order == "adaptive"
+        self._b = np.arange(len(queries))
+
+    def next(self):
+        """``(j, g, score)``: every path's next document (``-1`` when none is left), its gradient (B, t) and
+        its score (B,)."""
+        B = self._b.size
+        j = np.full(B, -1, dtype=np.int64)
+        g = np.zeros((B, self.layout.contrast.shape[0]))
+        score = np.zeros(B)
+        act = np.flatnonzero(self.todo.any(1))  # paths with documents left (the others are done)
+        if act.size == 0:
+            return j, g, score
+        G = _document_gradients(self.rho[act], self.layout.discount, self.pos[act], self.layout.contrast)
+        a = self.sd[act] * _norm(G)
+        todo = self.todo[act]
+        ja = np.where(todo, a, -1.0).argmax(1) if self.adaptive else todo.argmax(1)  # rank: first left
+        r = np.arange(act.size)
+        j[act], g[act], score[act] = ja, G[r, ja], a[r, ja]
+        return j, g, score
+
+    def reveal(self, j, value) -> None:
+        """Set the judged documents ``j`` (``-1``: none) to their values ``R(y)``, shape (B,)."""
+        ok = j >= 0
+        jj = np.maximum(j, 0)
+        _reveal(self.rho, np.where(ok[:, None], self.pos[self._b, jj], -1), value)
+        self.todo[self._b[ok], jj[ok]] = False
+
+
+def _compiled(n_entries: int):
+    """The numba twins (:mod:`activerank.design.kinds.prefix._numba`) when the kernel backend is numba, else None.
+
+    Same rule as the moment kernels (:func:`~activerank.metrics.moments.kernel_backend`): ``auto`` takes
+    them for ``n_entries`` (paths x documents) of at least ``2**15`` when numba imports.
+    """
+    if kernel_backend(None, n_entries) != "numba":
+        return None
+    from . import _numba as _prefix_numba
+
+    return _prefix_numba
+
+
+@single_blas_thread
+def judging_paths(layout: PrefixLayout, queries, rho_sys, sd, grade_values, *, order: str = "adaptive"):
+    """The full judging sequence of ``B`` label vectors.
+
+    Parameters
+    ----------
+    layout : PrefixLayout
+    queries : ndarray of shape (B,)
+        The query of every path.
+    rho_sys : ndarray of shape (n_queries, n_systems, k)
+        The model's ``rho`` at every system rank (:meth:`PrefixLayout.system_values`).
+    sd : ndarray of shape (B, J)
+        The model's standard deviation of ``R(y)`` of every document (layout order).
+    grade_values : ndarray of shape (B, J)
+        ``R(y)`` of the path's labels, layout order (anything on padding).
+    order : {"adaptive", "rank"}
+
+    Returns
+    -------
+    docs : ndarray of shape (B, J), int
+        Layout position judged at every step (``-1`` after the last).
+    gradients : ndarray of shape (B, J, n_outputs)
+        ``g`` at every step.
+    scores : ndarray of shape (B, J)
+        The stopping score at every step (``inf`` after the last).
+    """
+    B, J = len(queries), layout.rows.shape[1]
+    fast = _compiled(B * J)
+    if fast is not None:
+        return fast.judging_paths(np.asarray(queries, dtype=np.int64), np.ascontiguousarray(rho_sys, dtype=np.float64),
+                                  layout.pos, layout.mask, np.ascontiguousarray(sd, dtype=np.float64),
+                                  np.ascontiguousarray(grade_values, dtype=np.float64), layout.discount,
+                                  np.ascontiguousarray(layout.contrast), order == "adaptive")
+    walk = JudgingWalk(layout, queries, rho_sys, sd, order=order)
+    docs = np.full((B, J), -1, dtype=np.int64)
+    grads = np.zeros((B, J, layout.contrast.shape[0]))
+    scores = np.full((B, J), np.inf)
+    b = np.arange(B)
+    for step in range(J):
+        j, g, a = walk.next()
+        ok = j >= 0
+        if not ok.any():
+            break
+        docs[:, step], grads[:, step] = j, np.where(ok[:, None], g, 0.0)
+        scores[:, step] = np.where(ok, a, np.inf)
+        walk.reveal(j, grade_values[b, np.maximum(j, 0)])
+    return docs, grads, scores
+
+
+def _by_step(values, docs):
+    """Layout-order ``values`` (B, J) taken in judging order (0 after the last step)."""
+    return np.where(docs >= 0, np.take_along_axis(values, np.maximum(docs, 0), axis=1), 0.0)
+
+
+# --------------------------------------------------------------------------- the method plug-in
+
+
+@dataclass(frozen=True, eq=False)
+class Walk:
+    """The judging walk of every sampled query given the labels known (:func:`walk_sample`).
+
+    Attributes
+    ----------
+    D : ndarray of shape (n, J, t)
+        Increments of the contrasts at every step.
+    P : ndarray of shape (n, J)
+        Probability that the step's document is judged given the labels before it.
+    judged : ndarray of shape (n, J), bool
+    docs : ndarray of shape (n, J), int
+        Layout position judged at every step (``-1``: none).
+    waiting : ndarray of shape (n,), int
+        Document row a query's walk waits for (``-1``: its walk is complete).
+    """
+
+    D: np.ndarray
+    P: np.ndarray
+    judged: np.ndarray
+    docs: np.ndarray
+    waiting: np.ndarray
+
+
+def walk_sample(layout: PrefixLayout, probs, plan, x, U, order, labels) -> Walk:
+    """Judge the sampled queries' prefixes step by step (all queries' ``j``-th judgments in one step).
+
+    ``labels`` holds the grade of every document row (-1 where unknown): a query whose walk reaches an
+    unknown document waits there.  The walk is a deterministic function of the known labels, so replaying
+    it after more labels arrive continues it exactly.
+
+    Parameters
+    ----------
+    layout : PrefixLayout
+    probs : ndarray of shape (n_docs, n_grades)
+    plan : PrefixPlan
+    x, U : ndarray of shape (n,)
+        Sampled queries and their uniforms.
+    order : {"adaptive", "rank"}
+    labels : ndarray of shape (n_docs,)
+    """
+    R = layout.values
+    rows = layout.rows[x]
+    rho, sd = layout.document_values(probs, x)
+    walk = JudgingWalk(layout, x, layout.system_values(probs), sd, order=order)
+    n, J = rows.shape
+    t = layout.contrast.shape[0]
+    D = np.zeros((n, J, t))
+    P = np.ones((n, J))
+    judged = np.zeros((n, J), dtype=bool)
+    docs = np.full((n, J), -1, dtype=np.int64)
+    waiting = np.full(n, -1, dtype=np.int64)
+    prev = np.ones(n)
+    tau, floor = plan.tau[x], plan.floor[x]
+    b = np.arange(n)
+    for step in range(J):
+        j, g, a = walk.next()
+        active = (j >= 0) & (U <= prev) & (waiting < 0)
+        if not active.any():
+            break
+        jj = np.maximum(j, 0)
+        Pj = np.minimum(prev, stop_scale(a, floor, tau))  # the running minimum of stop_probabilities
+        hit = active & (U <= Pj)
+        row = rows[b, jj]
+        grade = np.where(hit, labels[np.maximum(row, 0)], -1)
+        wait = hit & (grade < 0)
+        waiting[wait] = row[wait]
+        hit &= ~wait
+        active &= ~wait
+        f = np.where(hit, R[np.maximum(grade, 0)], rho[b, jj])
+        D[:, step] = np.where(hit[:, None], (f - rho[b, jj])[:, None] * g, 0.0)
+        walk.reveal(np.where(hit, j, -1), f)
+        docs[:, step] = np.where(hit, j, -1)
+        P[:, step] = np.where(active, Pj, prev)
+        prev = np.where(active, Pj, prev)
+        judged[:, step] = hit
+    return Walk(D, P, judged, docs, waiting)
+
+
+def stop_scale(score, floor, tau) -> np.ndarray:
+    """``min(1, max(score, floor) / tau)`` elementwise (``tau = 0``: 1): one step's bound on ``P``."""
+    tau = np.asarray(tau, dtype=np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(tau > 0, np.minimum(1.0, np.maximum(score, floor) / np.where(tau > 0, tau, 1.0)), 1.0)
+
+
+def stop_probabilities(scores, floor, tau) -> np.ndarray:
+    """``P_j = min_{l <= j} stop_scale(a_l)``, i.e. ``min(1, min_{l <= j} max(a_l, floor) / tau)``, shape of
+    ``scores`` (B, J); the engine takes the same running minimum step by step."""
+    s = stop_scale(scores, np.asarray(floor, dtype=np.float64)[:, None], np.asarray(tau, dtype=np.float64)[:, None])
+    return np.minimum.accumulate(s, axis=1)

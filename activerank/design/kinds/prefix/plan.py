@@ -1,0 +1,187 @@
+"""The ``prefix`` plan: per-query inclusion probabilities and stopping rules for a budget, chosen
+together from Monte-Carlo simulations under the model (:func:`plan_prefix`; the derivation is in
+:mod:`.layout`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .layout import PrefixLayout, _by_step, _compiled, judging_paths, stop_probabilities
+
+__all__ = ["N_PLANNING_SIMULATIONS", "TAU_GRID", "WITHIN_DEFENSIVE", "PrefixPlan", "plan_prefix"]
+
+#: Number of nonzero ``tau`` values the design tries per query (plus ``tau = 0``: judge everything).
+TAU_GRID = 24
+
+
+#: Simulated label vectors per query behind the planning averages.
+N_PLANNING_SIMULATIONS = 64
+
+
+#: Floor of the stopping score, as a share of the query's mean score (keeps every ``P_j > 0``).
+WITHIN_DEFENSIVE = 0.05
+
+
+@dataclass(frozen=True, eq=False)
+class PrefixPlan:
+    """The design of a budget: query inclusion probabilities and every query's stopping rule.
+
+    Attributes
+    ----------
+    pi : ndarray of shape (n_queries,)
+        Poisson inclusion probability (0 for queries not sampled: determined or ``p = 0``).
+    tau : ndarray of shape (n_queries,)
+        Stopping scale (0: judge every document of the query).
+    floor : ndarray of shape (n_queries,)
+        Floor of the stopping score.
+    expected_cost : ndarray of shape (n_queries,)
+        Model-expected cost of the query's judged prefix.
+    within_variance : ndarray of shape (n_queries, n_outputs)
+        Model-expected added within-query variance of every output.
+    budget : float
+        Expected cost of the design (``sum pi C``).
+    live : ndarray of shape (n_queries,), bool
+        The queries the design may sample.
+    """
+
+    pi: np.ndarray
+    tau: np.ndarray
+    floor: np.ndarray
+    expected_cost: np.ndarray
+    within_variance: np.ndarray
+    budget: float
+    live: np.ndarray
+
+    @property
+    def exact(self) -> bool:
+        """Every live query sampled and judged whole with probability one (a census: the value is exact)."""
+        live = self.live
+        return bool(live.any() and np.all(self.pi[live] >= 1.0) and np.all(self.tau[live] == 0.0))
+
+    def model_variance(self, p, output_variance) -> np.ndarray:
+        """The model's predicted variance of every output's estimate,
+        ``sum p^2 [(Var_theta + W) / pi - Var_theta]``, shape (n_outputs,)."""
+        ok = self.live & (self.pi > 0)
+        V = np.asarray(output_variance, dtype=np.float64)[ok]
+        f = (np.asarray(p, dtype=np.float64)[ok] ** 2)[:, None]
+        return (f * ((V + self.within_variance[ok]) / self.pi[ok, None] - V)).sum(0)
+
+
+def _simulate_labels(probs_rows, n_sims, rng) -> np.ndarray:
+    cdf = np.cumsum(probs_rows, axis=-1)
+    u = rng.random((probs_rows.shape[0], n_sims, probs_rows.shape[1], 1))
+    y = (u > cdf[:, None]).sum(-1)
+    return np.minimum(y, probs_rows.shape[-1] - 1)
+
+
+def _planning_sums(layout, q, n_sims, rho_sys, rho, sd, f, order, shares):
+    """NumPy path of the planning averages of one chunk of queries ``q``: ``(floor, taus, W, C)`` with
+    shapes (n,), (G, n), (G, n, t), (G, n) (the numba twin: :func:`._numba.planning_sums`)."""
+    paths = np.repeat(q, n_sims)
+    docs, g, a = judging_paths(layout, paths, rho_sys, sd[paths], f, order=order)  # step order
+    m = docs >= 0
+    d2 = ((_by_step(f, docs) - _by_step(rho[paths], docs)) ** 2)[..., None] * g**2  # per output
+    mean_a = np.where(m, a, 0.0).sum(1).reshape(q.size, n_sims).sum(1) / np.maximum(
+        m.sum(1).reshape(q.size, n_sims).sum(1), 1)
+    fl = WITHIN_DEFENSIVE * mean_a
+    top = np.where(m, a, 0.0).max(1).reshape(q.size, n_sims).max(1)
+    grid = shares[:, None] * np.maximum(top, fl)[None, :]
+    cost = _by_step(layout.cost[paths], docs)
+    ng, t = shares.size, layout.contrast.shape[0]
+    taus, W, C = np.zeros((ng, q.size)), np.zeros((ng, q.size, t)), np.zeros((ng, q.size))
+    for gi in range(ng):
+        tau = np.where(fl > 0, grid[gi], 0.0)
+        P = stop_probabilities(a, np.repeat(fl, n_sims), np.repeat(tau, n_sims))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            w = np.where((m & (P > 0))[..., None], d2 * (1.0 / P - 1.0)[..., None], 0.0).sum(1)
+        W[gi] = w.reshape(q.size, n_sims, -1).mean(1)
+        C[gi] = np.where(m, P * cost, 0.0).sum(1).reshape(q.size, n_sims).mean(1)
+        taus[gi] = tau
+    return fl, taus, W, C
+
+
+def plan_prefix(layout: PrefixLayout, probs, p, variance, live, budget: float, rng, *, defensive: float = 0.1,
+                n_sims: int = N_PLANNING_SIMULATIONS, order: str = "adaptive", chunk: int = 4096) -> PrefixPlan:
+    """Choose ``pi_x`` and ``tau_x`` for an expected ``budget`` (module docstring).
+
+    Parameters
+    ----------
+    layout : PrefixLayout
+    probs : ndarray of shape (n_docs, n_grades)
+    p : ndarray of shape (n_queries,)
+        Query weights of the target.
+    variance : ndarray of shape (n_queries,)
+        The model's variance of the query's contrasts (summed over outputs).
+    live : ndarray of shape (n_queries,), bool
+        Queries that can be sampled (``p > 0``, not determined).
+    budget : float
+    rng : numpy.random.Generator
+        Randomness of the planning simulations only.
+    defensive : float
+        Share of the pool's mean variance added to every query's, so that no live query has ``pi = 0``.
+    order : {"adaptive", "rank"}
+        The judging order (:class:`JudgingWalk`).
+    """
+    N, J = layout.rows.shape
+    rho_sys = layout.system_values(probs)
+    R = layout.values
+    safe_rows = np.maximum(layout.rows, 0)
+    rho, sd = layout.document_values(probs)
+    full_cost = layout.cost.sum(1)
+    W = np.zeros((TAU_GRID + 1, N, layout.contrast.shape[0]))
+    C = np.repeat(full_cost[None, :], TAU_GRID + 1, axis=0)
+    taus = np.zeros((TAU_GRID + 1, N))
+    floor = np.zeros(N)
+    idx = np.flatnonzero(live)
+    shares = np.geomspace(1e-3, 1.0, TAU_GRID)
+    fast = _compiled(idx.size * n_sims * J)
+    for lo in range(0, idx.size, chunk):
+        q = idx[lo:lo + chunk]
+        y = _simulate_labels(probs[safe_rows[q]], n_sims, rng)  # (n, M, J); padding is masked below
+        f = R[y.reshape(q.size * n_sims, J)]
+        if fast is not None:
+            sums = fast.planning_sums(q.astype(np.int64), n_sims, rho_sys, layout.pos, layout.mask, layout.cost,
+                                      rho[q], sd[q], f, layout.discount, np.ascontiguousarray(layout.contrast),
+                                      order == "adaptive", shares, WITHIN_DEFENSIVE)
+        else:
+            sums = _planning_sums(layout, q, n_sims, rho_sys, rho, sd, f, order, shares)
+        floor[q], taus[1:, q], W[1:, q], C[1:, q] = sums
+    V = np.where(live, np.asarray(variance, dtype=np.float64), 0.0)
+    # a model certain of every label has variance 0 up to the moment kernels' rounding: plan on 0, not on noise
+    V = np.where(V > 1e-12 * max(1.0, float(np.max(V, initial=0.0))), V, 0.0)
+    vbar = float(V[live].mean()) if live.any() else 0.0
+    # a model certain of every label (V = W = 0) still gets every live query sampled: it may be wrong
+    V = (1.0 - defensive) * V + defensive * (vbar if vbar > 0 else 1.0)
+    Wsum = W.sum(-1)
+    pw = np.where(live, np.asarray(p, dtype=np.float64), 0.0)
+    total = float(full_cost[live].sum())
+    if budget >= total:  # judge every live query whole: the value is exact
+        pi = live.astype(np.float64)
+        return PrefixPlan(pi, np.zeros(N), floor, full_cost, np.zeros_like(W[0]), total, live)
+    Ccl = np.maximum(C, 1e-300)
+
+    def choose(mu):
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            pis = np.minimum(1.0, pw[None] * np.sqrt((V[None] + Wsum) / (mu * Ccl)))
+            val = np.where(pis > 0, pw[None] ** 2 * (V[None] + Wsum) / pis, 0.0) - pw[None] ** 2 * V[None] \
+                + mu * pis * C
+        j = np.argmin(val, axis=0)
+        cols = np.arange(N)
+        return np.where(live, pis[j, cols], 0.0), j
+
+    lo_mu, hi_mu = 1e-30, 1e30
+    for _ in range(200):
+        mu = np.sqrt(lo_mu * hi_mu)
+        pi, j = choose(mu)
+        if float(np.dot(pi, C[j, np.arange(N)])) > budget:
+            lo_mu = mu
+        else:
+            hi_mu = mu
+        if hi_mu / lo_mu < 1 + 1e-10:
+            break
+    pi, j = choose(hi_mu)
+    cols = np.arange(N)
+    Cx = C[j, cols]
+    return PrefixPlan(pi, taus[j, cols], floor, Cx, W[j, cols], float(np.dot(pi, Cx)), live)
