@@ -9,17 +9,19 @@ keeps (:mod:`activerank.campaign.schema`, table ``checksums``)
   ``judgment_checksums``) and a chain digest over those checksums in id order
   with the number of judgments and the largest id (so a lost, added or reordered
   row is found, too), updated by every import chunk in its transaction;
-- a digest of every row of the design tables (``meta``, ``queries``,
+- a digest of every row of each design table (``meta``, ``queries``,
   ``documents``, ``rankers``, ``ranked``, ``arrays``, ``draws``), written once at
   creation;
 - a digest of the table definitions (``sqlite_master``) and the schema version.
 
 :func:`quick_problems` runs when a store is opened and costs little on any
-store size (no table scan but the judgments' grades): the schema digest,
-the judgment count and largest id against the ledger, every grade on the scale.
+store size (about 10 ms at 30,000 queries and 60,000 judgments, against 1.7 s
+for loading the campaign): the schema digest, the digests of the small design
+tables (``meta``: metric, method, budget, seed; ``rankers``; ``draws``), the
+judgment count and largest id against the ledger, every grade on the scale.
 :func:`full_problems` (``Campaign.check``, ``activerank campaign check``) adds
-``integrity_check``, the foreign keys, the design digest and every judgment's
-checksum.
+``integrity_check``, the foreign keys, the large design tables (0.2 to 0.7 s
+each at that size) and every judgment's checksum.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ __all__ = ["CorruptStoreError", "append_judgments", "full_problems", "quick_prob
 _ZERO = "00" * 16
 _JUDGMENT_COLUMNS = ", ".join(TABLES["judgments"])
 MAX_LISTED = 20  # rows named one by one in a report; the rest are counted
+QUICK_DESIGN = ("meta", "rankers", "draws")  # design tables small enough to check on every opening
 
 
 class CorruptStoreError(ValueError):
@@ -101,14 +104,18 @@ def schema_digest(conn: sqlite3.Connection) -> str:
     return hashlib.blake2b(repr((read_version(conn), rows)).encode(), digest_size=16).hexdigest()
 
 
-def design_digest(conn: sqlite3.Connection) -> str:
-    """Digest of every row of the tables fixed at creation (:data:`~.schema.DESIGN_TABLES`)."""
+def table_digest(conn: sqlite3.Connection, table: str) -> str:
+    """Digest of every row of a design table (:data:`~.schema.DESIGN_TABLES`), in their stored order."""
     h = hashlib.blake2b(digest_size=16)
-    for table, order in DESIGN_TABLES.items():
-        h.update(table.encode())
-        cur = conn.execute(f"SELECT {', '.join(TABLES[table])} FROM {table} ORDER BY {order}")
-        while rows := cur.fetchmany(50_000):
-            h.update(repr(rows).encode())
+    cur = conn.execute(f"SELECT {', '.join(TABLES[table])} FROM {table} ORDER BY {DESIGN_TABLES[table]}")
+    if table == "arrays":  # large blobs: hashed as bytes (their repr would cost more than the hash)
+        for *head, data in cur:
+            h.update(repr(head).encode())
+            h.update(len(data).to_bytes(8, "little"))
+            h.update(data)
+        return h.hexdigest()
+    while rows := cur.fetchmany(50_000):
+        h.update(repr(rows).encode())
     return h.hexdigest()
 
 
@@ -122,7 +129,8 @@ def seal(conn: sqlite3.Connection) -> None:
     conn.execute("DELETE FROM judgment_checksums")
     conn.executemany("INSERT INTO judgment_checksums VALUES (?, ?)", [(r[0], s) for r, s in zip(rows, sums)])
     ledger = [("judgments", _chain(_ZERO, sums), len(rows), rows[-1][0] if rows else 0),
-              ("design", design_digest(conn), 0, 0), ("schema", schema_digest(conn), 0, 0)]
+              ("schema", schema_digest(conn), 0, 0)]
+    ledger += [(f"design:{t}", table_digest(conn, t), 0, 0) for t in DESIGN_TABLES]
     conn.executemany("INSERT OR REPLACE INTO checksums VALUES (?, ?, ?, ?)", ledger)
 
 
@@ -225,7 +233,7 @@ def quick_problems(conn: sqlite3.Connection) -> list[str]:
             out = _schema_problems(conn)
             if out:
                 return out
-            return _ledger_problems(conn) + grade_problems(conn)
+            return design_problems(conn, QUICK_DESIGN) + _ledger_problems(conn) + grade_problems(conn)
     except DB_ERRORS as exc:
         return [f"database error: {exc}"]
 
@@ -270,7 +278,7 @@ def _full_problems(conn) -> list[str]:
             out.append("integrity_check: " + "; ".join(res[:MAX_LISTED]))
     except DB_ERRORS as exc:
         return [f"integrity_check failed: {exc}"]
-    steps = (_schema_problems, _design_problems, _checksum_problems, grade_problems, _duplicate_lines,
+    steps = (_schema_problems, design_problems, _checksum_problems, grade_problems, _duplicate_lines,
              _foreign_keys)
     for step in steps:
         try:
@@ -280,14 +288,23 @@ def _full_problems(conn) -> list[str]:
     return out
 
 
-def _design_problems(conn) -> list[str]:
-    row = conn.execute("SELECT digest FROM checksums WHERE name = 'design'").fetchone()
-    if row is None:
-        return ["the design checksum is missing"]
-    if row[0] != design_digest(conn):
-        return ["the design (meta, queries, documents, rankings, arrays or draws) changed since creation: "
-                "design checksum mismatch"]
-    return []
+def design_problems(conn: sqlite3.Connection, tables=DESIGN_TABLES) -> list[str]:
+    """Every design table (of ``tables``) whose rows differ from the digest written at creation."""
+    stored = dict(conn.execute("SELECT name, digest FROM checksums WHERE name LIKE 'design:%'"))
+    out = []
+    for t in tables:
+        digest = stored.get(f"design:{t}")
+        if digest is None:
+            out.append(f"the checksum of the design table {t!r} is missing")
+        elif digest != table_digest(conn, t):
+            out.append(f"the design table {t!r} ({_DESIGN_WHAT[t]}) changed since creation: checksum mismatch")
+    return out
+
+
+_DESIGN_WHAT = {"meta": "metric, method, budget, seed ...", "queries": "the pool's queries, p, q, costs",
+                "documents": "the pool's documents", "rankers": "the ranker names",
+                "ranked": "the evaluated rankings", "arrays": "model probabilities and the stored sample",
+                "draws": "the draw sequence"}
 
 
 def _duplicate_lines(conn) -> list[str]:

@@ -16,9 +16,9 @@ Layout (schema version :data:`SCHEMA_VERSION`)
                         judging time, import time, batch and line.
     ``judgment_checksums``  a BLAKE2b checksum of every judgment row (all its columns).
     ``checksums``       ``schema``: a digest of the table definitions and the version;
-                        ``design``: a digest of every row of ``meta``, ``queries``,
+                        ``design:<table>``: a digest of every row of ``meta``, ``queries``,
                         ``documents``, ``rankers``, ``ranked``, ``arrays`` and ``draws``
-                        (written once, at creation); ``judgments``: the number of
+                        each (written once, at creation); ``judgments``: the number of
                         judgments, the largest id, and a chain digest over their
                         checksums in id order (updated by every import chunk).
     ``input_files``     files the campaign was made from (``campaign init``'s pool,

@@ -23,7 +23,7 @@ import sqlite3
 from contextlib import contextmanager
 
 from .._validation import path_iv
-from .integrity import CorruptStoreError, design_digest, full_problems, quick_problems, tolerant_text
+from .integrity import CorruptStoreError, design_problems, full_problems, quick_problems, tolerant_text
 from .reads import _Reads
 from .replay import BUDGET_RTOL as _BUDGET_RTOL  # noqa: F401  (the name before the split)
 from .replay import _Replay
@@ -126,13 +126,12 @@ class Campaign(_Writes, _Reads, _Replay):
         except Exception as exc:
             try:
                 with tolerant_text(conn):
-                    changed = conn.execute("SELECT digest FROM checksums WHERE name = 'design'").fetchone()[0] \
-                        != design_digest(conn)
-            except (*DB_ERRORS, TypeError):
-                changed = True
+                    changed = design_problems(conn)
+            except DB_ERRORS as err:
+                changed = [f"database error: {err}"]
             if changed:
-                raise CorruptStoreError(path, [f"the design changed since creation and cannot be loaded "
-                                               f"({type(exc).__name__}: {exc})"]) from None
+                raise CorruptStoreError(path, changed + [f"the campaign cannot be loaded ({type(exc).__name__}: "
+                                                         f"{exc})"]) from None
             raise
 
     @classmethod

@@ -251,6 +251,17 @@ def test_quick_check_on_open_finds_a_lost_judgment(store, tmp_path, capsys):
     assert code == 3 and not json.loads(out)["ok"]
 
 
+def test_quick_check_on_open_finds_a_changed_budget(store, tmp_path, capsys):
+    db = str(tmp_path / "c.db")
+    shutil.copy(store["db"], db)
+    conn = sqlite3.connect(db)
+    conn.execute("UPDATE meta SET value = '1000.0' WHERE key = 'budget'")
+    conn.commit()
+    conn.close()
+    code, out, err = run_cli(["campaign", "estimate", db], capsys)
+    assert code == 3 and "the design table 'meta' (metric, method, budget, seed ...) changed" in err, err
+
+
 def _dump(path):
     """What a flip must not change unnoticed: the schema, the design tables and the judgments."""
     conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
