@@ -12,6 +12,13 @@ tasks are the documents the engine asks for, recorded
 come in rounds, one document per sampled query still being judged
 (:mod:`activerank.campaign.prefix`).
 
+Every chunk of judgments an import reports committed is in the store file
+itself (:mod:`activerank.campaign.schema`, Durability).  Checksums of every
+judgment, the design and the schema catch damage that SQLite's own
+``integrity_check`` misses: a quick check on every opening,
+:meth:`Campaign.check` in full (:mod:`activerank.campaign.integrity`);
+:meth:`Campaign.backup` copies a store safely while annotators work.
+
 Examples
 --------
 >>> import tempfile, os, activerank as ar
@@ -33,6 +40,7 @@ __all__ = [
     "SCHEMA_VERSION",
     "Campaign",
     "CampaignStatus",
+    "CorruptStoreError",
     "ExportReport",
     "ImportReport",
     "Rejection",

@@ -28,14 +28,26 @@ the required columns, a JSONL/qrels file none of whose first
 :data:`SNIFF_LINES` data lines is a valid row, no rows at all.
 Nothing is ever evaluated or unpickled: JSON is read with :func:`json.loads`.
 
-Outputs (task files, qrels, traces) are written atomically and never destroy
-data (:func:`check_output_path`): an output path that is the campaign store
-(or its ``-wal``/``-shm``/``-journal`` file, by name, symlink or hard link) is
+Outputs (task files, qrels, traces, backups) are written atomically and never
+destroy data (:func:`check_output_path`): an output path that is the campaign
+store (or its ``-wal``/``-shm``/``-journal`` file) or a file the campaign read
+(its input files, imported judgment files), by name, symlink or hard link, is
 always refused, and an existing file is replaced only if it is a previous
 output of the same kind -- an *unanswered* task file, a qrels file, a trace
 CSV with the same columns -- or empty; anything else needs ``force``
 (``--force``).  A task file in which annotators have filled in grades is not
 "our" output any more: replacing it needs ``force`` too.
+
+CSV cells and spreadsheets
+    A spreadsheet opening a CSV file runs a cell that starts with ``=``, ``+``,
+    ``-`` or ``@`` (or a tab or carriage return before one) as a formula: a
+    document id ``=HYPERLINK(...)`` in a task file would be a link, or worse
+    (CSV injection).  Every CSV the campaign writes (task files, traces) therefore
+    writes such a text cell with a leading ``'`` (:func:`escape_cell`, as OWASP
+    recommends); a number such as ``-1.5`` stays as it is.  A text that starts
+    with ``'`` itself gets one more, so the escape can be undone exactly:
+    importing a CSV removes one leading ``'`` from a cell whose rest would have
+    been escaped (:func:`unescape_cell`), and an id round-trips unchanged.
 """
 
 from __future__ import annotations
@@ -50,7 +62,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 __all__ = ["FORMATS", "TASK_FORMATS", "OUTPUT_KINDS", "RawRow", "check_output_path", "detect_format",
-           "parse_judgment_file", "parse_grade", "write_atomic"]
+           "escape_cell", "parse_judgment_file", "parse_grade", "unescape_cell", "write_atomic", "write_trace"]
 
 FORMATS = ("jsonl", "csv", "qrels")
 TASK_FORMATS = ("jsonl", "csv")
@@ -279,7 +291,7 @@ def _csv_rows(raw: bytes, path: str) -> list[RawRow]:
         if len(rec) != len(header):
             rows.append(RawRow(start, error=f"expected {len(header)} fields as in the header, got {len(rec)}"))
             continue
-        rows.append(RawRow(start, fields=dict(zip(header, rec))))
+        rows.append(RawRow(start, fields=dict(zip(header, (unescape_cell(c) for c in rec)))))
     if header is None:
         raise ValueError(f"{path}: file is empty (no CSV header).")
     return rows
@@ -416,7 +428,7 @@ def write_atomic(path, write) -> None:
 
 # --------------------------------------------------------------------------- output safety
 
-OUTPUT_KINDS = ("tasks", "qrels", "trace")
+OUTPUT_KINDS = ("tasks", "qrels", "trace", "backup")
 TASK_COLUMNS = ("query_id", "query_text", "doc_id", "draw", "grade", "annotator")
 _STORE_SUFFIXES = ("", "-wal", "-shm", "-journal")
 _SNIFF_BYTES = 1 << 20
@@ -430,16 +442,17 @@ def _same_file(a: str, b: str) -> bool:
 
 
 def check_output_path(path, *, kind: str, protected=(), force: bool = False, header=None,
-                      protected_name: str = "the campaign store") -> str:
+                      protected_name: str = "the campaign store", inputs=()) -> str:
     """Refuse an output path whose writing would destroy data; return it as ``str``.
 
     Parameters
     ----------
     path : str or os.PathLike
         Where the output is about to be written.
-    kind : {"tasks", "qrels", "trace"}
+    kind : {"tasks", "qrels", "trace", "backup"}
         What is written.  An existing file may be replaced if it is a previous
-        output of this kind (see the module docstring) or empty.
+        output of this kind (see the module docstring) or empty (a backup: if
+        empty only).
     protected : sequence of str or os.PathLike
         Files that must never be replaced, not even with ``force`` (the
         campaign store: its ``-wal``, ``-shm`` and ``-journal`` files are
@@ -452,6 +465,9 @@ def check_output_path(path, *, kind: str, protected=(), force: bool = False, hea
         CSV with this header line is a previous trace.
     protected_name : str, default "the campaign store"
         How error messages call the protected files.
+    inputs : sequence of str or os.PathLike
+        Files the campaign read (its input files, imported judgment files):
+        never replaced either, not even with ``force``.
 
     Raises
     ------
@@ -477,16 +493,18 @@ def check_output_path(path, *, kind: str, protected=(), force: bool = False, hea
         raise ValueError(f"`kind` must be one of {list(OUTPUT_KINDS)}; got {kind!r}.")
     out = os.fspath(path)
     real = os.path.realpath(out)
-    for store in protected:
-        store = os.fspath(store)
-        for suffix in _STORE_SUFFIXES:
-            other = store + suffix
-            if real == os.path.realpath(other) or _same_file(out, other):
-                what = protected_name if not suffix else f"the {suffix[1:].upper()} file of {protected_name}"
-                raise ValueError(
-                    f"output {out} is {what} {other}; writing it would destroy {store}. "
-                    "Choose another output path."
-                )
+    groups = [(protected, _STORE_SUFFIXES, protected_name), (inputs, ("",), "a file this campaign read")]
+    for files, suffixes, name in groups:
+        for store in files:
+            store = os.fspath(store)
+            for suffix in suffixes:
+                other = store + suffix
+                if real == os.path.realpath(other) or _same_file(out, other):
+                    what = name if not suffix else f"the {suffix[1:].upper()} file of {name}"
+                    raise ValueError(
+                        f"output {out} is {what} {other}; writing it would destroy {store}. "
+                        "Choose another output path."
+                    )
     if os.path.isdir(out):
         raise ValueError(f"output {out} is a directory; give a file path.")
     if force or not os.path.lexists(out):
@@ -515,6 +533,8 @@ def _not_own_output(path: str, kind: str, header) -> str | None:
         return "holds binary data (it is not a previous output)"
     if kind == "tasks":
         return _not_task_file(path)
+    if kind == "backup":
+        return "is not empty (a backup replaces a file only with --force / overwrite=True)"
     text = head[:_SNIFF_BYTES].decode("utf-8", "replace")
     lines = text.splitlines()
     if len(head) > _SNIFF_BYTES and lines:
@@ -569,18 +589,80 @@ def _not_task_file(path: str) -> str | None:
     return None
 
 
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+_NUMBER_RE = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
+
+
+def _needs_escape(text: str) -> bool:
+    if text.startswith("'"):
+        return True  # so that the escape can be undone exactly
+    return text.startswith(_FORMULA_START) and not _NUMBER_RE.fullmatch(text)
+
+
+def escape_cell(value):
+    """A CSV cell that no spreadsheet runs as a formula: text starting with ``= + - @``, a tab or a
+    carriage return (or with ``'``) gets a leading ``'``; numbers and other text are returned unchanged.
+
+    Examples
+    --------
+    >>> escape_cell("=SUM(A1:A9)"), escape_cell("-1.5"), escape_cell("doc-7"), escape_cell(3)
+    ("'=SUM(A1:A9)", '-1.5', 'doc-7', 3)
+    >>> unescape_cell(escape_cell("'=x")) == "'=x"
+    True
+    """
+    return "'" + value if isinstance(value, str) and _needs_escape(value) else value
+
+
+def unescape_cell(text: str) -> str:
+    """Undo :func:`escape_cell` on a CSV cell read back (other text is returned unchanged)."""
+    if text.startswith("'") and _needs_escape(text[1:]):
+        return text[1:]
+    return text
+
+
+class _LineFeedWriter:
+    """``csv.writer`` with LF line ends that still quotes a cell holding a carriage return (with
+    ``lineterminator="\\n"`` the csv module leaves it bare, and the row then falls apart on reading)."""
+
+    def __init__(self, f):
+        self._f, self._buf = f, io.StringIO()
+        self._w = csv.writer(self._buf, lineterminator="\r\n")
+
+    def writerow(self, row) -> None:
+        self._w.writerow(row)
+        self._f.write(self._buf.getvalue()[:-2] + "\n")
+        self._buf.seek(0)
+        self._buf.truncate()
+
+
+def write_trace(path, trace) -> None:
+    """Write a trace (a DataFrame) as CSV, atomically, its text cells escaped (:func:`escape_cell`)."""
+    out = trace.copy()
+    for col in out.columns:
+        if out[col].dtype.kind not in "biufcmM":  # text (object or string dtype)
+            out[col] = out[col].map(escape_cell)
+    text = out.to_csv(index=False, lineterminator="\r\n")  # pandas formats the cells; LF line ends below
+
+    def write(f):
+        w = _LineFeedWriter(f)
+        for rec in csv.reader(io.StringIO(text, newline="")):
+            w.writerow(rec)
+
+    write_atomic(path, write)
+
+
 def write_tasks(path, rows: list[dict], format: str, columns: list[str]) -> None:
-    """Write task rows as JSONL or CSV (atomically)."""
+    """Write task rows as JSONL or CSV (atomically; CSV cells escaped, :func:`escape_cell`)."""
     if format == "jsonl":
         def write(f):
             for r in rows:
                 f.write(json.dumps({c: r[c] for c in columns}, ensure_ascii=False) + "\n")
     elif format == "csv":
         def write(f):
-            w = csv.writer(f, lineterminator="\n")
+            w = _LineFeedWriter(f)
             w.writerow(columns)
             for r in rows:
-                w.writerow(["" if r[c] is None else r[c] for c in columns])
+                w.writerow(["" if r[c] is None else escape_cell(r[c]) for c in columns])
     else:
         raise ValueError(f"`format` must be one of {list(TASK_FORMATS)}; got {format!r}.")
     write_atomic(path, write)

@@ -1,4 +1,4 @@
-"""``activerank campaign init | export | import | status | estimate | qrels``.
+"""``activerank campaign init | export | import | status | estimate | qrels | backup | check``.
 
 A labeling campaign for real annotators, kept in one SQLite file:
 
@@ -14,16 +14,33 @@ A labeling campaign for real annotators, kept in one SQLite file:
    file is harmless.
 4. ``status`` and ``estimate`` report progress and the current estimate.
 5. ``qrels`` writes the combined judgments as a TREC qrels file.
+6. ``backup`` copies the store safely (SQLite's online backup), even while an
+   import runs; ``check`` reports every problem of a store (SQLite's
+   integrity, the schema, the design and every judgment against their
+   checksums, grades on the scale, the budget ledger, a replay of the sample).
 
-Outputs never destroy data: no output (task file, qrels, trace) may be the
-campaign file or its WAL/SHM files, not even with ``--force``; an existing
+Outputs never destroy data: no output (store, task file, qrels, trace,
+backup) may be the campaign file or its journal/WAL/SHM files, nor any file a
+campaign command read -- ``init``'s pool, training file, ``--ranker``/
+``--baseline`` ``file:``/``run:`` files, runs, qrels and query texts, and the
+judgment files ``import`` read -- not even with ``--force``; another existing
 file is replaced only if it is a previous output of the same kind (an
 unanswered task file, a qrels file, a trace CSV) or empty, otherwise only with
-``--force``.  ``init`` never replaces one of its input files.
+``--force``.  CSV outputs escape cells a spreadsheet would run as formulas
+(:func:`activerank.campaign.io.escape_cell`).
+
+``init --qrels`` stores nothing unless every line of the file is valid: each
+rejected line is reported with its reason (unknown query id, unknown document
+id, grade off the scale, malformed line); ``--allow-unknown`` skips the lines
+whose query or document is not in the pool.
+
+Every command opens the store with a quick check; a damaged store is refused
+with exit code 3 and a message naming the way out (a backup, ``check``).
 
 Exit codes: 0 success; 1 finished, but some input rows were rejected (import)
 or there is nothing to estimate yet; 2 bad input (usage, unreadable or
-malformed file, invalid option values).
+malformed file, invalid option values); 3 the campaign store is damaged
+(``check`` found problems, or a command refused to use the store).
 
 Use :func:`add_campaign_parser` to attach the command to an ``argparse``
 parser, or run ``python -m activerank.cli.campaign ...`` directly.
@@ -39,11 +56,11 @@ import sys
 import numpy as np
 
 from ._common import (cli_warnings, n_grades_arg, nonneg_int, positive_float, positive_int, probability_closed,
-                      probability_open, write_trace)
+                      probability_open)
 
 __all__ = ["add_campaign_parser", "main", "run"]
 
-EXIT_OK, EXIT_REJECTED, EXIT_BAD_INPUT = 0, 1, 2
+EXIT_OK, EXIT_REJECTED, EXIT_BAD_INPUT, EXIT_DAMAGED = 0, 1, 2, 3
 
 
 class CampaignCLIError(Exception):
@@ -136,16 +153,42 @@ def _init_trec(args):
     return runs.pool, {t: runs.rankings[t] for t in names}, probs
 
 
+def _spec_file(spec):
+    """The file a ``--ranker``/``--baseline`` SPEC reads (``file:PATH``, ``run:PATH[#TAG]``), else None."""
+    kind, _, arg = (spec or "").partition(":")
+    if kind == "file" and arg:
+        return arg
+    if kind == "run" and arg:
+        return arg.partition("#")[0] or None
+    return None
+
+
+def _init_inputs(args) -> dict:
+    """Every file ``init`` reads, by role."""
+    specs = (args.ranker or []) + ([args.baseline] if args.baseline and args.pool else [])
+    roles = {"pool": [args.pool], "train": [args.train], "qrels": [args.qrels], "query_text": [args.query_text],
+             "run": list(args.run or []), "scores": [_spec_file(s) for s in specs]}
+    return {role: [p for p in paths if p] for role, paths in roles.items() if any(paths)}
+
+
 def _cmd_init(args):
+    import os
+
     from ..campaign import Campaign
+    from ..campaign.io import check_output_path
 
     if bool(args.pool) == bool(args.run):
         raise CampaignCLIError("give either --pool FILE (LETOR) or --run FILE [--run FILE] (TREC runs).")
-    inputs = [p for p in [args.pool, args.train, args.qrels, args.query_text, *(args.run or [])] if p]
-    if inputs:   # the new store must not replace one of its own inputs, not even with --force
-        from ..campaign.io import check_output_path
-
-        check_output_path(args.store, kind="qrels", protected=inputs, force=True, protected_name="an input file")
+    inputs = _init_inputs(args)
+    # the new store must not replace one of its own inputs, not even with --force
+    check_output_path(args.store, kind="qrels", protected=[p for ps in inputs.values() for p in ps], force=True,
+                      protected_name="an input file")
+    if os.path.isdir(args.store):
+        raise CampaignCLIError(f"{args.store} is a directory; give the campaign file to create.")
+    if not os.path.isdir(os.path.dirname(os.path.abspath(args.store))):
+        raise CampaignCLIError(f"{args.store}: no such directory: {os.path.dirname(os.path.abspath(args.store))}")
+    if os.path.lexists(args.store) and not args.force:
+        raise FileExistsError(f"{args.store} already exists; pass overwrite=True (CLI: --force) to replace it.")
     if args.pool:
         if args.tag:
             raise CampaignCLIError("--tag selects TREC runs and needs --run.")
@@ -158,32 +201,75 @@ def _cmd_init(args):
     target = "baseline" if args.baseline else "ranking" if args.rank_systems else None
     if args.baseline and args.rank_systems:
         raise CampaignCLIError("--baseline (candidates vs a baseline) and --rank-systems exclude each other.")
-    camp = Campaign.create(args.store, pool, rankers, probs, budget=args.budget, metric=args.metric, target=target,
+    # built beside the store and renamed into place complete, pre-existing judgments included: a rejected
+    # --qrels file (or a crash) leaves no campaign behind, and an older store at the path untouched
+    tmp = os.path.join(os.path.dirname(os.path.abspath(args.store)),
+                       f".{os.path.basename(args.store)}.{os.getpid()}.init")
+    camp = Campaign.create(tmp, pool, rankers, probs, budget=args.budget, metric=args.metric, target=target,
                            method=args.method, costs=args.costs, defensive=args.defensive, seed=args.seed,
-                           query_text=query_text, combine=args.combine, overwrite=args.force,
-                           description=args.description or "", judge=args.judge)
-    with camp:
-        if args.qrels:
-            rep = camp.import_qrels(args.qrels)
-            print(f"pre-existing judgments from {args.qrels}: {rep.accepted} stored, "
-                  f"{rep.n_rejected} outside the pool or invalid")
-        st = camp.status()
-        print(f"created campaign {args.store}: {len(camp.query_ids)} queries, "
-              f"{int(camp.pool().offsets[-1])} documents; rankers {list(camp.names)}")
-        chosen = " (chosen by method=auto)" if "auto" in camp.meta else ""
-        print(f"  metric {camp.metric}, method {camp.method}{chosen}, seed {camp.seed}, combine {camp.combine}")
-        n_queries = len(st.queries_done) + len(st.queries_partial) + len(st.queries_pending)
-        if st.unit == "document":
-            print(f"  budget {camp.budget:g}: {st.n_documents_needed} sampled documents to judge over {n_queries} "
-                  f"queries, cost {st.cost_planned:.4g} (Poisson sampling spends the budget in expectation)")
-        elif st.unit == "prefix":
-            print(f"  budget {camp.budget:g}: {n_queries} sampled queries, expected cost {st.cost_planned:.4g}; "
-                  "tasks come in rounds, one document per query still being judged (export, judge, import, "
-                  "repeat until `status` reports every query done)")
-        else:
-            print(f"  budget {camp.budget:g}: {st.n_draws} draws over {n_queries} queries "
-                  f"({st.n_documents_needed} documents to judge), planned cost {st.cost_planned:.4g}")
+                           query_text=query_text, combine=args.combine, overwrite=True,
+                           description=args.description or "", judge=args.judge, inputs=inputs)
+    try:
+        with camp:
+            lines = _init_qrels(camp, args) if args.qrels else []
+            lines += _init_summary(camp, args)
+        from ..campaign.schema import replace_store
+
+        replace_store(tmp, args.store)
+    except BaseException:
+        from ..campaign.schema import SIDECARS, remove_files
+
+        remove_files(tmp, "", *SIDECARS)
+        raise
+    print("\n".join(lines))
     return EXIT_OK
+
+
+_UNKNOWN = ("unknown query id", "unknown document id")
+
+
+def _init_qrels(camp, args) -> list:
+    """Store ``--qrels`` if every line is valid (lines naming unknown ids skipped with --allow-unknown)."""
+    rejected = camp.validate_judgments(args.qrels, format="qrels", scope="pool")
+    unknown = [r for r in rejected if r.message.startswith(_UNKNOWN)]
+    bad = [r for r in rejected if not r.message.startswith(_UNKNOWN)] + ([] if args.allow_unknown else unknown)
+    if bad:
+        bad.sort(key=lambda r: r.line)
+        for r in bad[:_MAX_SHOWN]:
+            print(f"{args.qrels}: line {r.line}: {r.message}", file=sys.stderr)
+        if len(bad) > _MAX_SHOWN:
+            print(f"{args.qrels}: ... and {len(bad) - _MAX_SHOWN} more rejected lines", file=sys.stderr)
+        hint = (" Lines whose query or document is not in the pool can be skipped with --allow-unknown."
+                if unknown and not args.allow_unknown else "")
+        raise CampaignCLIError(f"--qrels {args.qrels}: {len(bad)} lines rejected (listed above); no campaign "
+                               f"created.{hint}")
+    rep = camp.import_qrels(args.qrels)
+    skipped = (f", {len(unknown)} lines skipped (query or document not in the pool; --allow-unknown)"
+               if unknown else "")
+    return [f"pre-existing judgments from {args.qrels}: {rep.accepted} stored{skipped}"]
+
+
+_MAX_SHOWN = 50  # rejected --qrels lines printed one by one
+
+
+def _init_summary(camp, args) -> list:
+    st = camp.status()
+    out = [f"created campaign {args.store}: {len(camp.query_ids)} queries, "
+           f"{int(camp.pool().offsets[-1])} documents; rankers {list(camp.names)}"]
+    chosen = " (chosen by method=auto)" if "auto" in camp.meta else ""
+    out.append(f"  metric {camp.metric}, method {camp.method}{chosen}, seed {camp.seed}, combine {camp.combine}")
+    n_queries = len(st.queries_done) + len(st.queries_partial) + len(st.queries_pending)
+    if st.unit == "document":
+        out.append(f"  budget {camp.budget:g}: {st.n_documents_needed} sampled documents to judge over {n_queries} "
+                   f"queries, cost {st.cost_planned:.4g} (Poisson sampling spends the budget in expectation)")
+    elif st.unit == "prefix":
+        out.append(f"  budget {camp.budget:g}: {n_queries} sampled queries, expected cost {st.cost_planned:.4g}; "
+                   "tasks come in rounds, one document per query still being judged (export, judge, import, "
+                   "repeat until `status` reports every query done)")
+    else:
+        out.append(f"  budget {camp.budget:g}: {st.n_draws} draws over {n_queries} queries "
+                   f"({st.n_documents_needed} documents to judge), planned cost {st.cost_planned:.4g}")
+    return out
 
 
 # --------------------------------------------------------------------------- other commands
@@ -268,6 +354,8 @@ def _cmd_estimate(args):
                 raise
             print(f"activerank campaign estimate: {exc}", file=sys.stderr)
             return EXIT_REJECTED
+        if args.trace:
+            _write_trace(camp, args, res.trace)
     if not hasattr(res, "confidence_interval"):  # several systems
         return _report_many(res, st, args)
     point = "difference" if isinstance(res, ComparisonResult) else "estimate"
@@ -280,8 +368,6 @@ def _cmd_estimate(args):
            "queries_pending": len(st.queries_pending)}
     if point == "difference":  # NaN (null in JSON) when only the documents that can change it were judged
         out.update(estimate_a=_number(res.estimate_a), estimate_b=_number(res.estimate_b))
-    if args.trace:
-        write_trace(args.trace, res.trace, protected=[args.store], force=args.force)
     if args.json:
         print(json.dumps(out, indent=2))
         return EXIT_OK
@@ -296,6 +382,14 @@ def _cmd_estimate(args):
     return EXIT_OK
 
 
+def _write_trace(camp, args, trace):
+    """The per-draw trace as CSV: never over the store or a file the campaign read; text cells escaped."""
+    from ..campaign.io import write_trace
+
+    write_trace(camp.check_output(args.trace, kind="trace", overwrite=args.force, header=list(trace.columns)),
+                trace)
+
+
 def _number(value):
     """A float for JSON output; None for NaN (a per-system value that was not estimated)."""
     v = float(value)
@@ -305,8 +399,6 @@ def _number(value):
 def _report_many(res, st, args):
     """k systems: one row per contrast with simultaneous intervals."""
     table = res.summary(args.confidence)
-    if args.trace:
-        write_trace(args.trace, res.trace, protected=[args.store], force=args.force)
     if args.json:
         out = {"metric": res.metric, "method": res.method, "confidence_level": args.confidence,
                "n_queries": res.n_queries, "n_draws": res.n_draws, "n_draws_planned": st.n_draws,
@@ -331,11 +423,36 @@ def _cmd_qrels(args):
     return EXIT_OK
 
 
+def _cmd_backup(args):
+    with _open(args) as camp:
+        path = camp.backup(args.dest, overwrite=args.force)
+    print(f"backed up {args.store} to {path}")
+    return EXIT_OK
+
+
+def _cmd_check(args):
+    from ..campaign import Campaign
+
+    problems = Campaign.check_file(args.store)
+    if args.json:
+        print(json.dumps({"store": args.store, "ok": not problems, "problems": problems}, indent=2))
+    elif problems:
+        print(f"{args.store}: {len(problems)} problem{'s' if len(problems) > 1 else ''} found:")
+        for p in problems:
+            print(f"  - {p}")
+        print("Restore the store from a backup (`activerank campaign backup` makes one); judgment files "
+              "imported since can be imported again (re-importing is harmless).")
+    else:
+        print(f"{args.store}: ok (integrity, schema, design and judgment checksums, grades, budget ledger, "
+              "replay of the sample)")
+    return EXIT_DAMAGED if problems else EXIT_OK
+
+
 # --------------------------------------------------------------------------- parser
 
 
 _EPILOG = ("exit codes: 0 success; 1 some rows rejected (import) or nothing to estimate yet; "
-           "2 bad input")
+           "2 bad input; 3 the campaign store is damaged (see `activerank campaign check`)")
 
 
 def add_campaign_parser(subparsers) -> argparse.ArgumentParser:
@@ -359,9 +476,11 @@ def add_campaign_parser(subparsers) -> argparse.ArgumentParser:
     from ..relevance.models import MODEL_NAMES
 
     camp = subparsers.add_parser(
-        "campaign", help="labeling campaigns for real annotators (init, export, import, status, estimate)",
+        "campaign", help="labeling campaigns for real annotators (init, export, import, status, estimate, qrels, "
+        "backup, check)",
         description="Labeling campaigns for real annotators, kept in one SQLite file: "
-        "init -> export tasks -> import judgments -> status / estimate.",
+        "init -> export tasks -> import judgments -> status / estimate / qrels; backup and check the store. "
+        "No output ever replaces the store or a file a campaign command read, not even with --force.",
         epilog=_EPILOG)
     sub = camp.add_subparsers(dest="campaign_command", required=True, metavar="COMMAND")
 
@@ -413,10 +532,13 @@ def add_campaign_parser(subparsers) -> argparse.ArgumentParser:
                    "stored and printed)")
     p.add_argument("--combine", choices=COMBINE_RULES, default="mean_gain",
                    help="how grades of several annotators are combined (default mean_gain)")
-    p.add_argument("--qrels", help="pre-existing judgments (TREC qrels) to store")
+    p.add_argument("--qrels", help="pre-existing judgments (TREC qrels) to store; every line must be valid "
+                   "(rejected lines are listed with their reasons and nothing is created)")
+    p.add_argument("--allow-unknown", action="store_true",
+                   help="with --qrels: skip lines whose query or document is not in the pool")
     p.add_argument("--query-text", help="TSV file 'query_id<TAB>text' shown in exported tasks")
     p.add_argument("--description", help="free text stored with the campaign")
-    p.add_argument("--force", action="store_true", help="overwrite an existing campaign file")
+    p.add_argument("--force", action="store_true", help="overwrite an existing campaign file (never an input file)")
     p.set_defaults(func=run, _handler=_cmd_init)
 
     p = sub.add_parser("export", help="write the next tasks (JSONL or CSV)",
@@ -473,19 +595,49 @@ def add_campaign_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--combine", choices=COMBINE_RULES, help="override the campaign's combination rule")
     p.add_argument("--force", action="store_true", help="replace an existing output file even if it is not a previous output of this command (the campaign file itself is never replaced)")
     p.set_defaults(func=run, _handler=_cmd_qrels)
+
+    p = sub.add_parser("backup", help="copy the store safely (SQLite online backup), even during an import",
+                       description="Copy the campaign store to DEST with SQLite's online backup API: one "
+                       "consistent state even while another process imports, checked, then renamed into place. "
+                       "Copying the store file with cp is safe only when no STORE-journal file lies beside it.",
+                       epilog=_EPILOG)
+    p.add_argument("store", help="campaign file")
+    p.add_argument("dest", help="backup file to write (never the store or a file the campaign read)")
+    p.add_argument("--force", action="store_true", help="replace an existing file at DEST")
+    p.set_defaults(func=run, _handler=_cmd_backup)
+
+    p = sub.add_parser("check", help="report every problem of a campaign store (exit 3 if any)",
+                       description="Check a campaign store: SQLite's integrity_check and foreign keys, the schema, "
+                       "the design and every judgment against their checksums (any changed byte), grades on the "
+                       "scale, the budget ledger, and a replay of the sample with the stored seed. Prints every "
+                       "problem; exit code 3 if there is one.", epilog=_EPILOG)
+    p.add_argument("store", help="campaign file")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(func=run, _handler=_cmd_check)
     return camp
 
 
 def run(args) -> int:
     """Run a parsed ``campaign`` command; returns the exit code."""
     name = f"activerank campaign {args.campaign_command}"
+    from ..campaign.integrity import CorruptStoreError
+
     try:
         with cli_warnings(name):
             return args._handler(args)
+    except CorruptStoreError as exc:
+        print(f"{name}: error: {exc}", file=sys.stderr)
+        return EXIT_DAMAGED
     except (CampaignCLIError, ValueError, TypeError, FileNotFoundError, FileExistsError) as exc:
         print(f"{name}: error: {exc}", file=sys.stderr)
     except sqlite3.DatabaseError as exc:
-        print(f"{name}: error: {getattr(args, 'store', '')}: database error: {exc}", file=sys.stderr)
+        store = getattr(args, "store", "")
+        if args.campaign_command == "init":  # the store being created: no damage to report
+            print(f"{name}: error: {store}: database error: {exc}", file=sys.stderr)
+            return EXIT_BAD_INPUT
+        print(f"{name}: error: {store}: database error: {exc}. The store may be damaged: run `activerank "
+              f"campaign check {store}`, and restore it from a backup if it reports problems.", file=sys.stderr)
+        return EXIT_DAMAGED
     except OSError as exc:
         print(f"{name}: error: {exc}", file=sys.stderr)
     return EXIT_BAD_INPUT

@@ -156,9 +156,13 @@ def test_cli_trec_mode_compare(tmp_path, capsys):
     qrels = tmp_path / "old.qrels"
     qrels.write_text("q0 0 doc0_0 2\nq0 0 doc0_1 0\nzz 0 nodoc 1\n")
     db = str(tmp_path / "t.db")
-    code, out, _ = run_cli(["campaign", "init", db, "--run", str(run), "--budget", "4", "--metric", "err@3",
-                            "--qrels", str(qrels), "--seed", "0"], capsys)
-    assert code == 0 and "['sysA', 'sysB']" in out and "2 stored, 1 outside the pool" in out
+    argv = ["campaign", "init", db, "--run", str(run), "--budget", "4", "--metric", "err@3", "--qrels", str(qrels),
+            "--seed", "0"]
+    code, out, err = run_cli(argv, capsys)   # a qrels line outside the pool: reported, nothing created
+    assert code == 2 and f"{qrels}: line 3: unknown query id 'zz'" in err and "--allow-unknown" in err, err
+    assert sorted(os.listdir(tmp_path)) == ["old.qrels", "runs.txt"]   # no store, no temporary file
+    code, out, _ = run_cli(argv + ["--allow-unknown"], capsys)
+    assert code == 0 and "['sysA', 'sysB']" in out and "2 stored, 1 lines skipped" in out
     code, out, _ = run_cli(["campaign", "export", db, str(tmp_path / "t.csv")], capsys)
     assert code == 0
     rows = (tmp_path / "t.csv").read_text().splitlines()
@@ -225,7 +229,7 @@ def test_cli_k_system_campaign_equals_the_api(tmp_path, files, capsys, mode):
         assert got[name][key] == pytest.approx(value, rel=1e-12, abs=1e-15)
 
 
-@pytest.mark.parametrize("sub", ["init", "export", "import", "status", "estimate", "qrels"])
+@pytest.mark.parametrize("sub", ["init", "export", "import", "status", "estimate", "qrels", "backup", "check"])
 def test_cli_help(sub, capsys):
     with pytest.raises(SystemExit) as exc:
         main(["campaign", sub, "--help"])
@@ -239,7 +243,11 @@ def test_cli_wired_into_main_cli(tmp_path, files, capsys):
 
     with pytest.raises(SystemExit) as exc:
         ar_main(["campaign", "--help"])
-    assert exc.value.code == 0 and "init" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert exc.value.code == 0 and all(c in out for c in ("init", "qrels", "backup", "check"))
+    with pytest.raises(SystemExit) as exc:
+        ar_main(["--help"])
+    assert "estimate, qrels, backup, check" in " ".join(capsys.readouterr().out.split())
 
 
 def test_cli_errors(tmp_path, files, capsys):
@@ -409,9 +417,15 @@ def test_crash_during_import(big, seed, tmp_path):
 
     out = _fork_and_kill(child, delay)
     acked = _acked_lines(out)
+    data_lines = {ln for ln, _ in big["ref"][0]}
+    copy = str(tmp_path / "copy.db")              # the store file alone holds every acknowledged line
+    shutil.copyfile(db, copy)
+    if not os.path.exists(db + "-journal"):       # unless killed inside a commit (schema.py, Durability)
+        assert Campaign.check_file(copy) == []
+        with Campaign.open(copy) as c:
+            assert acked & data_lines <= {ln for (ln,) in c._db.execute("SELECT line FROM import_lines")}
     lines, judg = _state(db)                       # opens cleanly, no duplicates
     stored = {ln for ln, _ in lines}
-    data_lines = {ln for ln, _ in big["ref"][0]}
     assert acked & data_lines <= stored            # every acknowledged line is there
     with Campaign.open(db) as c:                   # re-import completes the file
         rep = c.import_judgments(judgments, chunk_size=100)
@@ -545,9 +559,13 @@ def test_existing_foreign_outputs_need_force(judged, tmp_path, files, capsys):
         assert code == 2 and "already exists" in err and "--force" in err, err
         assert letor.read_bytes() == original
     # an answered task file holds annotators' work: not ours to replace
-    answered = tmp_path / "a.jsonl"
+    answered = tmp_path / "b.jsonl"
+    shutil.copy(tmp_path / "a.jsonl", answered)
     code, _, err = run_cli(["campaign", "export", db, str(answered)], capsys)
     assert code == 2 and "answered rows" in err
+    # the imported one is a file the campaign read: refused even with --force
+    code, _, err = run_cli(["campaign", "export", db, str(tmp_path / "a.jsonl"), "--force"], capsys)
+    assert code == 2 and "a file this campaign read" in err
     # previous outputs of the same kind are replaced without --force
     assert run_cli(["campaign", "export", db, str(tmp_path / "t.jsonl")], capsys)[0] == 0
     q = tmp_path / "j.qrels"

@@ -1,0 +1,356 @@
+"""Per-family replays: planning a campaign's sample, rebuilding it from the store, estimating and checking it.
+
+Everything that depends on how a campaign's method samples lives here, side
+by side per family, so that a new family (or one generic design plug-in
+interface) changes this module only:
+
+- query-level with replacement (``active``, ``passive``): the draw sequence,
+  estimated from its longest fully judged prefix by the engine;
+- without replacement (``active_wor``; :mod:`activerank.campaign.without_replacement`);
+- document-level, a Poisson sample or the recorded documents of the engine
+  (:mod:`activerank.campaign.documents`);
+- ``prefix``, queries then documents one at a time (:mod:`activerank.campaign.prefix`).
+
+:func:`plan_family` draws the sample at creation, :func:`family_meta` and
+:func:`family_arrays` say what of it the store keeps, and :class:`_Replay`
+(a part of :class:`activerank.campaign.Campaign`) rebuilds it on opening,
+estimates from the stored grades and replays it in :meth:`~_Replay.check`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+import numpy as np
+
+from ..design.sampling import DrawPlan, draw_budgeted
+from ..design.without_replacement import WORSample
+from ..engine import estimate_from_plan
+from .documents import ARRAY_NAMES as _UNIT_ARRAYS
+from .documents import RECORDED_ARRAY_NAMES as _RECORDED_ARRAYS
+from .documents import DocumentPlan, RecordedDocumentPlan, estimate_documents, estimate_recorded, plan_documents
+from .integrity import full_problems
+from .prefix import ARRAY_NAMES as _PREFIX_ARRAYS
+from .prefix import PrefixCampaignPlan, estimate_prefix, plan_prefix_campaign
+from .without_replacement import estimate_without_replacement, plan_without_replacement
+
+__all__ = ["BUDGET_RTOL", "family_arrays", "family_meta", "plan_family"]
+
+BUDGET_RTOL = 1e-9  # cost sums beyond the budget by rounding only (relative) count as within it
+
+
+# --------------------------------------------------------------------------- creation
+
+
+def plan_family(dsg, pool, budget: float, seed: int):
+    """The sample of a new campaign: ``(plan, documents, wor, prefix)``, the last three None but one's own.
+
+    ``plan`` lists the draws (query-level with replacement), the units (one per
+    document task), the sample without replacement in selection order, or the
+    prefix method's sampled queries with their expected costs.
+    """
+    documents = wor = prefix = None
+    if dsg.method_spec.unit == "prefix":  # the engine's design and sample; tasks come in rounds
+        prefix = plan_prefix_campaign(dsg, budget, seed)
+        x = prefix.queries
+        plan = DrawPlan(queries=x, new=np.ones(x.size, dtype=bool), charged=prefix.plan.expected_cost[x],
+                        budget=budget)
+    elif dsg.method_spec.unit == "document":  # the engine's Poisson sample of (query, document) units
+        documents = plan_documents(dsg, pool, budget, seed)
+        plan = DrawPlan(queries=documents.queries, new=np.ones(documents.n_tasks, dtype=bool),
+                        charged=documents.costs, budget=budget)
+    else:
+        if not dsg.q.any():
+            raise ValueError("no document can change the compared values in any query (every difference is "
+                             "exactly 0): there is nothing to judge.")
+        if dsg.method_spec.replacement:
+            plan = draw_budgeted(dsg.q, dsg.costs.cost, budget, seed)
+        else:  # the engine's one sample without replacement (the plug-in draws it, as in estimate)
+            wor = plan_without_replacement(dsg, budget, seed)
+            plan = DrawPlan(queries=wor.indices, new=np.ones(wor.n, dtype=bool), charged=wor.cost,
+                            budget=budget)
+    return plan, documents, wor, prefix
+
+
+def family_meta(documents=None, wor=None, prefix=None) -> dict:
+    """The ``meta`` entries that tell the family of a new campaign."""
+    meta = {}
+    if documents is not None:
+        meta.update(unit="document", expected_cost=documents.expected_cost)
+        if isinstance(documents, RecordedDocumentPlan):
+            meta.update(document_plan="recorded")
+    if wor is not None:
+        meta.update(sampling="without_replacement", wor_threshold=float(wor.threshold))
+    if prefix is not None:
+        meta.update(unit="prefix", expected_cost=prefix.expected_cost)
+    return meta
+
+
+def family_arrays(documents=None, wor=None, prefix=None) -> list:
+    """The ``(name, array)`` pairs a new campaign of the family stores in ``arrays``."""
+    out = []
+    if documents is not None:
+        out += list(documents.arrays().items())
+    if wor is not None:
+        out.append(("wor_pi", wor.pi))
+    if prefix is not None:
+        out += list(prefix.arrays().items())
+    return out
+
+
+# --------------------------------------------------------------------------- the campaign's part
+
+
+class _Replay:
+    """The family-specific part of :class:`activerank.campaign.Campaign` (a mixin; see the module docstring)."""
+
+    def _load_family(self):
+        """Rebuild the stored sample and the documents each planned query needs (after the design is loaded)."""
+        self._documents = self._wor = self._prefix = None
+        if self.meta.get("sampling") == "without_replacement":
+            self._wor = WORSample(indices=self._plan.queries, pi=self._array("wor_pi"),
+                                  threshold=float(self.meta["wor_threshold"]), cost=self._plan.charged,
+                                  budget=self._plan.budget)
+        if self.unit == "prefix":  # the tasks depend on the judgments: see _refresh_prefix
+            self._prefix = PrefixCampaignPlan.from_arrays({n: self._array(n) for n in _PREFIX_ARRAYS},
+                                                          expected_cost=float(self.meta["expected_cost"]))
+            self._design = replace(self._design, probs=self.probs(), document_costs=self._prefix.document_costs)
+            self._prefix_layout = self._prefix.layout(self._design)  # built once: every replay reads it
+            self._prefix_cost = self._prefix.document_cost(self._design, self._prefix_layout)
+            self._planned = [int(x) for x in self._prefix.queries]
+            self._refresh_prefix(self._combined()[0])
+            return
+        if self.meta.get("document_plan") == "recorded":  # the engine runs again at estimate time
+            self._documents = RecordedDocumentPlan.from_arrays({n: self._array(n) for n in _RECORDED_ARRAYS})
+            self._design = replace(self._design, probs=self.probs(), document_costs=self._documents.document_costs)
+            self._needed = self._documents.by_query()
+            self._planned = list(self._needed)
+        elif self.unit == "document":  # the sampled (query, document) units are the tasks
+            self._documents = DocumentPlan.from_arrays({n: self._array(n) for n in _UNIT_ARRAYS},
+                                                       n_docs=int(self._offsets[-1]),
+                                                       expected_cost=float(self.meta["expected_cost"]))
+            self._needed = self._documents.by_query()
+            self._planned = list(self._needed)
+        else:  # planned queries in draw order and the documents each needs
+            first = self._plan.queries[self._plan.new]
+            self._planned = [int(x) for x in first]
+            self._needed = {x: self._design.documents(x) for x in self._planned}
+        self._needed_rows = {int(r): x for x, rows in self._needed.items() for r in rows}
+
+    def _refresh_prefix(self, grades) -> None:
+        """A prefix campaign's tasks given the stored ``grades``: every sampled query needs the documents its
+        walk has judged and the one it asks for next (:mod:`activerank.campaign.prefix`)."""
+        self._prefix_seen = False  # tasks() replays again unless it set this itself (default combine rule)
+        judged, self._waiting = self._prefix.walk(self._design, grades, self._prefix_layout)
+        self._needed = {x: (np.append(judged[x], self._waiting[x]) if x in self._waiting else judged[x])
+                        for x in self._planned}
+        self._needed_rows = {int(r): x for x, rows in self._needed.items() for r in rows}
+
+    # ------------------------------------------------------------------ estimate
+
+    def estimate(self, *, combine=None):
+        """Estimate from the judgments so far.
+
+        Uses the longest prefix of the draw sequence whose queries are all
+        fully judged.  A prefix of i.i.d. draws is itself an i.i.d. sample
+        from ``q`` (its length does not depend on the labels), so the
+        estimator stays valid; using fully judged queries *beyond* an
+        unfinished one would select draws by how fast annotators answered.
+        Partially judged queries are reported by :meth:`status`.  Once every
+        planned query is judged the result equals ``activerank.estimate`` /
+        ``activerank.compare`` with the same pool, probabilities, seed and
+        budget (given the same grades).
+
+        A document-level campaign (``unit="document"``) estimates from its
+        whole Poisson sample only, and equals the in-memory engine
+        (``method="doc_dyn"`` etc., same seed) once every sampled document
+        is judged; before that it raises (a sample missing the tasks nobody
+        has answered yet is not a Poisson sample; see
+        :mod:`activerank.campaign.documents`).  So does a campaign of a
+        method without replacement (``active_wor``) until every sampled query
+        is judged (:mod:`activerank.campaign.without_replacement`), and a
+        prefix campaign until every sampled query's walk is finished
+        (:mod:`activerank.campaign.prefix`).
+
+        Returns
+        -------
+        EstimateResult, ComparisonResult, MultiComparisonResult or SystemRankingResult
+            As :func:`activerank.estimate` (one ranker),
+            :func:`activerank.compare` (two), :func:`activerank.compare_many`
+            or :func:`activerank.rank_systems`.  ``budget`` is the campaign
+            budget; ``n_draws`` and ``cost_spent`` cover the usable prefix.
+
+        Raises
+        ------
+        ValueError
+            No draw is usable yet (the first drawn query is not fully judged;
+            document-level: some sampled document is not judged -- the
+            message says how many).  The judgments stay stored.
+        """
+        res = self._estimate(combine)
+        if "auto" in self.meta:  # what method="auto" chose at creation, as the API reports it
+            res.trace.attrs["auto"] = self.meta["auto"]
+        return res
+
+    def _estimate(self, combine):
+        if self._documents is not None:
+            return self._estimate_documents(combine)
+        if self._prefix is not None:
+            return self._estimate_prefix(combine)
+        if self._wor is not None:
+            return self._estimate_without_replacement(combine)
+        grades, _, done, partial, pending, prefix = self._progress(combine)
+        if prefix == 0:
+            x = int(self._plan.queries[0])
+            rows = self._needed[x]
+            n = sum(1 for r in rows.tolist() if r in grades)
+            raise ValueError(
+                f"nothing to estimate yet: the first drawn query {self._qkeys[x]!r} has {n} of {rows.size} "
+                "documents judged (the estimate uses draws in order, up to the first query not fully judged)."
+            )
+        plan = DrawPlan(queries=self._plan.queries[:prefix], new=self._plan.new[:prefix],
+                        charged=self._plan.charged[:prefix], budget=self._plan.budget)
+        labels = np.full(int(self._offsets[-1]), -1, dtype=np.int64)
+        for x in np.unique(plan.queries).tolist():
+            rows = self._needed[x]
+            labels[rows] = [grades[r] for r in rows.tolist()]
+        return estimate_from_plan(self._design, self.pool(), plan, labels)
+
+    def _estimate_without_replacement(self, combine):
+        grades, _, done, partial, pending, _ = self._progress(combine)
+        if partial or pending:
+            raise ValueError(
+                f"the sample without replacement ({self.method!r}) is usable only whole: {len(partial)} of its "
+                f"{len(self._planned)} queries are partially judged and {len(pending)} not at all (module "
+                "activerank.campaign.without_replacement); the judgments stay stored.")
+        labels = np.full(int(self._offsets[-1]), -1, dtype=np.int64)
+        for x in self._planned:
+            rows = self._needed[x]
+            labels[rows] = [grades[r] for r in rows.tolist()]
+        return estimate_without_replacement(self._design, self.pool(), self._wor, labels)
+
+    def _estimate_prefix(self, combine):
+        grades, _, done, partial, pending, _ = self._progress(combine)
+        if self._waiting:
+            first = next(x for x in self._planned if x in self._waiting)
+            raise ValueError(
+                f"nothing to estimate yet: {len(self._waiting)} of the {len(self._planned)} sampled queries wait "
+                f"for a judgment ({len(partial)} started, {len(pending)} not; first: query {self._qkeys[first]!r}, "
+                f"document {self._dkeys[self._waiting[first]]!r}). A prefix campaign estimates from its whole "
+                "sample only, each query judged until its stopping rule says stop: export the next round of "
+                "tasks (one document per waiting query) and import the judgments. The judgments are kept.")
+        labels = np.full(int(self._offsets[-1]), -1, dtype=np.int64)
+        for r in self._needed_rows:
+            labels[r] = grades[r]
+        return estimate_prefix(self._design, self.pool(), self._prefix, labels, budget=self.budget)
+
+    def _estimate_documents(self, combine):
+        grades, _ = self._combined(combine)
+        rows = self._documents.rows.tolist()
+        missing = [r for r in rows if r not in grades]
+        if missing:
+            qidx = np.repeat(np.arange(len(self._qkeys)), np.diff(self._offsets))
+            first = missing[0]
+            raise ValueError(
+                f"nothing to estimate yet: {len(missing)} of {len(rows)} sampled documents (tasks) are not judged "
+                f"(first: document {self._dkeys[first]!r} of query {self._qkeys[int(qidx[first])]!r}); a "
+                f"document-level campaign ({self.method!r}) estimates from its complete Poisson sample only, since "
+                "the documents answered so far are not a valid sample. The judgments are kept: import the "
+                "missing ones.")
+        if isinstance(self._documents, RecordedDocumentPlan):
+            labels = np.full(int(self._offsets[-1]), -1, dtype=np.int64)
+            labels[rows] = [grades[r] for r in rows]
+            return estimate_recorded(self._design, self.pool(), self._documents, labels, budget=self.budget,
+                                     seed=self.seed)
+        return estimate_documents(self._design, self.pool(), self._documents, np.array([grades[r] for r in rows]),
+                                  self.probs(), budget=self.budget)
+
+    # ------------------------------------------------------------------ checks
+
+    def check(self) -> list[str]:
+        """Consistency checks; returns a list of problems (empty when all is well).
+
+        The store (:func:`activerank.campaign.integrity.full_problems`): SQLite's
+        ``integrity_check`` and foreign keys, the schema against its checksum, the
+        design against the digest written at creation, every judgment against its
+        checksum and the ledger (one message per changed row), every grade on the
+        scale, no file line stored twice.  The budget ledger: the draws charge
+        the stored query costs and stay within the budget.  The replay: the draw
+        sequence again from the stored ``q``, costs, budget and seed.  A
+        document-level campaign replays its Poisson sample from the stored
+        inclusion probabilities and seed, and checks the *expected* cost
+        against the budget (the realized cost may exceed it); a campaign
+        without replacement replays its one sample, a prefix campaign its
+        design and query sample.
+        """
+        problems = full_problems(self._db)
+        if self._documents is not None:
+            problems += self._check_documents()
+        elif self._prefix is not None:
+            problems += self._check_prefix()
+        elif self._wor is not None:
+            problems += self._check_without_replacement()
+        else:
+            replay = draw_budgeted(self._design.q, self._design.costs.cost, self.budget, self.seed)
+            if not (np.array_equal(replay.queries, self._plan.queries)
+                    and np.array_equal(replay.new, self._plan.new)):
+                problems.append("the stored draw sequence differs from a replay with the stored seed")
+            problems += self._check_charges(np.where(self._plan.new, self._design.costs.cost[self._plan.queries], 0.0))
+        return problems
+
+    def _check_charges(self, expected) -> list[str]:
+        """The budget ledger of a query-level campaign: each draw charges the stored cost, the sum the budget."""
+        out = []
+        bad = np.flatnonzero(self._plan.charged != expected)
+        if bad.size:
+            j = int(bad[0])
+            out.append(f"{bad.size} draws charge another cost than their query's stored cost (first: draw {j}, "
+                       f"query {self._qkeys[int(self._plan.queries[j])]!r}, charged {self._plan.charged[j]!r}, "
+                       f"cost {expected[j]!r})")
+        total = math.fsum(self._plan.charged)
+        if not total <= self.budget * (1 + BUDGET_RTOL):
+            out.append(f"planned cost {total} exceeds the budget {self.budget}")
+        return out
+
+    def _check_without_replacement(self) -> list[str]:
+        wor, problems = self._wor, []
+        replay = plan_without_replacement(self._design, self.budget, self.seed)
+        if not (np.array_equal(replay.indices, wor.indices) and np.allclose(replay.pi, wor.pi, rtol=1e-12, atol=0)):
+            problems.append("the stored sample without replacement differs from a replay with the stored seed")
+        return problems + self._check_charges(self._design.costs.cost[self._plan.queries])
+
+    def _check_prefix(self) -> list[str]:
+        cp, problems = self._prefix, []
+        try:
+            replay = plan_prefix_campaign(self._design, self.budget, self.seed)
+        except ValueError as exc:
+            return [f"the prefix design could not be replayed with the stored seed: {exc}"]
+        if not (np.array_equal(replay.queries, cp.queries) and np.allclose(replay.U, cp.U, rtol=0, atol=0)
+                and np.allclose(replay.plan.pi, cp.plan.pi, rtol=1e-9, atol=1e-12)):
+            problems.append("the stored prefix sample differs from a replay with the stored seed")
+        if not np.array_equal(self._plan.queries, cp.queries):
+            problems.append("the stored draws differ from the stored prefix sample")
+        if cp.expected_cost > self.budget * (1 + BUDGET_RTOL):
+            problems.append(f"expected cost {cp.expected_cost} of the prefix design exceeds the budget {self.budget}")
+        return problems
+
+    def _check_documents(self) -> list[str]:
+        dp, problems = self._documents, []
+        if isinstance(dp, RecordedDocumentPlan):
+            try:
+                again = plan_documents(self._design, self.pool(), self.budget, self.seed)
+            except ValueError as exc:
+                return [f"the document design could not be replayed with the stored seed: {exc}"]
+            if not (np.array_equal(again.rows, dp.rows) and np.allclose(again.costs, dp.costs, rtol=1e-12, atol=0)):
+                problems.append("the stored documents differ from a replay of the engine with the stored seed")
+            return problems
+        if not np.array_equal(dp.replay(self.seed), dp.sample):
+            problems.append("the stored document sample differs from a replay with the stored seed and inclusion "
+                            "probabilities")
+        if not (np.array_equal(self._plan.queries, dp.queries) and np.array_equal(self._plan.charged, dp.costs)):
+            problems.append("the stored draws differ from the stored document sample")
+        expected = float(np.dot(dp.design.pi, dp.design.costs))
+        if expected > self.budget * (1 + BUDGET_RTOL):
+            problems.append(f"expected cost {expected} of the document sample exceeds the budget {self.budget}")
+        return problems
