@@ -564,8 +564,10 @@ def _read_runs_columnar(paths, multiple_tags: str, queries: str) -> TrecRuns:
                 _decode(dmat_first)[pool_pairs % n_d])
 
     rankings, scores = {}, {}
+    by_tag = kept[np.argsort(t[kept], kind="stable")]          # one pass for all tags, not one per tag
+    tag_bounds = np.searchsorted(t[by_tag], np.arange(n_t + 1))
     for k, tag in enumerate(_decode(tmat[t_first]).tolist()):
-        lines = kept[t[kept] == k]
+        lines = by_tag[tag_bounds[k]:tag_bounds[k + 1]]
         o = lines[_ranking_order(lq[lines], score[lines], d[lines], dmat_first)]
         rankings[tag] = Rankings(row[o], offsets_from_lengths(np.bincount(lq[o], minlength=qorder.size)))
         s = np.full(pool_pairs.size, -np.inf)
