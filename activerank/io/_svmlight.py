@@ -80,9 +80,10 @@ def scan(block: bytes) -> Scan:
 
     Examples
     --------
-    >>> s = scan(b"# head\\n1 qid:12 1:0.5 # docid = d7\\n\\n  0 qid:-3 2:1\\n")
-    >>> s.lines.tolist(), s.doc_ids.tolist(), qid_values(b"", s)[0] is None
-    ([1, 3], ['d7', ''], False)
+    >>> block = b"# head\\n1 qid:12 1:0.5 # docid = d7\\n\\n  0 qid:-3 2:1\\n"
+    >>> s = scan(block)
+    >>> s.lines.tolist(), s.doc_ids.tolist(), qid_values(block, s)[0].tolist()
+    ([1, 3], ['d7', ''], [12, -3])
     """
     buf = np.frombuffer(block, dtype=np.uint8)
     ends = np.flatnonzero(buf == 10)
