@@ -1,13 +1,14 @@
 """The LETOR / SVMlight parser behind :func:`activerank.io.letor.load_letor`.
 
-A file is read in blocks of whole lines (about 64 MiB each).  In every block
+A file is read in blocks of whole lines (about 16 MiB each).  In every block
 numpy finds the data lines, their query ids and their ``docid`` comments (no
 Python object per line); scikit-learn's SVMlight reader parses labels and
 features *without* query ids (with them it grows its query-id array one line
-at a time, which is quadratic in the file size); the block's features are made
-dense at once.  So time is linear in the file size and memory stays near the
-dense result.  A block the fast path rejects is re-read line by line to name
-the first bad line.
+at a time, which is quadratic in the file size).  The caller counts the data
+lines first (:func:`count_data_lines`) and writes every block's features into
+its rows of one dense array.  So time is linear in the file size and memory
+stays near the dense result.  A block the fast path rejects is re-read line by
+line to name the first bad line.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import numpy as np
 
 from .limits import MAX_FEATURE_INDEX, MAX_GRADE
 
-BLOCK = 1 << 26
+BLOCK = 1 << 24
 _WS = np.zeros(256, dtype=bool)
 _WS[list(b" \t\n\r\x0b\x0c")] = True  # what bytes.split() splits on (sklearn splits lines with it)
 _NOT_WS = ~_WS
@@ -86,14 +87,7 @@ def scan(block: bytes) -> Scan:
     ([1, 3], ['d7', ''], [12, -3])
     """
     buf = np.frombuffer(block, dtype=np.uint8)
-    ends = np.flatnonzero(buf == 10)
-    if ends.size == 0 or ends[-1] != buf.size - 1:
-        ends = np.append(ends, buf.size)
-    starts = np.r_[0, ends[:-1] + 1]
-    hashes = np.append(np.flatnonzero(buf == 35), buf.size)
-    content_end = np.minimum(hashes[np.searchsorted(hashes, starts)], ends)   # sklearn cuts at the first '#'
-    first = _skip(block, buf, starts, content_end, _WS)
-    lines = np.flatnonzero(first < content_end)
+    starts, content_end, first, lines = _classify(block, buf)
     cend = content_end[lines]
     label_end = _skip(block, buf, first[lines], cend, _NOT_WS)
     second = _skip(block, buf, label_end, cend, _WS)
@@ -103,6 +97,29 @@ def scan(block: bytes) -> Scan:
     qid_start = np.where(has_qid, second + 4, -1)
     qid_end = np.where(has_qid, _skip(block, buf, np.where(has_qid, second + 4, cend), cend, _NOT_WS), -1)
     return Scan(lines, qid_start, qid_end, _doc_ids(block, starts, content_end, lines))
+
+
+def _classify(block: bytes, buf: np.ndarray):
+    """Line starts, content ends (first ``#`` or line end), first non-blank byte, and the data lines."""
+    ends = np.flatnonzero(buf == 10)
+    if ends.size == 0 or ends[-1] != buf.size - 1:
+        ends = np.append(ends, buf.size)
+    starts = np.r_[0, ends[:-1] + 1]
+    hashes = np.append(np.flatnonzero(buf == 35), buf.size)
+    content_end = np.minimum(hashes[np.searchsorted(hashes, starts)], ends)   # sklearn cuts at the first '#'
+    first = _skip(block, buf, starts, content_end, _WS)
+    return starts, content_end, first, np.flatnonzero(first < content_end)
+
+
+def count_data_lines(block: bytes) -> int:
+    """Number of data lines in a block (as :func:`scan` finds them).
+
+    Examples
+    --------
+    >>> count_data_lines(b"# head\\n1 qid:1 1:2\\n\\n \\t\\n0 qid:1 2:1")
+    2
+    """
+    return int(_classify(block, np.frombuffer(block, dtype=np.uint8))[3].size)
 
 
 def _doc_ids(block: bytes, starts, content_end, lines) -> np.ndarray | None:
@@ -255,13 +272,13 @@ def _row_max_index(Xs) -> np.ndarray:
 
 @dataclass
 class Part:
-    """One block's data lines: file line numbers, query ids, labels (float), doc ids, dense features."""
+    """One block's data lines: file line numbers, query ids, labels (float), doc ids, features (CSR)."""
 
     line_no: np.ndarray
     qids: np.ndarray
     y: np.ndarray
     doc_ids: np.ndarray | None
-    X: np.ndarray
+    features: object
 
 
 def read_block(block: bytes, first_line: int, path: str, *, n_features, n_grades, labeled,
@@ -300,7 +317,7 @@ def read_block(block: bytes, first_line: int, path: str, *, n_features, n_grades
     _check_features(Xs, line_no, path, n_features, count_rows)
     if labeled:
         _check_labels(y, line_no, path, n_grades, lambda r: label_text(block, int(line_no[r]) - first_line + 1))
-    return Part(line_no, qids, y, s.doc_ids, Xs.toarray())
+    return Part(line_no, qids, y, s.doc_ids, Xs)
 
 
 def _check_features(Xs, line_no, path, n_features, count_rows):

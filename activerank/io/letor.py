@@ -397,18 +397,15 @@ def load_letor(
     _check_length_feature(length_feature, n_features)
 
     path = os.fspath(path)
-    parts = _read_parts(path, n_features=n_features, n_grades=n_grades, labeled=labeled)
-    if not parts:
-        raise ValueError(f"{path}: file is empty (no data lines).")
-    line_no = np.concatenate([p.line_no for p in parts])
-    qids = np.concatenate([p.qids for p in parts])
-    n = qids.size
-    widest = max(p.X.shape[1] for p in parts)
+    parts, X, widest = _read_parts(path, n_features=n_features, n_grades=n_grades, labeled=labeled)
     if n_features is not None and widest < n_features:
         raise ValueError(
             f"{path}: file has at most {widest} features per line, but "
             f"n_features={n_features} (feature count mismatch)."
         )
+    line_no = np.concatenate([p.line_no for p in parts])
+    qids = np.concatenate([p.qids for p in parts])
+    n = qids.size
     labels = None
     if labeled:
         labels = np.concatenate([p.y for p in parts]).astype(np.int64)
@@ -418,9 +415,8 @@ def load_letor(
     if any(p.doc_ids is not None for p in parts):
         doc_ids = np.concatenate([np.full(p.qids.size, "", dtype=object) if p.doc_ids is None else p.doc_ids
                                   for p in parts])
-    offsets = _query_offsets(qids, line_no, path)
-    X = _stack_dense([p.X for p in parts], n, n_features or widest)
     del parts
+    offsets = _query_offsets(qids, line_no, path)
 
     doc_length = None
     if length_feature is not None:
@@ -480,22 +476,54 @@ def _lengths_from(X, length_feature, path):
     return _check_lengths(X[:, length_feature - 1], X.shape[0], f"feature {length_feature}")
 
 
-def _read_parts(path: str, **options) -> list:
-    """The :class:`~activerank.io._svmlight.Part` of every block of whole lines of the file."""
-    parts = []
+def _read_parts(path: str, *, n_features, **options):
+    """``(parts, X, widest)``: every block's :class:`~activerank.io._svmlight.Part` (without features),
+    the dense read-only features of all rows, and the largest feature index.
+
+    The data lines are counted first (a quick pass), so ``X`` is allocated
+    once and each block's features go straight into their rows: memory stays
+    near one copy of ``X``.
+    """
     with open(path, "rb") as f:
+        if f.read(2) in (b"\xff\xfe", b"\xfe\xff"):
+            raise ValueError(f"{path}: line 1: file is UTF-16 encoded; save it as UTF-8 (or ASCII).")
+        f.seek(0)
+        n = sum(_svmlight.count_data_lines(block) for _, block in _svmlight.blocks(f))
+        if n == 0:
+            raise ValueError(f"{path}: file is empty (no data lines).")
+        f.seek(0)
+        parts, X, filled, widest = [], None, 0, 0
         for first_line, block in _svmlight.blocks(f):
-            if first_line == 1 and block[:2] in (b"\xff\xfe", b"\xfe\xff"):
-                raise ValueError(f"{path}: line 1: file is UTF-16 encoded; save it as UTF-8 (or ASCII).")
-            part = _svmlight.read_block(block, first_line, path, count_rows=lambda: _count_rows(path), **options)
-            if part is not None:
-                parts.append(part)
-    return parts
+            part = _svmlight.read_block(block, first_line, path, n_features=n_features, count_rows=lambda: n,
+                                        **options)
+            if part is None:
+                continue
+            Xs, part.features = part.features, None
+            rows, width = Xs.shape
+            if filled + rows > n:
+                raise ValueError(f"{path}: the file changed while it was read; read it again.")
+            widest = max(widest, width)
+            X = _widen(X, n, filled, max(n_features or 0, width))
+            Xs.resize(rows, X.shape[1])                # more columns: no copy, the new ones are empty
+            Xs.toarray(out=X[filled:filled + rows])
+            filled += rows
+            parts.append(part)
+    if filled != n:
+        raise ValueError(f"{path}: the file changed while it was read; read it again.")
+    X.setflags(write=False)   # LetorData keeps a read-only array as it is, without a copy
+    return parts, X, widest
 
 
-def _count_rows(path: str) -> int:
-    with open(path, "rb") as f:
-        return sum(_svmlight.scan(block).lines.size for _, block in _svmlight.blocks(f))
+def _widen(X, n: int, filled: int, width: int) -> np.ndarray:
+    """``X`` with at least ``width`` columns (allocated on first use; widened, rarely, by a copy)."""
+    if X is None:
+        return np.empty((n, width))
+    if X.shape[1] >= width:
+        return X
+    wider = np.empty((n, width))
+    wider[:filled, :X.shape[1]] = X[:filled]
+    wider[:filled, X.shape[1]:] = 0.0
+    return wider
 
 
 def _query_offsets(qids: np.ndarray, line_no: np.ndarray, path: str) -> np.ndarray:
@@ -512,27 +540,6 @@ def _query_offsets(qids: np.ndarray, line_no: np.ndarray, path: str) -> np.ndarr
             "after other queries (lines of a query must be grouped)."
         )
     return np.r_[starts, qids.size].astype(np.int64)
-
-
-def _stack_dense(blocks: list, n: int, width: int) -> np.ndarray:
-    """The blocks' dense rows in one read-only (n, width) array, zero-padded on the right.
-
-    Blocks are moved in from the last one, each freed once copied, so memory
-    stays near one copy of the result.
-    """
-    if len(blocks) == 1 and blocks[0].shape[1] == width:
-        X = blocks.pop()
-    else:
-        X = np.empty((n, width))
-        end = n
-        while blocks:
-            b = blocks.pop()
-            X[end - b.shape[0]:end, :b.shape[1]] = b
-            X[end - b.shape[0]:end, b.shape[1]:] = 0.0
-            end -= b.shape[0]
-            del b
-    X.setflags(write=False)   # LetorData keeps a read-only array as it is, without a copy
-    return X
 
 
 def concat(datasets: Sequence[LetorData]) -> LetorData:
