@@ -282,11 +282,11 @@ class Part:
 
 
 def read_block(block: bytes, first_line: int, path: str, *, n_features, n_grades, labeled,
-               count_rows) -> Part | None:
+               n_rows: int) -> Part | None:
     """Parse and check one block of whole lines starting at file line ``first_line`` (None if it has no data).
 
     ``n_features``, ``n_grades`` and ``labeled`` as in ``load_letor``;
-    ``count_rows()`` counts the file's data lines (for one message).  Errors
+    ``n_rows``: the file's data lines (for one message).  Errors
     name ``path`` and the file line, in this order within a block: unparsable
     line, missing or bad query id, non-finite value, feature index too large,
     label not an integer grade or outside the scale.
@@ -314,13 +314,13 @@ def read_block(block: bytes, first_line: int, path: str, *, n_features, n_grades
     qids, bad = qid_values(block, s)
     if bad is not None:
         raise bad_line(f"{path}: line {line_no[bad]}: query id is not a 64-bit integer.")
-    _check_features(Xs, line_no, path, n_features, count_rows)
+    _check_features(Xs, line_no, path, n_features, n_rows)
     if labeled:
         _check_labels(y, line_no, path, n_grades, lambda r: label_text(block, int(line_no[r]) - first_line + 1))
     return Part(line_no, qids, y, s.doc_ids, Xs)
 
 
-def _check_features(Xs, line_no, path, n_features, count_rows):
+def _check_features(Xs, line_no, path, n_features, n):
     Xs.sort_indices()
     bad = np.flatnonzero(~np.isfinite(Xs.data))
     if bad.size:
@@ -333,7 +333,6 @@ def _check_features(Xs, line_no, path, n_features, count_rows):
     if n_features is None and Xs.shape[1] > MAX_FEATURE_INDEX:
         row_max = _row_max_index(Xs)
         r = int(np.flatnonzero(row_max >= MAX_FEATURE_INDEX)[0])
-        n = count_rows()
         raise ValueError(
             f"{path}: line {line_no[r]}: feature index {row_max[r] + 1} is above "
             f"{MAX_FEATURE_INDEX}, the largest read without `n_features` (features are stored dense: "

@@ -494,8 +494,7 @@ def _read_parts(path: str, *, n_features, **options):
         f.seek(0)
         parts, X, filled, widest = [], None, 0, 0
         for first_line, block in _svmlight.blocks(f):
-            part = _svmlight.read_block(block, first_line, path, n_features=n_features, count_rows=lambda: n,
-                                        **options)
+            part = _svmlight.read_block(block, first_line, path, n_features=n_features, n_rows=n, **options)
             if part is None:
                 continue
             Xs, part.features = part.features, None
