@@ -178,14 +178,14 @@ def report(rows, sizes, mslr, args, load0, load1) -> str:
         "",
         "Wall seconds (CPU seconds):",
         "",
-        "| lines | LETOR MiB | " + " | ".join(readers) + " | letor / sklearn | letor peak MiB (dense X MiB) |",
+        "| lines | LETOR MiB | " + " | ".join(readers) + " | letor / sklearn, wall (CPU) | letor peak MiB (dense X MiB) |",
         "|---:|---:|" + "---:|" * len(readers) + "---:|---:|",
     ]
     for n in sizes:
         r = rows[n]
         cells = [f"{r[k]['wall']:.2f} ({r[k]['cpu']:.2f})" if k in r else "-" for k in readers]
         out.append(f"| {n:,} | {r['mib']:.0f} | " + " | ".join(cells)
-                   + f" | {r['letor']['wall'] / r['sklearn']['wall']:.2f} "
+                   + f" | {r['letor']['wall'] / r['sklearn']['wall']:.2f} ({r['letor']['cpu'] / r['sklearn']['cpu']:.2f}) "
                    + f"| {r['letor']['peak_mib']:.0f} ({r['letor']['dense_mib']:.0f}) |")
     out += ["", "Growth exponent (slope of log wall time on log lines; 1 = linear):", ""]
     out.append("| reader | sizes | exponent (wall) | exponent (CPU) |")
