@@ -53,6 +53,20 @@ def test_probs_columns_must_match_the_labeler_scale(data):
     assert np.isfinite(res.estimate)
 
 
+def test_probs_columns_must_match_the_qrels_scale(data, tmp_path):
+    from activerank.io.trec import read_qrels, write_qrels
+
+    path = tmp_path / "q.qrels"
+    write_qrels(path, {str(data.query_ids[0]): {data.doc_ids[r]: int(data.labels[r]) for r in range(3)}})
+    pool = ar.Pool(data.query_ids[:1], data.offsets[:2], data.doc_ids[:data.offsets[1]])
+    probs = uniform(pool.n_docs, 5)
+    qrels = read_qrels(path, n_grades=3)
+    assert qrels.n_grades == 3 and qrels.labeler(missing=0).n_grades == 3
+    with pytest.raises(ValueError, match=r"`probs` has 5 grade columns but the labeler has n_grades=3"):
+        ar.estimate(pool, data.X[:pool.n_docs, 0], probs, qrels.labeler(missing=0), budget=5, rng=0)
+    assert read_qrels(path).labeler().n_grades is None          # no scale given: none declared
+
+
 def test_matching_scales_pass(data):
     res = ar.estimate(data, data.X[:, 0], uniform(data.n_docs, 3), ar.KnownLabels.from_data(data), budget=5,
                       rng=0)

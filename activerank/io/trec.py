@@ -776,11 +776,16 @@ class Qrels:
     path : str or None
     lines : dict
         ``{(query id, doc id): line number}`` in the source file.
+    n_grades : int or None
+        The grade scale the file was read on (``read_qrels(n_grades=...)``);
+        its :meth:`labeler` declares it, so probabilities on another scale are
+        refused.
     """
 
     judgments: dict
     path: str | None = None
     lines: dict | None = None
+    n_grades: int | None = None
 
     @property
     def n_judgments(self) -> int:
@@ -819,6 +824,7 @@ class Qrels:
                 out.append(g)
             return np.asarray(out, dtype=np.int64)
 
+        label.n_grades = self.n_grades
         return label
 
     def labels_for(self, pool, missing: int = -1) -> np.ndarray:
@@ -920,7 +926,7 @@ def read_qrels(path, *, n_grades: int | None = None, negative: str = "error") ->
         lines.setdefault((qid, doc), line)
     if not judgments:
         raise ValueError(f"{path}: file is empty (no qrels lines).")
-    return Qrels(judgments=judgments, path=path, lines=lines)
+    return Qrels(judgments=judgments, path=path, lines=lines, n_grades=None if n_grades is None else int(n_grades))
 
 
 def write_qrels(path, judgments: Mapping) -> int:
