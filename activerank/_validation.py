@@ -15,7 +15,7 @@ import os
 
 import numpy as np
 
-from .ragged import Rankings, listed_once, offsets_from_lengths, rank_rows_by_scores, segment_ids
+from .ragged import Rankings, listed_once, offsets_from_lengths, rank_rows_by_scores, segment_argsort, segment_ids
 
 PROB_ROW_TOL = 1e-6
 
@@ -226,6 +226,40 @@ def probs_iv(probs, *, name: str = "probs", n_rows: int | None = None) -> np.nda
     return np.ascontiguousarray(arr)
 
 
+def grade_count_iv(probs, *, name: str = "probs", **sources) -> None:
+    """Refuse ``probs`` whose number of grade columns differs from a grade count a source declares.
+
+    ``sources`` maps a description (``pool``, ``labeler``, ``model``) to an
+    object; one with an integer ``n_grades`` (a :class:`LetorData`, a labeler
+    or relevance model built for a scale) must agree with ``probs``: the
+    columns fix the grade scale, and with it the gains and ERR's top grade, so
+    a mismatch would give a silently wrong estimate.
+
+    Examples
+    --------
+    >>> import types
+    >>> grade_count_iv(np.full((4, 3), 1 / 3), pool=types.SimpleNamespace(n_grades=3))
+    >>> grade_count_iv(np.full((4, 5), 0.2), pool=types.SimpleNamespace(n_grades=3))
+    Traceback (most recent call last):
+    ValueError: `probs` has 5 grade columns but the pool has n_grades=3 (grades 0..2): ...
+    """
+    shape = getattr(probs, "shape", None)
+    if shape is None:
+        shape = np.shape(probs) if isinstance(probs, (list, tuple)) else ()
+    if len(shape) != 2:
+        return  # probs_iv names the shape error
+    columns = int(shape[1])
+    for what, source in sources.items():
+        g = getattr(source, "n_grades", None)
+        if isinstance(g, bool) or not isinstance(g, (int, np.integer)) or g == columns:
+            continue
+        raise ValueError(
+            f"`{name}` has {columns} grade columns but the {what} has n_grades={g} (grades 0..{g - 1}): the "
+            f"columns set the grade scale (gains, ERR's top grade), so the estimate would be wrong; give the "
+            f"relevance model n_grades={g}, or load the data with n_grades={columns} if that is its scale."
+        )
+
+
 def _rows_are_distributions(arr: np.ndarray, block: int = 1 << 16) -> bool:
     """Fast check of the valid case: rows non-negative and summing to 1.
 
@@ -390,6 +424,43 @@ def offsets_iv(offsets, n_rows: int | None = None, *, name: str = "offsets") -> 
     if n_rows is not None and off[-1] != n_rows:
         raise ValueError(f"`{name}` must end at the number of rows ({n_rows}); got {off[-1]}.")
     return off
+
+
+def distinct_docs_iv(doc_ids, offsets: np.ndarray, query_ids) -> None:
+    """Refuse a pool that lists one document twice for a query (ids compared by their string form).
+
+    As the campaign store: ``7`` and ``"7"`` are the same id.  Rows are hashed
+    and sorted within each query (vectorized); only queries where two hashes
+    agree are checked exactly, one id at a time.
+
+    Examples
+    --------
+    >>> distinct_docs_iv(np.array(["a", "b", "a"], dtype=object), np.array([0, 2, 3]), np.array([1, 2]))
+    >>> distinct_docs_iv(np.array(["a", "b", "a"], dtype=object), np.array([0, 3]), np.array(["q"]))
+    Traceback (most recent call last):
+    ValueError: `pool` query 'q' lists document id 'a' twice (rows 0 and 2).
+    """
+    ids = np.asarray(doc_ids).reshape(-1)
+    if ids.size < 2:
+        return
+    if ids.dtype.kind in "iu":      # the string forms agree exactly when the integers do
+        keys = ids.astype(np.int64, copy=False).view(np.uint64) if ids.dtype.kind == "i" else ids.astype(np.uint64)
+    else:
+        keys = np.fromiter(map(hash, map(str, ids.tolist())), dtype=np.int64, count=ids.size).view(np.uint64)
+    order = segment_argsort(keys, offsets)
+    same = keys[order[1:]] == keys[order[:-1]]
+    ends = offsets[1:-1]
+    same[ends[(ends > 0) & (ends < ids.size)] - 1] = False          # pairs across two queries
+    if not same.any():
+        return
+    for x in np.unique(np.searchsorted(offsets, np.flatnonzero(same), side="right") - 1).tolist():
+        first = {}
+        for r in range(int(offsets[x]), int(offsets[x + 1])):
+            d = str(py_scalar(ids[r]))
+            if d in first:
+                raise ValueError(f"`pool` query {str(py_scalar(query_ids[x]))!r} lists document id {d!r} twice "
+                                 f"(rows {first[d]} and {r}).")
+            first[d] = r
 
 
 def _unique_ids_iv(qids: np.ndarray) -> None:

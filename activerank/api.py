@@ -29,6 +29,7 @@ from ._validation import (
     confidence_level_iv,
     defensive_iv,
     features_iv,
+    grade_count_iv,
     int_iv,
     labeler_iv,
     model_iv,
@@ -92,6 +93,7 @@ Compute the sampling design for one ranking (``len(rankings) == 1``) or a pair.
         raise ValueError(f"`target`={kind!r} needs {lo if lo == hi else f'at least {lo}'} rankings; "
                          f"got {len(rankings)}.")
     rankings = tuple(scores_iv(r, pool_, f"rankings[{i}]") for i, r in enumerate(rankings))
+    grade_count_iv(probs, pool=pool)
     return prepare_design(pool, pool_, kind, rankings, probs, metric=metric, k=k, method=method, costs=costs,
                           query_weights=query_weights, defensive=defensive, predicted=predicted, names=names,
                           judge=judge)
@@ -106,6 +108,7 @@ def _fixed(pool, pool_, kind, rankings, probs, labeler, *, budget, rng, judgment
     ci = ci_iv(ci)
     rng = rng_iv(rng)
     labeler = labeler_iv(labeler)
+    grade_count_iv(probs, pool=pool, labeler=labeler)
     auto = None
     if isinstance(design_args.get("method"), str) and design_args["method"] == "auto":
         from .design.auto import auto_design
@@ -532,6 +535,7 @@ Label one query at a time until the anytime-valid interval is narrow enough.
     pool_ = pool_iv(pool)
     kind, rankings = _one_or_two(scores, pool_)
     labeler = labeler_iv(labeler)
+    grade_count_iv(probs, pool=pool, labeler=labeler)
     level = confidence_level_iv(confidence_level)
     target = positive_real_iv(target_half_width, "target_half_width")
     budget = budget_iv(budget)
@@ -662,6 +666,7 @@ Active estimate (or comparison) that refits the relevance model between batches.
     if n_grades is None:
         n_grades = probs_now(fitted).shape[1]
     probs = probs_now(fitted)
+    grade_count_iv(probs, pool=pool, labeler=labeler, model=model)
     dsg = prepare_design(pool, pool_, kind, rankings, probs, metric=metric, k=k, method=method, costs=costs,
                          query_weights=query_weights, defensive=defensive,
                          methods=method_names(estimator=SelfNormalized), judge=judge)

@@ -93,6 +93,10 @@ class KnownLabels:
     labels : array-like of shape (n_docs,)
     doc_ids : array-like of shape (n_docs,), optional
         Document ids; when omitted, documents are addressed by their global row index.
+    n_grades : int, optional
+        Size of the grade scale the labels are on (``from_data`` takes the
+        data's); the public functions refuse probabilities with another
+        number of grade columns.
 
     Examples
     --------
@@ -103,7 +107,11 @@ class KnownLabels:
     ([[0], [1]], 2)
     """
 
-    def __init__(self, query_ids, offsets, labels, doc_ids=None):
+    def __init__(self, query_ids, offsets, labels, doc_ids=None, *, n_grades=None):
+        if n_grades is not None and (isinstance(n_grades, bool) or not isinstance(n_grades, (int, np.integer))
+                                     or n_grades < 2):
+            raise ValueError(f"`n_grades` must be an integer >= 2 or None; got {n_grades!r}.")
+        self.n_grades = None if n_grades is None else int(n_grades)
         self._labels = np.asarray(labels, dtype=np.int64)
         offsets = np.asarray(offsets, dtype=np.int64)
         self._rows = {qid: (int(offsets[i]), int(offsets[i + 1]))
@@ -116,7 +124,8 @@ class KnownLabels:
         """From a labeled :class:`~activerank.io.letor.LetorData`."""
         if data.labels is None:
             raise ValueError("`data` has no labels; KnownLabels needs a labeled dataset.")
-        return cls(data.query_ids, data.offsets, data.labels, getattr(data, "doc_ids", None))
+        return cls(data.query_ids, data.offsets, data.labels, getattr(data, "doc_ids", None),
+                   n_grades=getattr(data, "n_grades", None))
 
     def __call__(self, query_id, doc_ids):
         self.n_calls += 1

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._validation import _unique_ids_iv, offsets_iv, py_scalar
+from ._validation import _unique_ids_iv, distinct_docs_iv, offsets_iv, py_scalar
 
 __all__ = ["Pool", "pool_iv"]
 
@@ -103,6 +103,8 @@ def pool_iv(pool):
     """Validate a pool (anything with ``offsets`` and ``query_ids``) -> :class:`~activerank.pool.Pool`.
 
     The standardized pool keeps ``doc_ids`` and ``doc_length`` when present.
+    Query ids must be unique, and so must the document ids of each query
+    (compared by their string form, as campaigns compare them).
     """
     if not (hasattr(pool, "offsets") and hasattr(pool, "query_ids")):
         raise TypeError(
@@ -123,6 +125,7 @@ def pool_iv(pool):
         doc_ids = np.asarray(doc_ids)
         if doc_ids.shape != (n_docs,):
             raise ValueError(f"`pool.doc_ids` must have one id per document ({n_docs}); got shape {doc_ids.shape}.")
+        distinct_docs_iv(doc_ids, offsets, qids)
     doc_length = getattr(pool, "doc_length", None)
     if doc_length is not None:
         doc_length = np.asarray(doc_length)

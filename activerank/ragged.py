@@ -11,8 +11,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["PositionMajor", "Rankings", "offsets_from_lengths", "rank_rows_by_scores", "segment_ids",
-           "segment_positions"]
+__all__ = ["PositionMajor", "Rankings", "descending_keys", "offsets_from_lengths", "rank_rows_by_scores",
+           "segment_argsort", "segment_ids", "segment_positions"]
 
 
 def segment_ids(offsets: np.ndarray) -> np.ndarray:
@@ -56,10 +56,128 @@ def _index_array(values, name: str) -> np.ndarray:
 
 
 def rank_rows_by_scores(scores: np.ndarray, offsets: np.ndarray) -> "Rankings":
-    """Rank every query's rows by descending score, ties to the lower row (no validation)."""
-    rows = np.arange(scores.size, dtype=np.int64)
-    order = np.lexsort((rows, -scores, segment_ids(offsets)))
-    return Rankings(order, offsets)
+    """Rank every query's rows by descending score, ties to the lower row (no validation).
+
+    Examples
+    --------
+    >>> rank_rows_by_scores(np.array([0.1, 0.9, 0.5, 2.0, 2.0]), np.array([0, 3, 5])).items.tolist()
+    [1, 2, 0, 3, 4]
+    """
+    keys = descending_keys(scores)   # 1. the order: score descending (-0.0 = 0.0, NaN last)
+    ties = None                      # 2. the tie-break: tied rows keep their order in the pool (lower row first)
+    return Rankings(segment_argsort(keys, offsets, ties=ties), offsets)
+
+
+_SIGN = np.uint64(1 << 63)
+_NAN_KEY = np.uint64(0xFFF0_0000_0000_0001)   # right after the key of -inf
+_PAD = np.uint64(0xFFFF_FFFF_FFFF_FFFF)       # above every key: padding sorts last
+
+
+def descending_keys(scores) -> np.ndarray:
+    """uint64 keys whose ascending order is the scores' descending order.
+
+    ``-0.0`` and ``0.0`` get one key, every NaN the key after ``-inf`` (so they
+    come last, as ``np.lexsort`` on ``-scores`` puts them).
+
+    Examples
+    --------
+    >>> k = descending_keys(np.array([1.0, -2.0, np.inf, 0.0, -0.0, np.nan, -np.inf]))
+    >>> np.argsort(k, kind="stable").tolist()
+    [2, 0, 3, 4, 1, 6, 5]
+    """
+    s = np.asarray(scores, dtype=np.float64) + 0.0          # + 0.0 turns -0.0 into 0.0
+    u = s.view(np.uint64)
+    # IEEE order as unsigned integers: negatives have every bit flipped, positives the sign bit set;
+    # the complement of that reverses the order
+    keys = np.where(u >= _SIGN, u, ~(u | _SIGN))
+    nan = np.isnan(s)
+    if nan.any():
+        keys[nan] = _NAN_KEY
+    return keys
+
+
+def _width_classes(max_len: int) -> np.ndarray:
+    """Row widths of the sorting buckets: every length up to 16, then steps of at most 25% (padding)."""
+    widths, w = list(range(1, 17)), 16
+    while w < max_len:
+        w = int(np.ceil(w * 1.25))
+        widths.append(w)
+    return np.asarray(widths, dtype=np.int64)
+
+
+def segment_argsort(keys: np.ndarray, offsets: np.ndarray, *, ties=None) -> np.ndarray:
+    """Rows of every segment ordered by ascending ``keys``, equal keys in row order (a stable sort).
+
+    ``ties``, if given, holds every segment's rows in another order (rows stay
+    in their segment); equal keys then keep that order instead.
+
+    Segments are sorted in buckets of similar length, each one 2-d row-wise
+    sort of packed ``key | position`` integers (no global sort, no stable
+    merge sort); keys are truncated to fit the position bits, so the result
+    is checked and the rare segments where truncation merged distinct keys are
+    re-sorted exactly.
+
+    Examples
+    --------
+    >>> segment_argsort(np.array([3, 1, 1, 2, 0], dtype=np.uint64), np.array([0, 3, 5])).tolist()
+    [1, 2, 0, 4, 3]
+    >>> segment_argsort(np.array([3, 1, 1, 2, 0], dtype=np.uint64), np.array([0, 3, 5]),
+    ...                 ties=np.array([2, 1, 0, 3, 4])).tolist()
+    [2, 1, 0, 4, 3]
+    """
+    keys = np.asarray(keys, dtype=np.uint64)
+    if ties is not None:
+        ties = np.asarray(ties, dtype=np.int64)
+        return ties[segment_argsort(keys[ties], offsets)]
+    offsets = np.asarray(offsets, dtype=np.int64)
+    order = np.arange(keys.size, dtype=np.int64)
+    lengths = np.diff(offsets)
+    if lengths.size == 0 or lengths.max() < 2:
+        return order
+    widths = _width_classes(int(lengths.max()))
+    cls = np.searchsorted(widths, lengths)
+    by_class = np.argsort(cls, kind="stable")
+    bounds = np.searchsorted(cls[by_class], np.arange(widths.size + 1))
+    for c in np.flatnonzero(np.diff(bounds)).tolist():
+        width = int(widths[c])
+        if width < 2:
+            continue
+        queries = by_class[bounds[c]:bounds[c + 1]]
+        _sort_bucket(keys, offsets[queries], lengths[queries], width, order)
+    _repair(keys, offsets, order)
+    return order
+
+
+def _sort_bucket(keys, starts, lengths, width, order):
+    """Sort segments (``starts``, ``lengths`` <= ``width``) as rows of a padded (k, width) matrix."""
+    bits = np.uint64((width - 1).bit_length())
+    pos = np.arange(width, dtype=np.int64)
+    valid = pos < lengths[:, None]
+    rows = (starts[:, None] + pos)[valid]
+    packed = np.full((starts.size, width), _PAD, dtype=np.uint64)
+    packed[valid] = ((keys[rows] >> bits) << bits) | np.broadcast_to(pos.astype(np.uint64), valid.shape)[valid]
+    packed.sort(axis=1)                        # padding last: the first ``length`` of each row are real
+    local = (packed[valid] & ((np.uint64(1) << bits) - np.uint64(1))).astype(np.int64)
+    order[rows] = np.repeat(starts, lengths) + local
+
+
+def _repair(keys, offsets, order):
+    """Re-sort exactly the segments where truncated keys tied although the full keys differ."""
+    n = order.size
+    if n < 2:
+        return
+    k = keys[order]
+    inner = np.ones(n - 1, dtype=bool)
+    ends = offsets[1:-1]
+    inner[ends[(ends > 0) & (ends < n)] - 1] = False
+    bad = inner & ((k[1:] < k[:-1]) | ((k[1:] == k[:-1]) & (order[1:] < order[:-1])))
+    if not bad.any():
+        return
+    segs = np.unique(np.searchsorted(offsets, np.flatnonzero(bad), side="right") - 1)
+    lengths = np.diff(offsets)[segs]
+    rows = np.repeat(offsets[segs] - offsets_from_lengths(lengths)[:-1], lengths) + np.arange(lengths.sum())
+    seg = np.repeat(segs, lengths)
+    order[rows] = rows[np.lexsort((rows, keys[rows], seg))]
 
 
 @dataclass(frozen=True, eq=False)

@@ -12,6 +12,13 @@ so the script times whatever engine sits behind it:
 ``compare_indep``    ``ar.compare`` of two independent rankings, full-list ERR, budget 1000
 ``compare_many``     ``ar.compare_many``: 3 candidates (5% and 20% index updates, an independent
                      ranking) vs the ranker, full-list ERR, budget 1000
+``rank_scores``      per-document scores to per-query rankings, as ``estimate``/``compare`` turn the
+                     scores users pass (``_validation.scores_iv``: checks, then the per-query sort)
+
+The ranker and the independent ranking are passed as per-document scores, as
+users pass them (every call ranks them, so the sort is part of the time); the
+index updates, which list fewer documents than the pool holds, as ready-made
+``Rankings``; the moment tasks take ``Rankings``.
 
 on the synthetic MSLR-shaped pool of ``benchmarks/_synthetic.py`` at several
 scales (``4`` = 4 x 31,531 queries; ``16:0.25`` = 16 x the queries with lists a
@@ -35,7 +42,7 @@ adds another checkout (e.g. ``git archive <commit> | tar -x -C DIR``).  BLAS is
 limited to one thread around every timed call.
 
 Run:  python benchmarks/end_to_end.py [--scales 1,4,16:0.25] [--interleave] [--before DIR] [--repeats 5]
-Writes benchmarks/results/end_to_end.csv and benchmarks/results/end_to_end.md.
+Writes benchmarks/results/end_to_end.csv and benchmarks/results/end_to_end.md (``--stem`` renames them).
 """
 
 from __future__ import annotations
@@ -58,7 +65,7 @@ ROOT = os.path.dirname(HERE)
 RESULTS = os.path.join(HERE, "results")
 
 TASKS = ("moments_single", "pair_update", "pair_indep", "estimate", "compare_update", "compare_indep",
-         "compare_many")
+         "compare_many", "rank_scores")
 BUDGET = 1000.0
 
 
@@ -83,8 +90,10 @@ class Workload:
         self.ra = pool.ranking
         self.rb = remove_fraction(self.ra, 0.1, rng=rng)
         self.rc = permute_within(pool.offsets, rng)
+        # scores that rank exactly as ra / rc (strictly decreasing along each ranking: no ties)
+        self.sa, self.sc = _scores_of(self.ra), _scores_of(self.rc)
         self.candidates = [remove_fraction(self.ra, 0.05, rng=rng), remove_fraction(self.ra, 0.2, rng=rng),
-                           self.rc]
+                           self.sc]
         self.pool = ar.Pool(np.arange(pool.n_queries), pool.offsets)
         # deterministic grades from the row index: no label array to hold at 16x
         self.labeler = ar.CallableLabeler(
@@ -102,23 +111,32 @@ class Workload:
         if task == "pair_indep":
             return ar.pool_pair_moments(P, self.ra, self.rc, metric="err")
         if task == "estimate":
-            return ar.estimate(pool, self.ra, P, lab, **common)
+            return ar.estimate(pool, self.sa, P, lab, **common)
         if task == "compare_update":
-            return ar.compare(pool, self.ra, self.rb, P, lab, **common)
+            return ar.compare(pool, self.sa, self.rb, P, lab, **common)
         if task == "compare_indep":
-            return ar.compare(pool, self.ra, self.rc, P, lab, **common)
+            return ar.compare(pool, self.sa, self.sc, P, lab, **common)
         if task == "compare_many":
-            return ar.compare_many(pool, self.candidates, self.ra, P, lab, **common)
+            return ar.compare_many(pool, self.candidates, self.sa, P, lab, **common)
+        if task == "rank_scores":
+            from activerank._validation import scores_iv
+
+            return scores_iv(self.sa, pool, "scores")
         raise ValueError(f"unknown task {task!r}")
 
     def loop(self, task: str, n_sample: int, seed: int) -> float:
         """Per-query Python loop over the moments ``task`` needs, extrapolated to the pool."""
         ar = self.ar
         pairs = {"moments_single": [], "estimate": [], "pair_update": [self.rb], "compare_update": [self.rb],
-                 "pair_indep": [self.rc], "compare_indep": [self.rc], "compare_many": self.candidates}[task]
+                 "pair_indep": [self.rc], "compare_indep": [self.rc], "rank_scores": [],
+                 "compare_many": self.candidates[:2] + [self.rc]}[task]
         sample = np.sort(np.random.default_rng(seed).choice(self.n_queries, min(n_sample, self.n_queries),
                                                              replace=False))
         t = time.perf_counter()
+        if task == "rank_scores":   # one stable sort per query
+            for q in sample:
+                np.argsort(-self.sa[self.offsets[q]:self.offsets[q + 1]], kind="stable")
+            return (time.perf_counter() - t) * self.n_queries / sample.size
         for q in sample:
             lo, hi = self.offsets[q], self.offsets[q + 1]
             Pq, a = self.probs[lo:hi], self.ra[q] - lo
@@ -129,6 +147,13 @@ class Workload:
             for rb in pairs:
                 ar.pair_moments(Pq, a, rb[q] - lo, metric="err")
         return (time.perf_counter() - t) * self.n_queries / sample.size
+
+
+def _scores_of(ranking) -> np.ndarray:
+    """Per-document scores that rank every query exactly as ``ranking`` (1 / (1 + position))."""
+    scores = np.empty(ranking.items.size)
+    scores[ranking.items] = 1.0 / (1.0 + ranking.positions())
+    return scores
 
 
 def _load_synthetic():
@@ -263,6 +288,7 @@ def main(argv=None) -> int:
     ap.add_argument("--loop-queries", type=int, default=200)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", default=RESULTS)
+    ap.add_argument("--stem", default="end_to_end", help="name of the result files (STEM.csv, STEM.md)")
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--tree", default=ROOT, help=argparse.SUPPRESS)
     ap.add_argument("--scale", type=float, default=1.0, help=argparse.SUPPRESS)
@@ -356,7 +382,7 @@ def write(rows, args, loads) -> None:
     if not rows:
         return
     os.makedirs(args.out, exist_ok=True)
-    with open(os.path.join(args.out, "end_to_end.csv"), "w", newline="") as fh:
+    with open(os.path.join(args.out, f"{args.stem}.csv"), "w", newline="") as fh:
         w = csv.DictWriter(fh, fieldnames=list(rows[0]))
         w.writeheader()
         for r in rows:
@@ -379,7 +405,7 @@ def write(rows, args, loads) -> None:
                      f"{r['spread']:.2f} | {r['cpu_median_s']:.3f} | {r['cpu_spread']:.2f} | {r['us_per_query']:.2f} | "
                      f"{r['x_loop']:.1f} | {r['x_floor']:.0f} | {r['peak_rss_gib']:.2f} |")
     lines += _linearity_lines(rows)
-    with open(os.path.join(args.out, "end_to_end.md"), "w") as fh:
+    with open(os.path.join(args.out, f"{args.stem}.md"), "w") as fh:
         fh.write("\n".join(lines) + "\n")
 
 

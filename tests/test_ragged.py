@@ -3,7 +3,15 @@
 import numpy as np
 import pytest
 
-from activerank.ragged import PositionMajor, Rankings, offsets_from_lengths, rank_rows_by_scores, segment_ids
+from activerank.ragged import (
+    PositionMajor,
+    Rankings,
+    descending_keys,
+    offsets_from_lengths,
+    rank_rows_by_scores,
+    segment_argsort,
+    segment_ids,
+)
 
 
 def test_rankings_basic_operations():
@@ -31,6 +39,39 @@ def test_rankings_reject_what_a_cast_would_hide():
 def test_rank_rows_by_scores_descending_ties_to_lower_row():
     r = rank_rows_by_scores(np.array([0.1, 0.9, 0.5, 2.0, 2.0]), np.array([0, 3, 5]))
     assert [a.tolist() for a in r.to_list()] == [[1, 2, 0], [3, 4]]
+
+
+def _lexsort_ranking(scores, offsets):
+    """The reference: one global lexsort by (query, -score, row)."""
+    return np.lexsort((np.arange(scores.size), -scores, segment_ids(offsets)))
+
+
+@pytest.mark.parametrize("kind", ["continuous", "few values", "one ulp apart", "special", "wide range"])
+def test_rank_rows_by_scores_equals_a_global_lexsort(kind):
+    rng = np.random.default_rng(["continuous", "few values", "one ulp apart", "special", "wide range"].index(kind))
+    for max_len in (2, 17, 300, 2000):
+        lengths = rng.integers(0, max_len, 25)
+        offsets = offsets_from_lengths(lengths)
+        n = int(offsets[-1])
+        scores = {
+            "continuous": lambda: rng.random(n),
+            "few values": lambda: rng.integers(0, 3, n).astype(float),
+            # distinct scores that agree in all but the last bits: the packed keys tie, the repair re-sorts
+            "one ulp apart": lambda: 1.0 + rng.integers(0, 4, n) * np.finfo(float).eps,
+            "special": lambda: rng.choice([0.0, -0.0, np.inf, -np.inf, np.nan, 5e-324, -5e-324, 1.0], n),
+            "wide range": lambda: rng.normal(size=n) * 10.0 ** rng.integers(-300, 300, n),
+        }[kind]()
+        np.testing.assert_array_equal(rank_rows_by_scores(scores, offsets).items, _lexsort_ranking(scores, offsets))
+
+
+def test_segment_argsort_ties_follow_the_given_order():
+    rng = np.random.default_rng(3)
+    offsets = offsets_from_lengths(rng.integers(0, 40, 30))
+    keys = descending_keys(rng.integers(0, 4, offsets[-1]).astype(float))
+    q = segment_ids(offsets)
+    ties = np.lexsort((-np.arange(q.size), q))          # every query's rows, highest row first
+    got = segment_argsort(keys, offsets, ties=ties)
+    np.testing.assert_array_equal(got, np.lexsort((-np.arange(q.size), keys, q)))
 
 
 def test_position_major_walk_matches_a_loop():

@@ -5,7 +5,7 @@ A LETOR file holds one query-document pair per line::
     <label> qid:<qid> 1:<v> 2:<v> ... [# docid = <id> ...]
 
 and lines of one query are contiguous.  :func:`load_letor` reads such a file
-(with :func:`sklearn.datasets.load_svmlight_file`) into a :class:`LetorData`,
+(in linear time; see :mod:`activerank.io._svmlight`) into a :class:`LetorData`,
 whose per-query ``offsets`` follow the CSR layout of :mod:`activerank.ragged`.
 :func:`load_partitions` and :func:`letor_fold` handle the five-partition layout
 (``S1.txt`` ... ``S5.txt``) of LETOR 3.0 / 4.0, and :func:`load_sample` loads the
@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import re
 from dataclasses import dataclass
 from importlib import resources
 from typing import Callable, Sequence
@@ -24,7 +23,8 @@ from typing import Callable, Sequence
 import numpy as np
 
 from ..ragged import offsets_from_lengths, segment_ids
-from .limits import MAX_FEATURE_INDEX, MAX_GRADE, MAX_N_GRADES
+from . import _svmlight
+from .limits import MAX_GRADE, MAX_N_GRADES
 
 __all__ = [
     "LetorData",
@@ -36,9 +36,6 @@ __all__ = [
     "ohsumed_doc_length",
     "fold_partitions",
 ]
-
-_DOCID_RE = re.compile(rb"docid\s*=\s*(\S+)")
-
 
 @dataclass(frozen=True, eq=False)
 class LetorData:
@@ -312,28 +309,6 @@ def ohsumed_doc_length(X) -> np.ndarray:
     return length
 
 
-def _scan_lines(raw: bytes):
-    """Return (file line numbers of data lines, doc-id list or None)."""
-    lines = raw.split(b"\n")
-    numbers = []
-    doc_ids = []
-    any_docid = False
-    for i, line in enumerate(lines):
-        s = line.strip()
-        if not s or s.startswith(b"#"):
-            continue
-        numbers.append(i + 1)
-        hash_pos = s.find(b"#")
-        if hash_pos >= 0:
-            m = _DOCID_RE.search(s, hash_pos)
-            if m:
-                any_docid = True
-                doc_ids.append(m.group(1).decode("utf-8", "replace"))
-                continue
-        doc_ids.append("")
-    return np.asarray(numbers, dtype=np.int64), (doc_ids if any_docid else None)
-
-
 def load_letor(
     path,
     *,
@@ -405,8 +380,6 @@ def load_letor(
     >>> d.doc_ids.tolist(), d.doc_length.tolist()
     (['d1', 'd2', 'd3'], [0.5, 0.1, 0.7])
     """
-    from sklearn.datasets import load_svmlight_file
-
     if n_grades is not None and (
         isinstance(n_grades, bool) or not isinstance(n_grades, (int, np.integer)) or n_grades < 2
     ):
@@ -424,102 +397,26 @@ def load_letor(
     _check_length_feature(length_feature, n_features)
 
     path = os.fspath(path)
-    with open(path, "rb") as f:
-        raw = f.read()
-    if raw.startswith(b"\xff\xfe") or raw.startswith(b"\xfe\xff"):
-        raise ValueError(f"{path}: line 1: file is UTF-16 encoded; save it as UTF-8 (or ASCII).")
-    line_no, doc_ids = _scan_lines(raw)
-    if line_no.size == 0:
-        raise ValueError(f"{path}: file is empty (no data lines).")
-
-    try:
-        Xs, y, qids = load_svmlight_file(path, query_id=True, dtype=np.float64, zero_based=False)
-    except (ValueError, OverflowError) as exc:
-        problem = _first_bad_line(raw)
-        if problem is not None:
-            raise ValueError(f"{path}: {problem}.") from None
-        raise ValueError(f"{path}: could not parse as SVMlight/LETOR: {exc}") from exc
-    n = Xs.shape[0]
-    if n != line_no.size:  # pragma: no cover - our line filter mirrors sklearn's
-        raise ValueError(f"{path}: parsed {n} rows but found {line_no.size} data lines.")
-    if qids.size != n:
-        raise ValueError(f"{path}: line {_first_line_without_qid(raw)} has no 'qid:' field.")
-
-    # Feature count and values (checked on the sparse matrix: X is dense).
-    Xs.sort_indices()
-    bad = np.flatnonzero(~np.isfinite(Xs.data))
-    if bad.size:
-        k = int(bad[0])
-        r = int(np.searchsorted(Xs.indptr, k, side="right") - 1)
+    parts, X, widest = _read_parts(path, n_features=n_features, n_grades=n_grades, labeled=labeled)
+    if n_features is not None and widest < n_features:
         raise ValueError(
-            f"{path}: line {line_no[r]}: feature {Xs.indices[k] + 1} is {float(Xs.data[k])}; feature values "
-            "must be finite numbers."
+            f"{path}: file has at most {widest} features per line, but "
+            f"n_features={n_features} (feature count mismatch)."
         )
-    if n_features is None and Xs.shape[1] > MAX_FEATURE_INDEX:
-        r = int(np.flatnonzero(_row_max_index(Xs) >= MAX_FEATURE_INDEX)[0])
-        raise ValueError(
-            f"{path}: line {line_no[r]}: feature index {_row_max_index(Xs)[r] + 1} is above "
-            f"{MAX_FEATURE_INDEX}, the largest read without `n_features` (features are stored dense: "
-            f"{n} x {Xs.shape[1]} values would need {_size(n * Xs.shape[1] * 8)}); pass n_features= "
-            "if the file really has that many features."
-        )
-    if n_features is not None:
-        if Xs.shape[1] > n_features:
-            row_max = _row_max_index(Xs)
-            r = int(np.flatnonzero(row_max >= n_features)[0])
-            raise ValueError(
-                f"{path}: line {line_no[r]} has feature index {row_max[r] + 1}, but "
-                f"n_features={n_features} (feature count mismatch)."
-            )
-        if Xs.shape[1] < n_features:
-            raise ValueError(
-                f"{path}: file has at most {Xs.shape[1]} features per line, but "
-                f"n_features={n_features} (feature count mismatch)."
-            )
-    X = Xs.toarray()
-
-    # Labels (range checked in float64, before the cast to int64 could overflow).
+    line_no = np.concatenate([p.line_no for p in parts])
+    qids = np.concatenate([p.qids for p in parts])
+    n = qids.size
     labels = None
     if labeled:
-        bad = np.flatnonzero(~np.isfinite(y) | (y != np.round(y)))
-        if bad.size:
-            r = int(bad[0])
-            raise ValueError(f"{path}: line {line_no[r]}: label {_label_text(raw, line_no[r])} is not an "
-                             "integer grade.")
-        top = MAX_GRADE if n_grades is None else n_grades - 1
-        bad = np.flatnonzero((y < 0) | (y > top))
-        if bad.size:
-            r = int(bad[0])
-            label = _label_text(raw, line_no[r])
-            if n_grades is None and y[r] > top:
-                raise ValueError(
-                    f"{path}: line {line_no[r]}: label {label} is above {MAX_GRADE}, the largest supported "
-                    f"grade (labels are relevance grades 0, 1, 2, ...; gains are 2**grade - 1)."
-                )
-            scale = "" if n_grades is None else f" (n_grades={n_grades})"
-            raise ValueError(f"{path}: line {line_no[r]}: label {label} is outside the grade scale "
-                             f"0..{top}{scale}.")
-        labels = y.astype(np.int64)
+        labels = np.concatenate([p.y for p in parts]).astype(np.int64)
         if n_grades is None:
             n_grades = max(int(labels.max()) + 1, 2)
-
-    # Query grouping.
-    qids = np.asarray(qids, dtype=np.int64)
-    starts = np.flatnonzero(np.r_[True, qids[1:] != qids[:-1]])
-    query_ids = qids[starts]
-    uniq, first, counts = np.unique(query_ids, return_index=True, return_counts=True)
-    if np.any(counts > 1):
-        dup_q = np.flatnonzero(counts > 1)
-        # the earliest re-appearance in file order
-        reappear = [np.flatnonzero(query_ids == uniq[k])[1] for k in dup_q]
-        k = int(np.argmin(reappear))
-        seg = reappear[k]
-        raise ValueError(
-            f"{path}: query qid:{uniq[dup_q[k]]} is not contiguous: its lines start at line "
-            f"{line_no[starts[first[dup_q[k]]]]} and it reappears at line {line_no[starts[seg]]} "
-            "after other queries (lines of a query must be grouped)."
-        )
-    offsets = np.r_[starts, n].astype(np.int64)
+    doc_ids = None
+    if any(p.doc_ids is not None for p in parts):
+        doc_ids = np.concatenate([np.full(p.qids.size, "", dtype=object) if p.doc_ids is None else p.doc_ids
+                                  for p in parts])
+    del parts
+    offsets = _query_offsets(qids, line_no, path)
 
     doc_length = None
     if length_feature is not None:
@@ -545,10 +442,10 @@ def load_letor(
     return LetorData(
         X=X,
         qids=qids,
-        query_ids=query_ids,
+        query_ids=qids[offsets[:-1]],
         offsets=offsets,
         labels=labels,
-        doc_ids=None if doc_ids is None else np.asarray(doc_ids, dtype=object),
+        doc_ids=doc_ids,
         n_grades=int(n_grades),
         doc_length=doc_length,
     )
@@ -579,95 +476,69 @@ def _lengths_from(X, length_feature, path):
     return _check_lengths(X[:, length_feature - 1], X.shape[0], f"feature {length_feature}")
 
 
-def _size(nbytes: int) -> str:
-    return f"{nbytes / 2**30:.1f} GiB" if nbytes >= 2**30 else f"{nbytes / 2**20:.1f} MiB"
+def _read_parts(path: str, *, n_features, **options):
+    """``(parts, X, widest)``: every block's :class:`~activerank.io._svmlight.Part` (without features),
+    the dense read-only features of all rows, and the largest feature index.
 
-
-def _row_max_index(Xs) -> np.ndarray:
-    """Largest 0-based feature index of every row of a CSR matrix with sorted indices (-1 if empty)."""
-    row_max = np.full(Xs.shape[0], -1, dtype=np.int64)
-    nonempty = np.diff(Xs.indptr) > 0
-    row_max[nonempty] = Xs.indices[Xs.indptr[1:][nonempty] - 1]
-    return row_max
-
-
-def _data_lines(raw: bytes):
-    """``(line number, content before any comment)`` of data lines (as :func:`_scan_lines` counts them)."""
-    for i, line in enumerate(raw.split(b"\n"), start=1):
-        s = line.strip()
-        if s and not s.startswith(b"#"):
-            yield i, s.split(b"#", 1)[0]
-
-
-def _label_text(raw: bytes, line: int) -> str:
-    """The label as written on a line (not a float64 that may have rounded or overflowed it)."""
-    tokens = raw.split(b"\n")[line - 1].split()
-    text = tokens[0].decode("utf-8", "replace") if tokens else ""
-    return text if len(text) <= 40 else text[:37] + "..."
-
-
-def _token(b: bytes) -> str:
-    t = b.decode("utf-8", "replace")
-    return repr(t if len(t) <= 40 else t[:37] + "...")
-
-
-def _first_bad_line(raw: bytes) -> str | None:
-    """``"line N: what is wrong"`` for the first malformed data line, or None.
-
-    Only called when the fast parser failed: a line-by-line check that names
-    the line, which the fast parser's messages do not.
+    The data lines are counted first (a quick pass), so ``X`` is allocated
+    once and each block's features go straight into their rows: memory stays
+    near one copy of ``X``.
     """
-    for i, s in _data_lines(raw):
-        if b"\x00" in s:
-            return f"line {i}: binary data (a NUL byte); not a LETOR/SVMlight text file"
-        try:
-            s.decode("utf-8")
-        except UnicodeDecodeError:
-            return f"line {i}: not valid UTF-8 text (binary data?); not a LETOR/SVMlight text file"
-        tokens = s.split()
-        try:
-            float(tokens[0])
-        except ValueError:
-            return f"line {i}: label {_token(tokens[0])} is not a number"
-        rest = tokens[1:]
-        if rest and rest[0].startswith(b"qid:"):
-            try:
-                q = int(rest[0][4:])
-            except ValueError:
-                return f"line {i}: query id {_token(rest[0])} is not an integer"
-            if not -2**63 <= q < 2**63:
-                return f"line {i}: query id {_token(rest[0])} does not fit a 64-bit integer"
-            rest = rest[1:]
-        prev = 0
-        for tok in rest:
-            idx, sep, val = tok.partition(b":")
-            if not sep:
-                return f"line {i}: {_token(tok)} is not an 'index:value' feature"
-            try:
-                j = int(idx)
-            except ValueError:
-                return f"line {i}: feature index {_token(idx)} is not an integer"
-            if j < 1:
-                return (f"line {i}: feature index {j} is invalid (LETOR/SVMlight feature indices are 1-based "
-                        "and positive)")
-            if j == prev:
-                return f"line {i}: feature index {j} appears twice"
-            if j < prev:
-                return f"line {i}: feature index {j} follows {prev} (indices must increase along a line)"
-            prev = j
-            try:
-                float(val)
-            except ValueError:
-                return f"line {i}: feature {j} has value {_token(val)}, not a number"
-    return None
+    with open(path, "rb") as f:
+        if f.read(2) in (b"\xff\xfe", b"\xfe\xff"):
+            raise ValueError(f"{path}: line 1: file is UTF-16 encoded; save it as UTF-8 (or ASCII).")
+        f.seek(0)
+        n = sum(_svmlight.count_data_lines(block) for _, block in _svmlight.blocks(f))
+        if n == 0:
+            raise ValueError(f"{path}: file is empty (no data lines).")
+        f.seek(0)
+        parts, X, filled, widest = [], None, 0, 0
+        for first_line, block in _svmlight.blocks(f):
+            part = _svmlight.read_block(block, first_line, path, n_features=n_features, n_rows=n, **options)
+            if part is None:
+                continue
+            Xs, part.features = part.features, None
+            rows, width = Xs.shape
+            if filled + rows > n:
+                raise ValueError(f"{path}: the file changed while it was read; read it again.")
+            widest = max(widest, width)
+            X = _widen(X, n, filled, max(n_features or 0, width))
+            Xs.resize(rows, X.shape[1])                # more columns: no copy, the new ones are empty
+            Xs.toarray(out=X[filled:filled + rows])
+            filled += rows
+            parts.append(part)
+    if filled != n:
+        raise ValueError(f"{path}: the file changed while it was read; read it again.")
+    X.setflags(write=False)   # LetorData keeps a read-only array as it is, without a copy
+    return parts, X, widest
 
 
-def _first_line_without_qid(raw: bytes) -> int:
-    for i, line in enumerate(raw.split(b"\n")):
-        s = line.strip()
-        if s and not s.startswith(b"#") and b"qid:" not in s.split(b"#", 1)[0]:
-            return i + 1
-    return -1  # pragma: no cover
+def _widen(X, n: int, filled: int, width: int) -> np.ndarray:
+    """``X`` with at least ``width`` columns (allocated on first use; widened, rarely, by a copy)."""
+    if X is None:
+        return np.empty((n, width))
+    if X.shape[1] >= width:
+        return X
+    wider = np.empty((n, width))
+    wider[:filled, :X.shape[1]] = X[:filled]
+    wider[:filled, X.shape[1]:] = 0.0
+    return wider
+
+
+def _query_offsets(qids: np.ndarray, line_no: np.ndarray, path: str) -> np.ndarray:
+    """Query offsets of rows grouped by query; names the first query that reappears after others."""
+    starts = np.flatnonzero(np.r_[True, qids[1:] != qids[:-1]])
+    segment_qid = qids[starts]
+    _, first, inverse = np.unique(segment_qid, return_index=True, return_inverse=True)
+    reappears = np.flatnonzero(first[inverse] != np.arange(starts.size))
+    if reappears.size:
+        seg = int(reappears[0])                  # the earliest re-appearance in file order
+        raise ValueError(
+            f"{path}: query qid:{segment_qid[seg]} is not contiguous: its lines start at line "
+            f"{line_no[starts[first[inverse[seg]]]]} and it reappears at line {line_no[starts[seg]]} "
+            "after other queries (lines of a query must be grouped)."
+        )
+    return np.r_[starts, qids.size].astype(np.int64)
 
 
 def concat(datasets: Sequence[LetorData]) -> LetorData:

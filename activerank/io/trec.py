@@ -564,8 +564,10 @@ def _read_runs_columnar(paths, multiple_tags: str, queries: str) -> TrecRuns:
                 _decode(dmat_first)[pool_pairs % n_d])
 
     rankings, scores = {}, {}
+    by_tag = kept[np.argsort(t[kept], kind="stable")]          # one pass for all tags, not one per tag
+    tag_bounds = np.searchsorted(t[by_tag], np.arange(n_t + 1))
     for k, tag in enumerate(_decode(tmat[t_first]).tolist()):
-        lines = kept[t[kept] == k]
+        lines = by_tag[tag_bounds[k]:tag_bounds[k + 1]]
         o = lines[_ranking_order(lq[lines], score[lines], d[lines], dmat_first)]
         rankings[tag] = Rankings(row[o], offsets_from_lengths(np.bincount(lq[o], minlength=qorder.size)))
         s = np.full(pool_pairs.size, -np.inf)
@@ -774,11 +776,16 @@ class Qrels:
     path : str or None
     lines : dict
         ``{(query id, doc id): line number}`` in the source file.
+    n_grades : int or None
+        The grade scale the file was read on (``read_qrels(n_grades=...)``);
+        its :meth:`labeler` declares it, so probabilities on another scale are
+        refused.
     """
 
     judgments: dict
     path: str | None = None
     lines: dict | None = None
+    n_grades: int | None = None
 
     @property
     def n_judgments(self) -> int:
@@ -817,6 +824,7 @@ class Qrels:
                 out.append(g)
             return np.asarray(out, dtype=np.int64)
 
+        label.n_grades = self.n_grades
         return label
 
     def labels_for(self, pool, missing: int = -1) -> np.ndarray:
@@ -918,7 +926,7 @@ def read_qrels(path, *, n_grades: int | None = None, negative: str = "error") ->
         lines.setdefault((qid, doc), line)
     if not judgments:
         raise ValueError(f"{path}: file is empty (no qrels lines).")
-    return Qrels(judgments=judgments, path=path, lines=lines)
+    return Qrels(judgments=judgments, path=path, lines=lines, n_grades=None if n_grades is None else int(n_grades))
 
 
 def write_qrels(path, judgments: Mapping) -> int:

@@ -18,7 +18,7 @@ from typing import Callable
 import numpy as np
 
 from .._validation import offsets_iv
-from ..ragged import Rankings, offsets_from_lengths, segment_ids
+from ..ragged import Rankings, offsets_from_lengths, rank_rows_by_scores, segment_ids
 
 __all__ = [
     "rank_by_scores",
@@ -87,11 +87,10 @@ def rank_by_scores(scores, offsets, *, query_ids=None, doc_ids=None) -> Rankings
         qi = int(q[nan[0]])
         name = f"query {qi}" + (f" (qid {np.asarray(query_ids)[qi]})" if query_ids is not None else "")
         raise ValueError(f"`scores` contain NaN: {name}, row {nan[0]}.")
-    rows = np.arange(s.size, dtype=np.int64)
     if doc_ids is None:
-        order = np.lexsort((rows, -s, q))
-    else:
-        order = np.lexsort((rows, -_doc_id_codes(doc_ids, s.size), -s, q))
+        return rank_rows_by_scores(s, off)
+    rows = np.arange(s.size, dtype=np.int64)
+    order = np.lexsort((rows, -_doc_id_codes(doc_ids, s.size), -s, q))
     return Rankings(order, off)
 
 

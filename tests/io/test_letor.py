@@ -277,6 +277,80 @@ def test_subset_and_concat_errors():
         concat([1])
 
 
+# ----------------------------------------------------------------- the block reader
+
+
+def _same(a, b):
+    for k in ("X", "qids", "query_ids", "offsets", "labels"):
+        np.testing.assert_array_equal(getattr(a, k), getattr(b, k))
+    assert a.n_grades == b.n_grades
+    assert (a.doc_ids is None) == (b.doc_ids is None)
+    if a.doc_ids is not None:
+        assert a.doc_ids.tolist() == b.doc_ids.tolist()
+
+
+MIXED = [
+    "# a header docid = not-a-document",
+    "2 qid:5 1:0.5 2:1 # docid = d1 inc = 1",
+    "",
+    "  0\tqid:5 3:3\r",
+    "1 qid:-3 1:0.7 2:0.2 #docid=d3",
+    "0 qid:+8 2:1e-3",
+    "1 qid:8 4:9 # no id here",
+    " " * 100 + "1 qid:0009 1:2 # docid =\td9",     # long runs finish one by one after the vectorized steps
+]
+
+
+@pytest.mark.parametrize("block", [1, 7, 50, 1 << 26])
+def test_blocks_of_any_size_give_the_same_data(tmp_path, monkeypatch, block):
+    from activerank.io import _svmlight
+
+    p = tmp_path / "S1.txt"
+    p.write_bytes("\n".join(MIXED).encode())                       # no newline at the end
+    whole = load_letor(p)
+    assert whole.query_ids.tolist() == [5, -3, 8, 9] and whole.offsets.tolist() == [0, 2, 3, 5, 6]
+    assert whole.doc_ids.tolist() == ["d1", "", "d3", "", "", "d9"]
+    assert whole.X.shape == (6, 4) and whole.X[1, 2] == 3 and whole.X[3, 1] == 1e-3
+    monkeypatch.setattr(_svmlight.blocks, "__defaults__", (block,))
+    _same(load_letor(p), whole)
+
+
+def test_errors_name_the_file_line_across_blocks(tmp_path, monkeypatch):
+    from activerank.io import _svmlight
+
+    monkeypatch.setattr(_svmlight.blocks, "__defaults__", (64,))
+    good = [f"{q % 3} qid:{q} 1:0.5 2:{q}" for q in range(40)]
+    p = write(tmp_path, good[:25] + ["1 qid:25 1:x"] + good[26:])
+    with pytest.raises(ValueError, match=r"S1\.txt: line 26: feature 1 has value 'x', not a number"):
+        load_letor(p)
+    p = write(tmp_path, good + [good[3]])
+    with pytest.raises(ValueError, match=r"query qid:3 is not contiguous: its lines start at line 4 and it "
+                                         r"reappears at line 41"):
+        load_letor(p)
+    p = write(tmp_path, good[:30] + ["7 qid:30 1:1"] + good[31:])
+    with pytest.raises(ValueError, match=r"line 31: label 7 is outside the grade scale 0\.\.2 \(n_grades=3\)"):
+        load_letor(p, n_grades=3)
+    p = write(tmp_path, good[:33] + ["1 qid:33 1:1 200001:1"] + good[34:])
+    with pytest.raises(ValueError, match=r"line 34: feature index 200001 is above 100000.*40 x 200001 values"):
+        load_letor(p)
+
+
+def test_qid_must_be_spelled_qid_colon(tmp_path):
+    # sklearn's reader skips any second token starting with "qid" (so "qidx:3" read as query 3)
+    for token in ("qidx:3", "qid3:3", "qid=:3"):
+        with pytest.raises(ValueError, match=r"line 2 has no 'qid:' field"):
+            load_letor(write(tmp_path, [LINES[0], f"1 {token} 1:1"]))
+    with pytest.raises(ValueError, match=r"line 2: query id 'qid:qid:3' is not an integer"):
+        load_letor(write(tmp_path, [LINES[0], "1 qid:qid:3 1:1"]))
+
+
+def test_non_contiguous_queries_are_found_without_quadratic_search(tmp_path):
+    lines = [f"0 qid:{q} 1:1" for q in range(2000)] * 2             # every query reappears
+    with pytest.raises(ValueError, match=r"query qid:0 is not contiguous: its lines start at line 1 and it "
+                                         r"reappears at line 2001"):
+        load_letor(write(tmp_path, lines))
+
+
 # ----------------------------------------------------------------- sample, ohsumed length, folds
 
 
