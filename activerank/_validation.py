@@ -404,8 +404,11 @@ def _unique_ids_iv(qids: np.ndarray) -> None:
 
 
 def scores_iv(scores, pool, name: str = "scores") -> Rankings:
-    """Per-query rankings from per-document scores (descending, ties to the lower row), or
-    validated ready-made :class:`~activerank.ragged.Rankings` of the pool's own documents."""
+    """Per-query rankings from per-document scores, or validated ready-made
+    :class:`~activerank.ragged.Rankings` of the pool's own documents.
+
+    Scores are ranked as ``trec_eval`` does: descending, ties by the pool's document id
+    descending (the row index without ``doc_ids``), :func:`activerank.ragged.rank_rows_by_scores`."""
     offsets = pool.offsets
     n_docs = int(offsets[-1])
     if isinstance(scores, Rankings):
@@ -437,7 +440,7 @@ def scores_iv(scores, pool, name: str = "scores") -> Rankings:
         raise ValueError(
             f"`{name}` must not contain NaN; query {py_scalar(pool.query_ids[qi])!r} (document row {nan[0]}) has NaN."
         )
-    return rank_rows_by_scores(s, offsets)
+    return rank_rows_by_scores(s, offsets, getattr(pool, "doc_ids", None))
 
 
 def scores_list_iv(scores_list, pool, name: str, minimum: int) -> list:

@@ -55,11 +55,38 @@ def _index_array(values, name: str) -> np.ndarray:
     return np.ascontiguousarray(arr, dtype=np.int64)
 
 
-def rank_rows_by_scores(scores: np.ndarray, offsets: np.ndarray) -> "Rankings":
-    """Rank every query's rows by descending score, ties to the lower row (no validation)."""
+def rank_rows_by_scores(scores: np.ndarray, offsets: np.ndarray, doc_ids=None) -> "Rankings":
+    """Rank every query's rows as ``trec_eval`` does (no validation).
+
+    Score descending; equal scores by document id descending, ids compared as
+    text (``strcmp``: code-point order of ``str(id)``); without ``doc_ids``
+    (and between equal ids) the row index is the id, compared as a number.
+    """
     rows = np.arange(scores.size, dtype=np.int64)
-    order = np.lexsort((rows, -scores, segment_ids(offsets)))
+    q = segment_ids(offsets)
+    order = np.lexsort((-rows, -scores, q))
+    if doc_ids is not None and order.size > 1:
+        _order_ties_by_id(order, scores, q, np.asarray(doc_ids, dtype=object).reshape(-1))
     return Rankings(order, offsets)
+
+
+def _order_ties_by_id(order: np.ndarray, scores: np.ndarray, q: np.ndarray, doc_ids: np.ndarray) -> None:
+    """Reorder, in place, the runs of equal scores of ``order`` by document id descending.
+
+    Only tied entries have their ids converted to text: scores from a model are rarely tied, and
+    the text of millions of ids would cost more than the sort."""
+    s, g = scores[order], q[order]
+    tied = (s[1:] == s[:-1]) & (g[1:] == g[:-1])  # entry i + 1 ties with entry i
+    if not tied.any():
+        return
+    member = np.zeros(order.size, dtype=bool)
+    member[1:] |= tied
+    member[:-1] |= tied
+    group = np.cumsum(member & ~np.r_[False, tied])
+    idx = np.flatnonzero(member)
+    sub = order[idx]
+    _, codes = np.unique(doc_ids[sub].astype(str), return_inverse=True)
+    order[idx] = sub[np.lexsort((-sub, -codes.reshape(-1), group[idx]))]
 
 
 @dataclass(frozen=True, eq=False)

@@ -557,15 +557,16 @@ def build_problem(fm: FoldModels, instance: ScenarioInstance, metric, *, cost_mo
             else:
                 if name not in fm.scores:
                     raise ValueError(f"scenario {instance.key!r}: unknown ranker {name!r}; have {sorted(fm.scores)}.")
-                ranks[name] = rank_by_scores(fm.scores[name], pool.offsets)
+                ranks[name] = rank_by_scores(fm.scores[name], pool)  # ties as trec_eval (document ids)
         return ranks[name]
 
     names = [instance.ranker_a] + ([instance.ranker_b] if instance.is_pair else [])
-    target = make_target("difference" if instance.is_pair else "mean", [ranking(n) for n in names], m)
+    target = make_target("difference" if instance.is_pair else "mean", [ranking(n) for n in names], m,
+                         offsets=pool.offsets)
     tops = target.rankings
     probs = np.mean([fm.probs[n] for n in instance.models], axis=0)
     ymax = pool.n_grades - 1
-    true = [pool_metric_values(pool.labels, r, metric=m, ymax=ymax) for r in tops]
+    true = [pool_metric_values(pool.labels, r, metric=m, ymax=ymax, offsets=pool) for r in tops]
     values = true[0] if len(true) == 1 else true[0] - true[1]
     n_q = pool.n_queries
     p = np.full(n_q, 1.0 / n_q)
