@@ -35,7 +35,8 @@ import sys
 import warnings
 from dataclasses import dataclass, field
 
-__all__ = ["Spelled", "accepted_spellings", "from_ir_measures", "read_string", "warn_changed"]
+__all__ = ["Spelled", "accepted_spellings", "changed_option", "from_ir_measures", "read_string", "translate",
+           "warn_changed"]
 
 # ir_measures' names, case-sensitive as in ir_measures -> registry family
 IR_MEASURES = {
@@ -71,13 +72,14 @@ _JUDGED_ONLY = ("ndcg", "p", "rr", "ap", "r", "success")
 
 _SPEC = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_]*)\s*(?:\((.*)\))?\s*(?:@(.*))?\s*", re.DOTALL)
 
-_CHANGED_TEXT = {
-    "ndcg": ("linear gains g(y) = y (trec_eval, ir_measures, ranx); before 0.5 it had exponential gains "
-             "2^y - 1", "gain", "ndcg(gain=linear)", "ndcg(gain=exp)"),
+# the spellings whose meaning changed in 0.5: what they mean now, the option that fixes it, its old value
+CHANGED = {
+    "ndcg": ("linear gains g(y) = y (trec_eval, ir_measures, ranx); before 0.5 it had exponential gains 2^y - 1",
+             "gain", "exp"),
     "err": ("ir_measures' ERR (gdeval: R(y) = (2^y - 1) / 2^4 whatever the label scale); before 0.5 it was "
-            "activerank's ERR with the label scale's top grade", "ymax", "err(ymax=4)", "err(ymax=scale)"),
+            "activerank's ERR with the label scale's top grade", "ymax", None),
     "rbp": ("ir_measures' RBP (graded: the grade is the gain, trectools); before 0.5 it was binary at rel=1",
-            "rel", "rbp(rel=graded)", "rbp(rel=1)"),
+            "rel", 1),
 }
 
 
@@ -199,7 +201,7 @@ def read_string(text: str, registered) -> Spelled:
     if head in IR_MEASURES:
         family = IR_MEASURES[head]
         presets = dict(IR_PRESETS.get(head, {}))
-        if family in _CHANGED_TEXT:
+        if family in CHANGED:
             changed = family
     elif head.lower() in OURS:
         family = OURS[head.lower()]
@@ -232,18 +234,18 @@ def from_ir_measures(measure, registered) -> Spelled:
     return Spelled(family, k_text, translate(family, params, text), text, dict(IR_PRESETS.get(name, {})))
 
 
-def warn_changed(spelled: Spelled, given) -> None:
-    """The ``FutureWarning`` of a spelling whose meaning changed in 0.5, unless the option is given."""
-    if spelled.changed is None:
-        return
-    meaning, option, new, old = _CHANGED_TEXT[spelled.changed]
-    if option in given:
-        return
-    if spelled.k_text is not None:
-        new, old = f"{new}@{spelled.k_text.strip()}", f"{old}@{spelled.k_text.strip()}"
+def changed_option(spelled: Spelled, given) -> tuple | None:
+    """``(option, old value)`` when the spelling's meaning changed in 0.5 and the option is not given."""
+    if spelled.changed is None or CHANGED[spelled.changed][1] in given:
+        return None
+    return CHANGED[spelled.changed][1:]
+
+
+def warn_changed(spelled: Spelled, now: str, before: str) -> None:
+    """The ``FutureWarning`` of a spelling whose meaning changed in 0.5 (canonical strings of both meanings)."""
     warnings.warn(
-        f"metric {spelled.text.strip()!r} means {meaning}. Write {new!r} (this meaning) or {old!r} (the "
-        f"meaning before 0.5) to silence this warning; see docs/metrics.md.", FutureWarning,
+        f"metric {spelled.text.strip()!r} means {CHANGED[spelled.changed][0]}. Write {now!r} (this meaning) or "
+        f"{before!r} (the meaning before 0.5) to silence this warning; see docs/metrics.md.", FutureWarning,
         stacklevel=_user_stacklevel())
 
 

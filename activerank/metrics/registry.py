@@ -690,10 +690,11 @@ def parse_metric(metric, k=None, *, require_moments: bool | str = False, **optio
             raise ValueError(f"option `{key}`={value!r} contradicts `{key}`={canonical[key]!r} in "
                              f"`metric`={str(metric)!r}.")
         canonical[key] = value
+    changed = None
     if spelled is not None:
         for key, value in spelled.presets.items():
             canonical.setdefault(key, d.params[key].convert(value, key))
-        _spelling.warn_changed(spelled, canonical.keys() & (given.keys() | options.keys()))
+        changed = _spelling.changed_option(spelled, given.keys() | options.keys())
     kept = tuple(sorted((key, v) for key, v in canonical.items() if v != d.params[key].default))
     if d.needs_cutoff and k is None:
         raise ValueError(f"metric {d.name!r} needs a cutoff, e.g. '{d.name}@10' (or k=10).")
@@ -701,6 +702,11 @@ def parse_metric(metric, k=None, *, require_moments: bool | str = False, **optio
         raise ValueError(f"option `depth`={canonical['depth']} of metric {d.name!r} must be >= the cutoff k={k}: "
                          "the evaluated top k is always judged.")
     parsed = Metric(d.name, k, kept, spec)
+    if changed is not None:
+        key, before = changed
+        old = {**canonical, key: before}
+        old_kept = tuple(sorted((name, v) for name, v in old.items() if v != d.params[name].default))
+        _spelling.warn_changed(spelled, str(parsed), str(Metric(d.name, k, old_kept, spec)))
     if require_moments == "exact" and d.moments != "exact":
         exact = sorted(n for n, e in METRICS.items() if e.moments == "exact")
         raise ValueError(

@@ -115,7 +115,7 @@ def normalizer_documents(metric: Metric, lists: list[Rankings], offsets=None, n_
         bad = _untiled_query(union, n_docs)
         if bad >= 0:
             raise ValueError(
-                f"`{name}` do not list every document of each query (query {bad} does not), so the normalizer "
+                f"`{name}` do not list every document of each query (seen at query {bad}), so the normalizer "
                 f"of {str(metric)!r} -- over every document of the query's pool, including those a ranking "
                 "leaves out -- is unknown: pass the pool as `offsets` (e.g. offsets=pool), or `judged`.")
         offsets = union.offsets
