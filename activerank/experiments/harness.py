@@ -998,7 +998,7 @@ def run(cfg: ExperimentConfig, *, progress: Callable[[str], None] | None = _prin
     if "passive" not in cfg.methods:
         raise ValueError("`methods` must include 'passive' (the savings baseline).")
     instances = cfg.instances()
-    metrics = [str(parse_metric(m, require_moments=True)) for m in cfg.metrics]
+    metrics = [_metric_label(m) for m in cfg.metrics]
     curve_rows, analytic_rows, save_rows = [], [], []
     cost_samples = {}
     for di, ds in enumerate(cfg.datasets):
@@ -1128,7 +1128,7 @@ def investigate(cfg: ExperimentConfig, *, progress: Callable[[str], None] | None
     """
     say = progress or (lambda s: None)
     rows, diag = [], []
-    metrics = [str(parse_metric(m, require_moments=True)) for m in cfg.metrics]
+    metrics = [_metric_label(m) for m in cfg.metrics]
     for ds in cfg.datasets:
         spec = _spec_iv(ds)
         for fold in cfg.folds:
@@ -1346,6 +1346,13 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--investigate", action="store_true",
                     help="also run the analytic what-if analysis (defensive weight, calibration, costs, model)")
     return ap
+
+
+def _metric_label(metric) -> str:
+    """A validated metric, labelled as the configuration spells it (as the tables and figure files of earlier
+    runs are: "err@10", not the canonical "err(ymax=scale)@10")."""
+    parsed = parse_metric(metric, require_moments=True)
+    return metric.strip() if isinstance(metric, str) else str(parsed)
 
 
 def config_from_args(args) -> ExperimentConfig:
