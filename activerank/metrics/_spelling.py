@@ -34,6 +34,8 @@ import re
 import sys
 import warnings
 from dataclasses import dataclass, field
+from types import FrameType
+from typing import Any
 
 __all__ = ["Spelled", "accepted_spellings", "changed_option", "from_ir_measures", "read_string", "translate",
            "warn_changed"]
@@ -44,7 +46,7 @@ IR_MEASURES = {
     "AP": "ap", "MAP": "ap", "RBP": "rbp", "R": "r", "Recall": "r", "Success": "success",
 }
 # what an ir_measures spelling implies where activerank's lower-case name implies something else
-IR_PRESETS = {"ERR": {"ymax": 4}, "RBP": {"rel": None}}
+IR_PRESETS: dict[str, dict[str, Any]] = {"ERR": {"ymax": 4}, "RBP": {"rel": None}}
 # activerank's names, case-insensitive unless the family is in CASE_SENSITIVE
 OURS = {
     "dcg": "dcg", "ndcg": "ndcg", "err": "err", "p": "p", "precision": "p", "rr": "rr", "mrr": "rr",
@@ -73,7 +75,7 @@ _JUDGED_ONLY = ("ndcg", "p", "rr", "ap", "r", "success")
 _SPEC = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_]*)\s*(?:\((.*)\))?\s*(?:@(.*))?\s*", re.DOTALL)
 
 # the spellings whose meaning changed in 0.5: what they mean now, the option that fixes it, its old value
-CHANGED = {
+CHANGED: dict[str, tuple[str, str, Any]] = {
     "ndcg": ("linear gains g(y) = y (trec_eval, ir_measures, ranx); before 0.5 it had exponential gains 2^y - 1",
              "gain", "exp"),
     "err": ("ir_measures' ERR (gdeval: R(y) = (2^y - 1) / 2^4 whatever the label scale); before 0.5 it was "
@@ -147,17 +149,17 @@ def _parse_options(opt_text: str, text: str) -> dict:
         call = ast.parse(f"f({opt_text})", mode="eval").body
     except SyntaxError as exc:
         if "repeated" in str(exc.msg):
-            key = re.findall(r"(\w+)\s*=", opt_text)
-            dup = next((k for i, k in enumerate(key) if k in key[:i]), "?")
+            keys = re.findall(r"(\w+)\s*=", opt_text)
+            dup = next((k for i, k in enumerate(keys) if k in keys[:i]), "?")
             raise ValueError(f"`metric` {text!r}: option {dup.lower()!r} given twice.") from None
         raise ValueError(f"`metric` {text!r}: options must be written 'name=value', got {opt_text.strip()!r}.") \
             from None
     if not isinstance(call, ast.Call) or call.args or any(kw.arg is None for kw in call.keywords):
         bad = opt_text.split(",")[0].strip()
         raise ValueError(f"`metric` {text!r}: options must be written 'name=value', got {bad!r}.")
-    out = {}
+    out: dict[str, Any] = {}
     for kw in call.keywords:
-        key = kw.arg.lower()
+        key = str(kw.arg).lower()
         if key in out:
             raise ValueError(f"`metric` {text!r}: option {key!r} given twice.")
         out[key] = _literal(kw.value, key, text)
@@ -243,15 +245,17 @@ def changed_option(spelled: Spelled, given) -> tuple | None:
 
 def warn_changed(spelled: Spelled, now: str, before: str) -> None:
     """The ``FutureWarning`` of a spelling whose meaning changed in 0.5 (canonical strings of both meanings)."""
+    meaning = CHANGED[spelled.changed][0] if spelled.changed is not None else ""
     warnings.warn(
-        f"metric {spelled.text.strip()!r} means {CHANGED[spelled.changed][0]}. Write {now!r} (this meaning) or "
+        f"metric {spelled.text.strip()!r} means {meaning}. Write {now!r} (this meaning) or "
         f"{before!r} (the meaning before 0.5) to silence this warning; see docs/metrics.md.", FutureWarning,
         stacklevel=_user_stacklevel())
 
 
 def _user_stacklevel() -> int:
     """Stack level of the first frame outside activerank (the user's call)."""
-    frame, level = sys._getframe(1), 1
+    frame: FrameType | None = sys._getframe(1)
+    level = 1
     while frame is not None and frame.f_globals.get("__name__", "").startswith("activerank."):
         frame, level = frame.f_back, level + 1
     return level
