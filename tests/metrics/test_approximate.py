@@ -22,7 +22,8 @@ from .._reference import brute_force_pair, naive_ap, naive_ndcg, naive_rr, rando
 
 RTOL = 1e-10
 EXACT_TEXTS = ["dcg(gain=linear)", "dcg(gain=linear)@2", "p@1", "p@3", "p(rel=2)@2", "rbp", "rbp(p=0.5,rel=2)",
-               "rbp(p=0.9)@2", "rr", "rr@2", "rr(rel=2)", "err(ymax=4)", "err(ymax=6)@2"]
+               "rbp(p=0.9)@2", "rbp(rel=graded)@3", "dcg(gain={1:3,2:1})@2", "rr", "rr@2", "rr(rel=2)", "success@2",
+               "success(rel=2)@3", "err(ymax=4)", "err(ymax=6)@2"]
 APPROX_TEXTS = ["ndcg(gain=exp)", "ndcg(gain=exp)@2", "ndcg(gain=linear)@3", "ndcg(gain={1:3,2:1})@2", "ap", "ap@2",
                 "ap(rel=2)", "r@2", "r(rel=2)@3"]
 
