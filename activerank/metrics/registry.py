@@ -502,8 +502,9 @@ def register_metric(definition: MetricDef, *, replace: bool = False) -> MetricDe
         raise TypeError(f"`definition` must be a MetricDef, got {type(definition).__name__}.")
     if not _NAME.fullmatch(definition.name):
         raise ValueError(f"metric name {definition.name!r} must match {_NAME.pattern!r} (lower case).")
-    if definition.name in _BUILTIN:
-        raise ValueError(f"{definition.name!r} is a built-in metric and cannot be replaced.")
+    if definition.name in _BUILTIN or any(p.fullmatch(definition.name) for p, _ in _spelling.TREC_EVAL):
+        raise ValueError(f"{definition.name!r} is a built-in metric (or one of its spellings) and cannot be "
+                         "replaced.")
     if definition.name in METRICS and not replace:
         raise ValueError(f"a metric named {definition.name!r} is already registered; pass replace=True.")
     METRICS[definition.name] = definition

@@ -108,10 +108,13 @@ def normalizer_documents(metric: Metric, lists: list[Rankings], offsets=None, n_
     """
     tops = [r.truncate(metric.k) for r in lists]
     depth = metric.params.get("depth")
+    # the union's keys need a bound above every row
+    bound = max([int(r.items.max(initial=-1)) + 1 for r in lists] + [n_docs or 0]
+                + ([int(offsets[-1])] if offsets is not None else []))
     if depth is not None:
-        return union_rankings(tops + [r.truncate(max(depth, metric.k or 0)) for r in lists], n_docs or 0)
+        return union_rankings(tops + [r.truncate(max(depth, metric.k or 0)) for r in lists], bound)
     if offsets is None:
-        union = union_rankings(list(lists), n_docs or 0)
+        union = union_rankings(list(lists), bound)
         bad = _untiled_query(union, n_docs)
         if bad >= 0:
             raise ValueError(
@@ -120,7 +123,7 @@ def normalizer_documents(metric: Metric, lists: list[Rankings], offsets=None, n_
                 "leaves out -- is unknown: pass the pool as `offsets` (e.g. offsets=pool), or `judged`.")
         offsets = union.offsets
     all_docs = Rankings(np.arange(offsets[-1], dtype=np.int64), np.asarray(offsets, dtype=np.int64))
-    return union_rankings(tops + [all_docs], max(n_docs or 0, int(offsets[-1])))
+    return union_rankings(tops + [all_docs], max(bound, int(offsets[-1])))
 
 
 def pool_offsets_iv(offsets, n_queries: int, n_docs: int | None = None) -> np.ndarray | None:
@@ -136,7 +139,7 @@ def pool_offsets_iv(offsets, n_queries: int, n_docs: int | None = None) -> np.nd
     if off.size - 1 != n_queries:
         raise ValueError(f"`offsets` describes {off.size - 1} queries but the rankings cover {n_queries}.")
     if n_docs is not None and int(off[-1]) != n_docs:
-        raise ValueError(f"`offsets` describes {int(off[-1])} documents but `labels` has {n_docs}.")
+        raise ValueError(f"`offsets` describes {int(off[-1])} documents but there are {n_docs} document rows.")
     return off.astype(np.int64)
 
 

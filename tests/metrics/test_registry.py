@@ -256,7 +256,10 @@ def test_custom_metric_bad_input():
         custom_metric("x", 3)
     with pytest.raises(ValueError, match=r"metric name '9x' must match"):
         custom_metric("9x", _success3)
-    with pytest.raises(ValueError, match=r"'ndcg' is a built-in metric and cannot be replaced"):
+    with pytest.raises(ValueError, match=r"'ndcg' is a built-in metric \(or one of its spellings\) and cannot"):
         register_metric(custom_metric("ndcg", _success3), replace=True)
+    for reserved in ("map", "recall", "mrr", "precision", "recip_rank", "p_10", "ndcg_cut_5"):
+        with pytest.raises(ValueError, match=r"is a built-in metric \(or one of its spellings\)"):
+            register_metric(custom_metric(reserved, _success3))
     with pytest.raises(TypeError, match=r"`definition` must be a MetricDef"):
         register_metric("ndcg")

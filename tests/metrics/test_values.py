@@ -127,7 +127,7 @@ def test_rankings_cut_at_k_need_the_pool_for_ratio_metrics():
     with pytest.raises(ValueError, match=r"seen at query 1"):
         ar.pool_metric_values(labels, [[0, 1, 2], [3]], metric="ap", ymax=2)
     assert ar.pool_metric_values(labels, cut, metric="ap", ymax=2, offsets=[0, 3, 5]).tolist() == [0.25, 0.0]
-    with pytest.raises(ValueError, match=r"`offsets` describes 4 documents but `labels` has 5"):
+    with pytest.raises(ValueError, match=r"`offsets` describes 4 documents but there are 5 document rows"):
         ar.pool_metric_values(labels, cut, metric="ap", ymax=2, offsets=[0, 3, 4])
     with pytest.raises(ValueError, match=r"`offsets` describes 1 queries but the rankings cover 2"):
         ar.pool_metric_values(labels, cut, metric="ap", ymax=2, offsets=[0, 5])
