@@ -117,16 +117,16 @@ def _unknown(text, registered) -> ValueError:
                       f"{accepted_spellings(registered)}.")
 
 
-def _ambiguous(text, head, family) -> ValueError:
+def _ambiguous(text, head, family, registered) -> ValueError:
     up = next(n for n, f in IR_MEASURES.items() if f == family and n.lower() == head.lower())
-    meaning = {"err": ("ERR (gdeval: R(y) = (2^y - 1) / 2^4)", "the paper's ERR with the label scale's top "
-                       "grade (R(y) = (2^y - 1) / 2^ymax)", "'ERR@10' or 'err(ymax=4)@10'",
+    meaning = {"err": ("ERR (gdeval: R(y) = (2^y - 1) / 2^4)", "ERR with the label scale's top grade (Chapelle et "
+                       "al.: R(y) = (2^y - 1) / 2^ymax)", "'ERR@10' or 'err(ymax=4)@10'",
                        "'err@10' or 'err(ymax=scale)@10'"),
-               "rbp": ("graded RBP (trectools)", "RBP binary at rel=1", "'RBP' or 'rbp(rel=graded)'",
+               "rbp": ("graded RBP (trectools)", "RBP, binary at rel=1", "'RBP' or 'rbp(rel=graded)'",
                        "'rbp' or 'rbp(rel=1)'")}[family]
-    return ValueError(f"`metric` {text!r} is ambiguous: {up!r} is ir_measures' {meaning[0]}, {family!r} is "
+    return ValueError(f"`metric` {text!r} is ambiguous: {up!r} is ir_measures' {meaning[0]}; {family!r} is "
                       f"activerank's {meaning[1]}. Write {meaning[2]} for the first, {meaning[3]} for the "
-                      "second.")
+                      f"second. Accepted spellings: {accepted_spellings(registered)}.")
 
 
 def _literal(node, key: str, text: str):
@@ -208,7 +208,7 @@ def read_string(text: str, registered) -> Spelled:
     elif head.lower() in OURS:
         family = OURS[head.lower()]
         if family in CASE_SENSITIVE and head != head.lower():
-            raise _ambiguous(text, head, family)
+            raise _ambiguous(text, head, family, registered)
         if family == "ndcg":
             changed = family
     elif head in IR_UNSUPPORTED:
