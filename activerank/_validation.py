@@ -243,9 +243,7 @@ def grade_count_iv(probs, *, name: str = "probs", **sources) -> None:
     Traceback (most recent call last):
     ValueError: `probs` has 5 grade columns but the pool has n_grades=3 (grades 0..2): ...
     """
-    shape = getattr(probs, "shape", None)
-    if shape is None:
-        shape = np.shape(probs) if isinstance(probs, (list, tuple)) else ()
+    shape: tuple = getattr(probs, "shape", None) or (np.shape(probs) if isinstance(probs, (list, tuple)) else ())
     if len(shape) != 2:
         return  # probs_iv names the shape error
     columns = int(shape[1])
@@ -454,7 +452,7 @@ def distinct_docs_iv(doc_ids, offsets: np.ndarray, query_ids) -> None:
     if not same.any():
         return
     for x in np.unique(np.searchsorted(offsets, np.flatnonzero(same), side="right") - 1).tolist():
-        first = {}
+        first: dict = {}
         for r in range(int(offsets[x]), int(offsets[x + 1])):
             d = str(py_scalar(ids[r]))
             if d in first:
@@ -475,8 +473,11 @@ def _unique_ids_iv(qids: np.ndarray) -> None:
 
 
 def scores_iv(scores, pool, name: str = "scores") -> Rankings:
-    """Per-query rankings from per-document scores (descending, ties to the lower row), or
-    validated ready-made :class:`~activerank.ragged.Rankings` of the pool's own documents."""
+    """Per-query rankings from per-document scores, or validated ready-made
+    :class:`~activerank.ragged.Rankings` of the pool's own documents.
+
+    Scores are ranked as ``trec_eval`` does: descending, ties by the pool's document id
+    descending (the row index without ``doc_ids``), :func:`activerank.ragged.rank_rows_by_scores`."""
     offsets = pool.offsets
     n_docs = int(offsets[-1])
     if isinstance(scores, Rankings):
@@ -508,7 +509,7 @@ def scores_iv(scores, pool, name: str = "scores") -> Rankings:
         raise ValueError(
             f"`{name}` must not contain NaN; query {py_scalar(pool.query_ids[qi])!r} (document row {nan[0]}) has NaN."
         )
-    return rank_rows_by_scores(s, offsets)
+    return rank_rows_by_scores(s, offsets, getattr(pool, "doc_ids", None))
 
 
 def scores_list_iv(scores_list, pool, name: str, minimum: int) -> list:

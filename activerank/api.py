@@ -136,8 +136,8 @@ Estimate a ranker's mean metric from a budget of relevance judgments.
     pool : LetorData, Pool, or object with ``offsets`` and ``query_ids``
         The unlabeled queries and their documents.
     scores : array-like of shape (n_docs,) or Rankings
-        The ranker's score per document (ranked descending per query, ties to
-        the lower row) or ready-made rankings.
+        The ranker's score per document (ranked descending per query, ties by
+        document id descending as trec_eval does) or ready-made rankings.
     probs : array-like of shape (n_docs, n_grades)
         Relevance model ``p(y | x, z)`` for every document row.
     labeler : callable
@@ -146,7 +146,9 @@ Estimate a ranker's mean metric from a budget of relevance judgments.
     budget : float
         Labeling budget in units of the pool's mean query cost.
     metric : str, default "err@10"
-        ``"dcg@k"`` or ``"err@k"`` (``k`` may also be given separately).
+        Any metric spelling of ``docs/metrics.md``, e.g. ``"err@10"`` (the
+        paper's ERR with the label scale's top grade), ``"dcg@10"``,
+        ``"nDCG@10"`` (ir_measures'); ``k`` may also be given separately.
     k : int or None, optional
     method : str, default "active_wor"
         A registered method (:func:`activerank.design.methods.method_names`)

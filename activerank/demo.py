@@ -29,7 +29,7 @@ def run_demo(budget: float = 12.0, seed: int = 0, *, out=print) -> dict:
     labeler = KnownLabels.from_data(pool)
 
     def truth(scores):
-        r = rank_by_scores(scores, pool.offsets)
+        r = rank_by_scores(scores, pool)
         return pool_metric_values(pool.labels, r, metric="err@10", ymax=pool.n_grades - 1).mean()
 
     out(f"pool: {pool.n_queries} MQ2008 queries, {pool.n_docs} documents; budget {budget:g} "

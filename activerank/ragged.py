@@ -55,17 +55,28 @@ def _index_array(values, name: str) -> np.ndarray:
     return np.ascontiguousarray(arr, dtype=np.int64)
 
 
-def rank_rows_by_scores(scores: np.ndarray, offsets: np.ndarray) -> "Rankings":
-    """Rank every query's rows by descending score, ties to the lower row (no validation).
+def rank_rows_by_scores(scores: np.ndarray, offsets: np.ndarray, doc_ids=None) -> "Rankings":
+    """Rank every query's rows as ``trec_eval`` does (no validation).
+
+    Score descending; equal scores by document id descending, ids compared as
+    text (``strcmp``: code-point order of ``str(id)``); without ``doc_ids``
+    (and between equal ids) the row index is the id, compared as a number.
 
     Examples
     --------
     >>> rank_rows_by_scores(np.array([0.1, 0.9, 0.5, 2.0, 2.0]), np.array([0, 3, 5])).items.tolist()
-    [1, 2, 0, 3, 4]
+    [1, 2, 0, 4, 3]
     """
-    keys = descending_keys(scores)   # 1. the order: score descending (-0.0 = 0.0, NaN last)
-    ties = None                      # 2. the tie-break: tied rows keep their order in the pool (lower row first)
-    return Rankings(segment_argsort(keys, offsets, ties=ties), offsets)
+    scores = np.asarray(scores, dtype=np.float64)
+    offsets = np.asarray(offsets, dtype=np.int64)
+    keys = descending_keys(scores)  # 1. the order: score descending (-0.0 = 0.0, NaN last)
+    # 2. the tie-break: every query's rows in reverse (higher row first), then ids descending as text
+    q = segment_ids(offsets)
+    ties = offsets[q] + offsets[q + 1] - 1 - np.arange(scores.size, dtype=np.int64)
+    order = segment_argsort(keys, offsets, ties=ties)
+    if doc_ids is not None and order.size > 1:
+        _order_ties_by_id(order, scores, q, np.asarray(doc_ids, dtype=object).reshape(-1))
+    return Rankings(order, offsets)
 
 
 _SIGN = np.uint64(1 << 63)
@@ -178,6 +189,25 @@ def _repair(keys, offsets, order):
     rows = np.repeat(offsets[segs] - offsets_from_lengths(lengths)[:-1], lengths) + np.arange(lengths.sum())
     seg = np.repeat(segs, lengths)
     order[rows] = rows[np.lexsort((rows, keys[rows], seg))]
+
+
+def _order_ties_by_id(order: np.ndarray, scores: np.ndarray, q: np.ndarray, doc_ids: np.ndarray) -> None:
+    """Reorder, in place, the runs of equal scores of ``order`` by document id descending.
+
+    Only tied entries have their ids converted to text: scores from a model are rarely tied, and
+    the text of millions of ids would cost more than the sort."""
+    s, g = scores[order], q[order]
+    tied = (s[1:] == s[:-1]) & (g[1:] == g[:-1])  # entry i + 1 ties with entry i
+    if not tied.any():
+        return
+    member = np.zeros(order.size, dtype=bool)
+    member[1:] |= tied
+    member[:-1] |= tied
+    group = np.cumsum(member & ~np.r_[False, tied])
+    idx = np.flatnonzero(member)
+    sub = order[idx]
+    _, codes = np.unique(doc_ids[sub].astype(str), return_inverse=True)
+    order[idx] = sub[np.lexsort((-sub, -codes.reshape(-1), group[idx]))]
 
 
 @dataclass(frozen=True, eq=False)

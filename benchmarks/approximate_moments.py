@@ -47,7 +47,7 @@ from activerank.relevance.rankers import fit_lambdarank_ranker, fit_linear_ranke
 
 HERE = Path(__file__).resolve().parent
 DATASETS = {"mq2008": "mq2008", "ohsumed": "ohsumed-letor3/QueryLevelNorm"}
-APPROX = ("ndcg@10", "ndcg(gain=linear)@10", "ap", "ap@10")
+APPROX = ("ndcg(gain=exp)@10", "ndcg(gain=linear)@10", "ap", "ap@10")  # ndcg@10 had exponential gains before 0.5
 EXACT = ("dcg@10", "rr", "p@10")
 SAMPLES = (64, 256, 1024)
 

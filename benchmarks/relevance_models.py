@@ -114,7 +114,7 @@ def run(data_root, quick=False, datasets=DATASETS):
         )
         lr = fit_lambdarank_ranker(train, random_state=SEED, n_jobs=N_JOBS).rank(test)
         lr_err = pool_metric_values(test.labels, lr, metric="err@10", ymax=ymax)
-        lr_ndcg = pool_metric_values(test.labels, lr, metric="ndcg@10", ymax=ymax)
+        lr_ndcg = pool_metric_values(test.labels, lr, metric="ndcg(gain=exp)@10", ymax=ymax)
         rows.append(dict(dataset=ds, model="(lambdarank ranker)", params="", logloss=np.nan, ece_rel=np.nan,
                          err10=lr_err.mean(), ndcg10=lr_ndcg.mean(), corr_err10=np.nan,
                          corr_err10_lr=np.nan, seconds=np.nan))
@@ -130,7 +130,7 @@ def run(data_root, quick=False, datasets=DATASETS):
             probs = res.model.predict_proba(test.X)
             rk = rank_by_scores(expected_gain_scores(probs), test)
             true_err = pool_metric_values(test.labels, rk, metric="err@10", ymax=ymax)
-            true_ndcg = pool_metric_values(test.labels, rk, metric="ndcg@10", ymax=ymax)
+            true_ndcg = pool_metric_values(test.labels, rk, metric="ndcg(gain=exp)@10", ymax=ymax)
             pred_err = pool_moments(probs, rk, metric="err@10").mean
             pred_err_lr = pool_moments(probs, lr, metric="err@10").mean
             row = dict(

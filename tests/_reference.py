@@ -62,9 +62,19 @@ def random_probs(rng, n, n_grades, *, sharp=True):
 # --- naive per-query metrics for the whole registry (one list, plain loops) ---
 
 
+def naive_gain(gain):
+    """Gain of a grade: 'exp', 'linear' or a {grade: gain} table (unlisted grades keep their grade)."""
+    if gain == "exp":
+        return lambda y: 2.0**y - 1.0
+    if gain == "linear":
+        return lambda y: float(y)
+    table = dict(gain)
+    return lambda y: float(table.get(y, y))
+
+
 def naive_dcg_gain(grades, ranking, k=None, gain="exp"):
     r = list(ranking)[:k] if k is not None else list(ranking)
-    g = (lambda y: 2.0**y - 1.0) if gain == "exp" else (lambda y: float(y))
+    g = naive_gain(gain)
     return sum(g(grades[z]) / math.log2(i + 2) for i, z in enumerate(r))
 
 
@@ -73,8 +83,24 @@ def naive_precision(grades, ranking, k, rel=1):
 
 
 def naive_rbp(grades, ranking, p=0.8, rel=1, k=None):
+    """Moffat & Zobel's RBP without residual; rel=None: graded, the grade is the gain (trectools)."""
     r = list(ranking)[:k] if k is not None else list(ranking)
+    if rel is None:
+        return (1 - p) * sum(p**i * grades[z] for i, z in enumerate(r))
     return (1 - p) * sum(p**i for i, z in enumerate(r) if grades[z] >= rel)
+
+
+def naive_recall(grades, ranking, judged, rel=1, k=None):
+    """trec_eval's recall_k: relevant judged items in the top k over all relevant judged items."""
+    judged = set(judged)
+    n_rel = sum(1 for z in judged if grades[z] >= rel)
+    r = list(ranking)[:k] if k is not None else list(ranking)
+    return sum(1 for z in r if z in judged and grades[z] >= rel) / n_rel if n_rel else 0.0
+
+
+def naive_success(grades, ranking, rel=1, k=None):
+    r = list(ranking)[:k] if k is not None else list(ranking)
+    return float(any(grades[z] >= rel for z in r))
 
 
 def naive_rr(grades, ranking, rel=1, k=None):
@@ -93,8 +119,9 @@ def naive_ndcg(grades, ranking, judged, k=None, gain="exp"):
     """DCG@k of the ranking (unjudged ranked items count 0) over the ideal DCG@k of the judged items."""
     judged = list(judged)
     g = {z: grades[z] if z in set(judged) else 0 for z in list(ranking) + judged}
-    ideal = sorted((g[z] for z in judged), reverse=True)
-    idcg = naive_dcg_gain(ideal, range(len(ideal)), k, gain)
+    gain_of = naive_gain(gain)
+    ideal = sorted((gain_of(g[z]) for z in judged), reverse=True)   # the ideal orders by gain
+    idcg = sum(v / math.log2(i + 2) for i, v in enumerate(ideal[:k] if k is not None else ideal))
     return naive_dcg_gain(g, ranking, k, gain) / idcg if idcg > 0 else 0.0
 
 

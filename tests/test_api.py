@@ -17,7 +17,7 @@ def setup(synthetic_pool):
 def test_estimate_and_compare_run(setup):
     pool, labels, lab = setup
     res = ar.estimate(pool, pool.probs[:, 2], pool.probs, lab, budget=20, metric="err@10", rng=0)
-    assert res.cost_spent <= 20 and res.method == "active_wor" and res.metric == "err@10"
+    assert res.cost_spent <= 20 and res.method == "active_wor" and res.metric == "err(ymax=scale)@10"
     assert set(res.trace.columns) >= {"draw", "query", "query_id", "q", "pi", "p", "weight", "new", "cost",
                                       "cumulative_cost", "value"}
     assert res.trace["query"].is_unique and res.n_draws == res.n_queries  # without replacement
@@ -139,7 +139,7 @@ def test_bad_inputs(setup):
     with pytest.raises(ValueError, match=r"`costs` must be finite and > 0; document row 0"):
         ar.estimate(pool, s, P, lab, budget=10, costs=np.zeros(len(s)), rng=0)
     with pytest.raises(ValueError, match=r"is not a known metric"):
-        ar.estimate(pool, s, P, lab, budget=10, metric="map@10", rng=0)
+        ar.estimate(pool, s, P, lab, budget=10, metric="mapp@10", rng=0)
     with pytest.raises(TypeError, match=r"`pool` must have `offsets` and `query_ids`"):
         ar.estimate(np.zeros(3), s, P, lab, budget=10, rng=0)
     with pytest.raises(ValueError, match=r"`scores_b` must rank each query's own documents"):

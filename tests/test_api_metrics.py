@@ -11,7 +11,8 @@ from activerank.inference.snis import snis_prefix
 
 from .conftest import SyntheticPool, stat_reps
 
-METRICS = ["ndcg@10", "p@10", "rr", "ap", "rbp(p=0.8)", "dcg(gain=linear)@10", "err(ymax=4)@10"]
+METRICS = ["ndcg(gain=exp)@10", "nDCG(dcg='log2')@10", "p@10", "rr", "ap", "r@10", "success@5", "rbp(p=0.8)",
+           "rbp(rel=graded)", "dcg(gain=linear)@10", "err(ymax=4)@10"]
 
 
 @pytest.fixture(scope="module")
@@ -35,16 +36,16 @@ def test_estimate_and_compare_run_for_every_metric(sample, metric):
 def test_ratio_metrics_judge_every_document_of_a_drawn_query(sample):
     data, probs, _ = sample
     dsg = ar.make_design(data, (ar.relevance.rank_by_scores(data.X[:, 24], data.offsets),), probs,
-                         metric="ndcg@10")
+                         metric="ndcg(gain=exp)@10")
     x = 1  # a query with 61 documents: the ideal DCG@10 may need any of them
     assert sorted(dsg.documents(x).tolist()) == list(range(data.offsets[x], data.offsets[x + 1]))
     shallow = ar.make_design(data, (ar.relevance.rank_by_scores(data.X[:, 24], data.offsets),), probs,
-                             metric="ndcg(depth=10)@10")
+                             metric="ndcg(gain=exp,depth=10)@10")
     assert shallow.documents(x).size == 10
 
 
 @pytest.mark.statistical
-@pytest.mark.parametrize("metric", ["ndcg@10", "ap", "p@10", "rr"])
+@pytest.mark.parametrize("metric", ["ndcg(gain=exp)@10", "ap", "p@10", "rr"])
 def test_active_estimates_are_consistent_for_every_metric(metric):
     """Fixed labels; the design's q* (Monte-Carlo moments for ratio metrics); SNIS over seeded runs."""
     rng = np.random.default_rng(3)

@@ -58,7 +58,7 @@ def test_compare_text(capsys):
     (["estimate", SAMPLE, "--budget", "10"], "--model lightgbm needs --train FILE"),
     (["estimate", SAMPLE, "--model", "uniform", "--budget", "5", "--scores", "feature:99"],
      "--scores 'feature:99': feature must be 1..46"),
-    (["estimate", SAMPLE, "--model", "uniform", "--budget", "5", "--metric", "map"],
+    (["estimate", SAMPLE, "--model", "uniform", "--budget", "5", "--metric", "mapp"],
      "is not a known metric"),
     (["estimate", "/nonexistent.txt", "--model", "uniform", "--budget", "5"], "nonexistent"),
 ])

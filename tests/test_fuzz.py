@@ -127,7 +127,7 @@ def test_single_query_pool_is_exact_and_flagged():
     (dict(budget="5"), TypeError, "`budget`"),
     (dict(budget=float("nan")), ValueError, "`budget`"),
     (dict(budget=-1), ValueError, "`budget`"),
-    (dict(metric="map@3"), ValueError, "`metric`"),
+    (dict(metric="mapp@3"), ValueError, "`metric`"),
     (dict(k=-1), ValueError, "`k`"),
     (dict(method="magic"), ValueError, "`method`"),
     (dict(costs="x"), ValueError, "`costs`"),

@@ -36,14 +36,17 @@ def test_rankings_reject_what_a_cast_would_hide():
     assert Rankings(np.arange(3.0), [0, 3]).items.dtype == np.int64  # integral floats are fine
 
 
-def test_rank_rows_by_scores_descending_ties_to_lower_row():
+def test_rank_rows_by_scores_descending_ties_as_trec_eval():
     r = rank_rows_by_scores(np.array([0.1, 0.9, 0.5, 2.0, 2.0]), np.array([0, 3, 5]))
-    assert [a.tolist() for a in r.to_list()] == [[1, 2, 0], [3, 4]]
+    assert [a.tolist() for a in r.to_list()] == [[1, 2, 0], [4, 3]]      # no ids: the row is the id
+    ids = np.array(["x", "b", "a", "d2", "d10"], dtype=object)
+    r = rank_rows_by_scores(np.array([1.0, 1.0, 1.0, 2.0, 2.0]), np.array([0, 3, 5]), ids)
+    assert [a.tolist() for a in r.to_list()] == [[0, 1, 2], [3, 4]]      # "d2" > "d10" as text
 
 
 def _lexsort_ranking(scores, offsets):
-    """The reference: one global lexsort by (query, -score, row)."""
-    return np.lexsort((np.arange(scores.size), -scores, segment_ids(offsets)))
+    """The reference: one global lexsort by (query, -score, -row) -- trec_eval's order without ids."""
+    return np.lexsort((-np.arange(scores.size), -scores, segment_ids(offsets)))
 
 
 @pytest.mark.parametrize("kind", ["continuous", "few values", "one ulp apart", "special", "wide range"])

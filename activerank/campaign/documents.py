@@ -54,7 +54,6 @@ import numpy as np
 
 from ..design.kinds.documents import (
     DocumentHorvitzThompson,
-    DocumentSample,
     DocumentTarget,
     PoissonDesign,
     document_target_of,

@@ -31,7 +31,7 @@ import json
 import sqlite3
 from contextlib import contextmanager
 
-from .schema import DB_ERRORS, DESIGN_TABLES, SCHEMA_VERSION, TABLES, read_version
+from .schema import DB_ERRORS, DESIGN_TABLES, SCHEMA_VERSION, TABLES, create_tables, read_version
 
 __all__ = ["CorruptStoreError", "append_judgments", "full_problems", "quick_problems", "seal"]
 
@@ -316,3 +316,27 @@ def _duplicate_lines(conn) -> list[str]:
 def _foreign_keys(conn) -> list[str]:
     fk = conn.execute("PRAGMA foreign_key_check").fetchall()
     return [f"{len(fk)} foreign-key violations (first: table {fk[0][0]}, row {fk[0][1]})"] if fk else []
+
+
+def migrate(conn: sqlite3.Connection, path: str) -> None:
+    """Upgrade a store of version 1 to 6 to version 7 in one write transaction (a no-op on version 7).
+
+    The store must pass SQLite's full ``integrity_check`` first: the checksums
+    computed here vouch for the stored rows from now on.
+    """
+    if read_version(conn) == SCHEMA_VERSION:
+        return
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        if read_version(conn) != SCHEMA_VERSION:  # another process may have upgraded it meanwhile
+            res = [r[0] for r in conn.execute("PRAGMA integrity_check")]
+            if res != ["ok"]:
+                raise CorruptStoreError(path, ["integrity_check: " + "; ".join(res[:5])],
+                                        action="cannot upgrade it to schema version 7")
+            create_tables(conn, legacy=False)
+            conn.execute("UPDATE schema_version SET version = ?", (SCHEMA_VERSION,))
+            seal(conn)
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")

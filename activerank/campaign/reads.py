@@ -20,7 +20,7 @@ from ..design.costs import QueryCosts
 from ..design.design import Design
 from ..design.sampling import DEFAULT_DEFENSIVE, DrawPlan
 from ..design.targets import Prediction, make_target
-from ..metrics import parse_metric
+from ..metrics.registry import parse_stored_metric
 from ..pool import Pool
 from ..ragged import Rankings, offsets_from_lengths
 from . import io as cio
@@ -62,7 +62,7 @@ class _Reads:
             ent = np.array(db.execute("SELECT qx, doc_row FROM ranked WHERE ranker = ? ORDER BY qx, pos",
                                       (i,)).fetchall(), dtype=np.int64).reshape(-1, 2)
             rankings.append(Rankings(ent[:, 1], offsets_from_lengths(np.bincount(ent[:, 0], minlength=n_q))))
-        metric = parse_metric(self.meta["metric"])
+        metric = parse_stored_metric(self.meta["metric"])  # a campaign keeps the metric it was created with
         names = self.meta["rankers"]
         kind = self.meta.get("target") or ("mean" if len(rankings) == 1 else "difference")
         judged_items = self._array("judged_items")

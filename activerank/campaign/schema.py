@@ -51,7 +51,7 @@ What the campaign samples is told by ``meta`` (one layout for every method):
 Versions 1 to 6 (before checksums; 3 to 6 told an activerank that could not
 plan documents, samples without replacement, prefixes or recorded documents
 to refuse the file) are read and upgraded to version 7 when a store is opened
-(:func:`migrate`): the checksums are computed from the stored rows after a
+(:func:`activerank.campaign.integrity.migrate`): the checksums are computed from the stored rows after a
 full ``integrity_check``, the old write-ahead log is folded into the file.
 
 Durability
@@ -285,32 +285,6 @@ def read_version(conn: sqlite3.Connection):
     """The stored schema version (None when the table is empty)."""
     row = conn.execute("SELECT version FROM schema_version").fetchone()
     return None if row is None else row[0]
-
-
-def migrate(conn: sqlite3.Connection, path: str) -> None:
-    """Upgrade a store of version 1 to 6 to version 7 in one write transaction (a no-op on version 7).
-
-    The store must pass SQLite's full ``integrity_check`` first: the checksums
-    computed here vouch for the stored rows from now on.
-    """
-    from .integrity import CorruptStoreError, seal
-
-    if read_version(conn) == SCHEMA_VERSION:
-        return
-    conn.execute("BEGIN IMMEDIATE")
-    try:
-        if read_version(conn) != SCHEMA_VERSION:  # another process may have upgraded it meanwhile
-            res = [r[0] for r in conn.execute("PRAGMA integrity_check")]
-            if res != ["ok"]:
-                raise CorruptStoreError(path, ["integrity_check: " + "; ".join(res[:5])],
-                                        action="cannot upgrade it to schema version 7")
-            create_tables(conn, legacy=False)
-            conn.execute("UPDATE schema_version SET version = ?", (SCHEMA_VERSION,))
-            seal(conn)
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
-    conn.execute("COMMIT")
 
 
 SIDECARS = ("-journal", "-wal", "-shm")  # files SQLite keeps beside a store

@@ -23,7 +23,7 @@ import sqlite3
 from contextlib import contextmanager
 
 from .._validation import path_iv
-from .integrity import CorruptStoreError, design_problems, full_problems, quick_problems, tolerant_text
+from .integrity import CorruptStoreError, design_problems, full_problems, migrate, quick_problems, tolerant_text
 from .reads import _Reads
 from .replay import BUDGET_RTOL as _BUDGET_RTOL  # noqa: F401  (the name before the split)
 from .replay import _Replay
@@ -31,7 +31,7 @@ from .reports import (COMBINE_RULES, MAX_STORED_REJECTIONS, SCOPES, CampaignStat
                       ImportReport, Rejection, combine_grades)
 from .schema import (DOCUMENT_SCHEMA_VERSION, PREFIX_SCHEMA_VERSION, READABLE_VERSIONS,  # noqa: F401
                      RECORDED_SCHEMA_VERSION, SCHEMA_VERSION, WOR_SCHEMA_VERSION, DB_ERRORS, checkpoint,
-                     connect, is_hot_journal, migrate)
+                     connect, is_hot_journal)
 from .writes import _create_args_iv, _pool_ids, _rankers_iv, _Writes  # noqa: F401  (used by distributed)
 
 __all__ = [
@@ -87,7 +87,7 @@ class Campaign(_Writes, _Reads, _Replay):
         """Open an existing campaign file.
 
         A store of an older schema version is upgraded (checksums computed,
-        :func:`activerank.campaign.schema.migrate`).  Opening runs the quick
+        :func:`activerank.campaign.integrity.migrate`).  Opening runs the quick
         checks (:func:`activerank.campaign.integrity.quick_problems`: schema,
         judgment ledger, grades on the scale; cheap on any store size).
 

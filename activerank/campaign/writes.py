@@ -19,7 +19,7 @@ import numbers
 import os
 import secrets
 import sqlite3
-from typing import TYPE_CHECKING
+from typing import TypeVar
 
 import numpy as np
 
@@ -37,8 +37,8 @@ from .replay import BUDGET_RTOL, family_arrays, family_meta, plan_family
 from .reports import COMBINE_RULES, MAX_STORED_REJECTIONS, SCOPES, ImportReport, Rejection
 from .schema import SCHEMA_VERSION, SIDECARS, array_blob, connect, create_tables, key, now, remove_files, replace_store
 
-if TYPE_CHECKING:
-    from .store import Campaign
+#: the campaign class a ``create`` builds (:class:`activerank.campaign.Campaign`, which mixes this in)
+_C = TypeVar("_C", bound="_Writes")
 
 __all__ = ["MAX_STORED_REJECTIONS"]
 
@@ -193,10 +193,10 @@ class _Writes:
     # ------------------------------------------------------------------ creation
 
     @classmethod
-    def create(cls, path, pool, rankers, probs, *, budget, metric="err@10", k=None, method="active",
+    def create(cls: type[_C], path, pool, rankers, probs, *, budget, metric="err@10", k=None, method="active",
                costs="auto", query_weights=None, defensive=DEFAULT_DEFENSIVE, seed=None, names=None,
                target=None, query_text=None, combine="mean_gain", overwrite=False,
-               description="", judge="changeable", inputs=None) -> "Campaign":
+               description="", judge="changeable", inputs=None) -> _C:
         """Create a campaign file: freeze the pool, compute the design and the draw sequence.
 
         Parameters
@@ -306,9 +306,9 @@ class _Writes:
                               wor=wor, prefix=prefix, extra_meta=extra, inputs=_inputs_iv(inputs))
 
     @classmethod
-    def _write_new(cls, path, dsg, pool, plan, P, *, qkeys, kind, dkeys, texts, names, target, seed, budget,
+    def _write_new(cls: type[_C], path, dsg, pool, plan, P, *, qkeys, kind, dkeys, texts, names, target, seed, budget,
                    defensive, combine, description, extra_meta=None, documents=None, wor=None,
-                   prefix=None, inputs=()) -> "Campaign":
+                   prefix=None, inputs=()) -> _C:
         """Write a new campaign file from a design, its (standardized) pool and draw plan, atomically.
 
         ``pool`` may hold documents for the drawn queries only (a distributed pool,

@@ -71,7 +71,7 @@ def _spec(pool, kind, scores, probs, *, metric, k, method, costs):
     spec_method = get_method(method, allowed=method_names(unit="query"))
     cost_model = _cost_model(pool, costs)
     spec = TableSpec(kind, m, cols, probs, model, pool.features, cost_model, pool.query, pool.query_in_index,
-                     pool.cost, pool.length, uniform=spec_method.relevance == "uniform")
+                     pool.cost, pool.length, uniform=spec_method.relevance == "uniform", document=pool.document)
     return pool, spec, spec_method
 
 

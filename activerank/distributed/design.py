@@ -147,7 +147,8 @@ def drawn_design(td: TableDesign, drawn: np.ndarray, docs, *, query: str, query_
     offsets = offsets_from_lengths(lengths)
     doc_length = None if length is None else docs[length].to_numpy(np.float64)
     pool = Pool(td.query_ids, offsets, docs[document].to_numpy(), doc_length)
-    rankings = [rank_rows_by_scores(docs[c].to_numpy(np.float64), offsets) for c in scores]
+    # tied scores ranked by document id, as in memory and in the per-query table (trec_eval's order)
+    rankings = [rank_rows_by_scores(docs[c].to_numpy(np.float64), offsets, pool.doc_ids) for c in scores]
     target = make_target(kind, rankings, metric, names, offsets=offsets)
     if cost_model == "column":
         doc_costs, _ = document_costs(None, len(docs), docs[cost].to_numpy(np.float64))

@@ -57,6 +57,8 @@ class TableSpec:
         Cost and length columns.
     uniform : bool
         Moments under uniform grade probabilities (methods with ``relevance="uniform"``).
+    document : str or None
+        Document id column: tied scores are ranked by it, as in memory (trec_eval's order).
     """
 
     kind: str
@@ -71,6 +73,7 @@ class TableSpec:
     cost: str | None = None
     length: str | None = None
     uniform: bool = False
+    document: str | None = None
 
 
 def table_columns(query: str, n_outputs: int, n_systems: int) -> list:
@@ -162,6 +165,8 @@ def partition_table(df, spec: TableSpec, partition_info=None):
         return _meta(df, spec)
     try:
         grouped = _grouped(query_values(df, spec.query, spec.query_in_index), part)
+        if spec.document is not None:  # tied scores are ranked by document id, as in memory
+            grouped = type(grouped)(grouped.query_ids, grouped.offsets, df[spec.document].to_numpy())
         P = _probs(df, spec)
         rankings = [scores_iv(df[c].to_numpy(), grouped, f"scores column {c!r}") for c in spec.scores]
         target = make_target(spec.kind, rankings, spec.metric, offsets=grouped.offsets)
@@ -201,9 +206,9 @@ def query_table(pool: DaskPool, spec: TableSpec):
     from .._validation import py_scalar
 
     meta = _meta(pool.frame._meta, spec)
-    # only the columns the kernels read: a Parquet pool reads no others (document ids stay on disk)
+    # only the columns the kernels read: a Parquet pool reads no others (document ids only to rank ties)
     needed = ([] if spec.query_in_index else [spec.query]) + list(spec.scores) + list(spec.probs or spec.features or ())
-    needed += [c for c in (spec.cost, spec.length) if c is not None]
+    needed += [c for c in (spec.cost, spec.length, spec.document) if c is not None]
     frame = pool.frame[list(dict.fromkeys(needed))]
     table = frame.map_partitions(partition_table, spec, meta=meta).compute()
     table.index = pd.RangeIndex(len(table))  # not reset_index: no copy of a table of millions of queries

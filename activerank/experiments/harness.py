@@ -557,15 +557,16 @@ def build_problem(fm: FoldModels, instance: ScenarioInstance, metric, *, cost_mo
             else:
                 if name not in fm.scores:
                     raise ValueError(f"scenario {instance.key!r}: unknown ranker {name!r}; have {sorted(fm.scores)}.")
-                ranks[name] = rank_by_scores(fm.scores[name], pool.offsets)
+                ranks[name] = rank_by_scores(fm.scores[name], pool)  # ties as trec_eval (document ids)
         return ranks[name]
 
     names = [instance.ranker_a] + ([instance.ranker_b] if instance.is_pair else [])
-    target = make_target("difference" if instance.is_pair else "mean", [ranking(n) for n in names], m)
+    target = make_target("difference" if instance.is_pair else "mean", [ranking(n) for n in names], m,
+                         offsets=pool.offsets)
     tops = target.rankings
     probs = np.mean([fm.probs[n] for n in instance.models], axis=0)
     ymax = pool.n_grades - 1
-    true = [pool_metric_values(pool.labels, r, metric=m, ymax=ymax) for r in tops]
+    true = [pool_metric_values(pool.labels, r, metric=m, ymax=ymax, offsets=pool) for r in tops]
     values = true[0] if len(true) == 1 else true[0] - true[1]
     n_q = pool.n_queries
     p = np.full(n_q, 1.0 / n_q)
@@ -997,7 +998,7 @@ def run(cfg: ExperimentConfig, *, progress: Callable[[str], None] | None = _prin
     if "passive" not in cfg.methods:
         raise ValueError("`methods` must include 'passive' (the savings baseline).")
     instances = cfg.instances()
-    metrics = [str(parse_metric(m, require_moments=True)) for m in cfg.metrics]
+    metrics = [_metric_label(m) for m in cfg.metrics]
     curve_rows, analytic_rows, save_rows = [], [], []
     cost_samples = {}
     for di, ds in enumerate(cfg.datasets):
@@ -1127,7 +1128,7 @@ def investigate(cfg: ExperimentConfig, *, progress: Callable[[str], None] | None
     """
     say = progress or (lambda s: None)
     rows, diag = [], []
-    metrics = [str(parse_metric(m, require_moments=True)) for m in cfg.metrics]
+    metrics = [_metric_label(m) for m in cfg.metrics]
     for ds in cfg.datasets:
         spec = _spec_iv(ds)
         for fold in cfg.folds:
@@ -1345,6 +1346,13 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--investigate", action="store_true",
                     help="also run the analytic what-if analysis (defensive weight, calibration, costs, model)")
     return ap
+
+
+def _metric_label(metric) -> str:
+    """A validated metric, labelled as the configuration spells it (as the tables and figure files of earlier
+    runs are: "err@10", not the canonical "err(ymax=scale)@10")."""
+    parsed = parse_metric(metric, require_moments=True)
+    return metric.strip() if isinstance(metric, str) else str(parsed)
 
 
 def config_from_args(args) -> ExperimentConfig:

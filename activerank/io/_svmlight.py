@@ -62,7 +62,8 @@ def _skip(block: bytes, buf: np.ndarray, pos: np.ndarray, end: np.ndarray, table
         active = active[pos[active] < end[active]]
     run = _RUN[table is _WS]
     for i in active.tolist():
-        pos[i] = run.match(block, int(pos[i]), int(end[i])).end()
+        m = run.match(block, int(pos[i]), int(end[i]))  # a run pattern matches the empty string too
+        pos[i] = m.end() if m is not None else pos[i]
     return pos
 
 
@@ -126,13 +127,13 @@ def _doc_ids(block: bytes, starts, content_end, lines) -> np.ndarray | None:
     """The first ``docid = ID`` after the ``#`` of every data line (``""`` if none; None if no line has one)."""
     if b"docid" not in block:
         return None
-    at, ids = [], []
+    found, ids = [], []
     for m in _DOCID.finditer(block):
-        at.append(m.start())
+        found.append(m.start())
         ids.append(m.group(1))
-    if not at:
+    if not found:
         return None
-    at = np.asarray(at, dtype=np.int64)
+    at = np.asarray(found, dtype=np.int64)
     line = np.searchsorted(starts, at, side="right") - 1
     row = np.searchsorted(lines, line)
     ok = (at >= content_end[line]) & (row < lines.size)

@@ -35,7 +35,8 @@ from .._validation import probs_iv, rankings_iv
 from ..ragged import Rankings, offsets_from_lengths
 from .moments import PoolMoments, PoolPairMoments, _moments, _pair_moments
 from .registry import Metric, parse_metric
-from .values import _entry_index, _ratio_judged, label_matrix_values
+from .values import _entry_index, label_matrix_values, normalizer_documents, pool_offsets_iv
+from .values import union_rankings as _union
 
 __all__ = [
     "DEFAULT_N_SAMPLES",
@@ -81,24 +82,6 @@ def _max_row(rankings) -> int:
                         "sequences.") from None
 
 
-def _union(lists: list[Rankings], n_docs: int) -> Rankings:
-    """Per-query union of several rankings, in order of first appearance (list by list)."""
-    m = lists[0].n_queries
-    if len(lists) == 1:
-        return lists[0]
-    q = np.concatenate([r.query_index() for r in lists])
-    rows = np.concatenate([r.items for r in lists])
-    # query-major order, list order inside a query, rank order inside a list
-    src = np.concatenate([np.full(r.items.size, i) for i, r in enumerate(lists)])
-    rank = np.concatenate([r.positions() for r in lists])
-    order = np.lexsort((rank, src, q))
-    q, rows = q[order], rows[order]
-    key = q * max(n_docs, 1) + rows
-    _, first = np.unique(key, return_index=True)
-    keep = np.sort(first)
-    return Rankings(rows[keep], offsets_from_lengths(np.bincount(q[keep], minlength=m)))
-
-
 def judged_documents(rankings, metric, *, k=None, offsets=None, n_docs=None) -> Rankings:
     """Per query, the document rows the metric needs judged to evaluate the given rankings.
 
@@ -114,8 +97,10 @@ def judged_documents(rankings, metric, *, k=None, offsets=None, n_docs=None) -> 
         The pool's query offsets (query ``q`` owns rows
         ``offsets[q]:offsets[q + 1]``), or a pool/LETOR object with ``.offsets``.
         Used by ratio metrics with ``depth=None``: every document of the query
-        can enter the ideal ranking (nDCG) or be relevant (AP), so every one must
-        be judged.  Without ``offsets`` the union of the full rankings is used.
+        can enter the ideal ranking (nDCG) or be relevant (AP, recall), so every
+        one must be judged.  Without ``offsets`` the pool is read off the
+        rankings when they list every document of each query (``n_docs`` then
+        needed), otherwise this raises.
     n_docs : int, optional
         Number of document rows (default: from ``offsets`` or the rankings).
 
@@ -137,7 +122,8 @@ def judged_documents(rankings, metric, *, k=None, offsets=None, n_docs=None) -> 
       the union of the rankings' top ``max(D, k)`` and treats other documents
       as non-relevant (``trec_eval``'s pooled qrels); the metric then measures
       nDCG against that pool.
-    * ``ap``: the denominator counts the relevant judged documents, same rule.
+    * ``ap``, ``r``: the denominator counts the relevant judged documents, same
+      rule.
 
     Examples
     --------
@@ -146,37 +132,28 @@ def judged_documents(rankings, metric, *, k=None, offsets=None, n_docs=None) -> 
     >>> b = Rankings.from_list([[0, 1, 2], [3, 4]])
     >>> [x.tolist() for x in judged_documents([a, b], "dcg@1").to_list()]
     [[2, 0], [4, 3]]
-    >>> [x.tolist() for x in judged_documents(a, "ndcg@1", offsets=[0, 3, 6]).to_list()]
+    >>> [x.tolist() for x in judged_documents(a, "ndcg(gain=linear)@1", offsets=[0, 3, 6]).to_list()]
     [[2, 0, 1], [4, 3, 5]]
-    >>> [x.tolist() for x in judged_documents(a, "ndcg(depth=2)@1").to_list()]
+    >>> [x.tolist() for x in judged_documents(a, "ndcg(gain=linear,depth=2)@1").to_list()]
     [[2, 0], [4, 3]]
     """
     m = parse_metric(metric, k)
-    if offsets is not None and hasattr(offsets, "offsets") and not isinstance(offsets, np.ndarray):
-        offsets = offsets.offsets
-    off = None
-    if offsets is not None:
-        off = np.asarray(offsets)
-        if off.ndim != 1 or off.size < 1 or not np.issubdtype(off.dtype, np.integer) or off[0] != 0 \
-                or np.any(np.diff(off) < 0):
-            raise ValueError("`offsets` must be a non-decreasing 1-d integer array starting at 0.")
-        off = off.astype(np.int64)
+    if m.family == "ratio" and m.params.get("depth") is None and offsets is None and n_docs is None:
+        raise ValueError(f"judged_documents of {str(m)!r} needs the pool: pass `offsets` (e.g. offsets=pool), "
+                         "every document of a query enters its normalizer.")
     if n_docs is None:
-        n_docs = int(off[-1]) if off is not None else _max_row(rankings) + 1
+        n_docs = int(_offsets_total(offsets)) if offsets is not None else _max_row(rankings) + 1
     lists = _rankings_list_iv(rankings, n_docs)
-    if off is not None and off.size - 1 != lists[0].n_queries:
-        raise ValueError(f"`offsets` describes {off.size - 1} queries but the rankings cover "
-                         f"{lists[0].n_queries}.")
-    tops = [r.truncate(m.k) for r in lists]
+    off = pool_offsets_iv(offsets, lists[0].n_queries)
     if m.family != "ratio":
-        return _union(tops, n_docs)
-    depth = m.params.get("depth")
-    if depth is not None:
-        return _union(tops + [r.truncate(max(depth, m.k or 0)) for r in lists], n_docs)
-    if off is None:
-        return _union(tops + lists, n_docs)
-    all_docs = Rankings(np.arange(off[-1], dtype=np.int64), off)
-    return _union(tops + [all_docs], max(n_docs, int(off[-1])))
+        return _union([r.truncate(m.k) for r in lists], n_docs)
+    return normalizer_documents(m, lists, off, n_docs)
+
+
+def _offsets_total(offsets) -> int:
+    off = offsets.offsets if hasattr(offsets, "offsets") and not isinstance(offsets, np.ndarray) else offsets
+    off = np.asarray(off).reshape(-1)
+    return int(off[-1]) if off.size else 0
 
 
 # --------------------------------------------------------------------------- Monte Carlo
@@ -237,15 +214,14 @@ def _mc_values(probs, tops: list[Rankings], judged: Rankings, metric: Metric, n_
         yield start, stop, out
 
 
-def _default_judged(metric: Metric, full: list[Rankings], n_docs: int) -> Rankings:
-    if metric.family == "ratio":
-        return _union([_ratio_judged(metric, r) for r in full], n_docs)
-    return _union([r.truncate(metric.k) for r in full], n_docs)
-
-
-def _judged_iv(judged, metric, full, n_docs) -> Rankings:
+def _judged_iv(judged, metric, full, n_docs, offsets=None) -> Rankings:
+    """The judged set of the Monte-Carlo moments: given, or the metric's (the normalizer's for ratio metrics)."""
     if judged is None:
-        return _default_judged(metric, full, n_docs)
+        if metric.family == "ratio":
+            return normalizer_documents(metric, full, pool_offsets_iv(offsets, full[0].n_queries, n_docs), n_docs)
+        return _union([r.truncate(metric.k) for r in full], n_docs)
+    if offsets is not None:
+        raise ValueError("pass `judged` or `offsets`, not both.")
     J = rankings_iv(judged, n_docs, name="judged")
     if J.n_queries != full[0].n_queries:
         raise ValueError(f"`judged` must cover the same queries as the rankings; got {J.n_queries} and "
@@ -293,7 +269,7 @@ def _common_iv(probs, metric, k, method):
     return m, P, use_mc
 
 
-def predicted_moments(probs, rankings, metric, *, k=None, judged=None, method="auto", rng=None,
+def predicted_moments(probs, rankings, metric, *, k=None, judged=None, offsets=None, method="auto", rng=None,
                       n_samples=DEFAULT_N_SAMPLES) -> PoolMoments:
     """``E[L | x]``, ``E[L^2 | x]`` and ``Var[L | x]`` of every query, for any metric.
 
@@ -308,9 +284,13 @@ def predicted_moments(probs, rankings, metric, *, k=None, judged=None, method="a
         Cutoff (alternative to ``@k``).
     judged : Rankings, optional
         Ratio metrics: the judged rows of every query whose labels enter the
-        normalizer, e.g. :func:`judged_documents` (with the pool's ``offsets``
-        for the default ``depth=None``).  Default: each ranking's own list down
-        to the judging depth (all ranked documents when ``depth=None``).
+        normalizer, e.g. :func:`judged_documents`.  Default: the metric's
+        normalizer documents, as :func:`pool_metric_values` defines them (every
+        document of the query's pool when ``depth=None``).
+    offsets : array-like of shape (n_queries + 1,) or a pool, optional
+        Ratio metrics: the pool's query offsets, needed when the rankings do
+        not list every document of each query (as in
+        :func:`pool_metric_values`).
     method : {"auto", "exact", "monte_carlo"}, default "auto"
         ``"auto"``: exact kernels for additive/cascade metrics, Monte Carlo for
         ratio and custom metrics.  ``"exact"`` rejects metrics without exact
@@ -335,7 +315,7 @@ def predicted_moments(probs, rankings, metric, *, k=None, judged=None, method="a
     Examples
     --------
     >>> probs = [[0.5, 0.5], [1.0, 0.0], [0.0, 1.0]]
-    >>> res = predicted_moments(probs, [[0, 1, 2]], "ndcg", rng=0, n_samples=4000)
+    >>> res = predicted_moments(probs, [[0, 1, 2]], "ndcg(gain=exp)", rng=0, n_samples=4000)
     >>> round(float(res.mean[0]), 1)   # exact: (1.5 / (1 + 1/log2(3)) + 0.5) / 2 = 0.7099
     0.7
     >>> predicted_moments(probs, [[0, 1], [2]], "dcg").mean.tolist()   # exact kernel
@@ -345,15 +325,16 @@ def predicted_moments(probs, rankings, metric, *, k=None, judged=None, method="a
     full = rankings_iv(rankings, P.shape[0])
     top = full.truncate(m.k)
     if not use_mc:
-        if judged is not None:
-            raise ValueError(f"`judged` is only used by metrics without exact moments, not by {str(m)!r}.")
+        if judged is not None or offsets is not None:
+            raise ValueError(f"`judged` and `offsets` are only used by metrics without exact moments, not by "
+                             f"{str(m)!r}.")
         return _moments(P, top, m)
-    J = _judged_iv(judged, m, [full], P.shape[0])
+    J = _judged_iv(judged, m, [full], P.shape[0], offsets)
     return _mc_single(P, top, J, m, _n_samples_iv(n_samples), np.random.default_rng(rng))
 
 
-def predicted_pair_moments(probs, rankings_a, rankings_b, metric, *, k=None, judged=None, method="auto",
-                           rng=None, n_samples=DEFAULT_N_SAMPLES) -> PoolPairMoments:
+def predicted_pair_moments(probs, rankings_a, rankings_b, metric, *, k=None, judged=None, offsets=None,
+                           method="auto", rng=None, n_samples=DEFAULT_N_SAMPLES) -> PoolPairMoments:
     """Joint moments of two rankers' metric for every query, for any metric.
 
     Parameters
@@ -366,8 +347,11 @@ def predicted_pair_moments(probs, rankings_a, rankings_b, metric, *, k=None, jud
     judged : Rankings, optional
         Ratio metrics: the shared judged set of every query (e.g.
         ``judged_documents([ra, rb], metric, offsets=pool.offsets)``); both
-        rankings are normalized against it.  Default: the union of both
-        rankings' lists down to the judging depth.
+        rankings are normalized against it.  Default: the metric's normalizer
+        documents (every document of the query's pool when ``depth=None``; the
+        union of both rankings' top ``depth`` otherwise).
+    offsets : array-like of shape (n_queries + 1,) or a pool, optional
+        As in :func:`predicted_moments`.
 
     Returns
     -------
@@ -391,23 +375,24 @@ def predicted_pair_moments(probs, rankings_a, rankings_b, metric, *, k=None, jud
                          f"{fb.n_queries} queries.")
     ta, tb = fa.truncate(m.k), fb.truncate(m.k)
     if not use_mc:
-        if judged is not None:
-            raise ValueError(f"`judged` is only used by metrics without exact moments, not by {str(m)!r}.")
+        if judged is not None or offsets is not None:
+            raise ValueError(f"`judged` and `offsets` are only used by metrics without exact moments, not by "
+                             f"{str(m)!r}.")
         return _pair_moments(P, ta, tb, m)
-    J = _judged_iv(judged, m, [fa, fb], P.shape[0])
+    J = _judged_iv(judged, m, [fa, fb], P.shape[0], offsets)
     return _mc_pair(P, ta, tb, J, m, _n_samples_iv(n_samples), np.random.default_rng(rng))
 
 
-def monte_carlo_moments(probs, rankings, metric, *, k=None, judged=None, rng=None,
+def monte_carlo_moments(probs, rankings, metric, *, k=None, judged=None, offsets=None, rng=None,
                         n_samples=DEFAULT_N_SAMPLES) -> PoolMoments:
     """:func:`predicted_moments` with ``method="monte_carlo"`` (any metric, sampled)."""
-    return predicted_moments(probs, rankings, metric, k=k, judged=judged, method="monte_carlo", rng=rng,
-                             n_samples=n_samples)
+    return predicted_moments(probs, rankings, metric, k=k, judged=judged, offsets=offsets, method="monte_carlo",
+                             rng=rng, n_samples=n_samples)
 
 
-def monte_carlo_pair_moments(probs, rankings_a, rankings_b, metric, *, k=None, judged=None, rng=None,
-                             n_samples=DEFAULT_N_SAMPLES) -> PoolPairMoments:
+def monte_carlo_pair_moments(probs, rankings_a, rankings_b, metric, *, k=None, judged=None, offsets=None,
+                             rng=None, n_samples=DEFAULT_N_SAMPLES) -> PoolPairMoments:
     """:func:`predicted_pair_moments` with ``method="monte_carlo"``."""
-    return predicted_pair_moments(probs, rankings_a, rankings_b, metric, k=k, judged=judged,
+    return predicted_pair_moments(probs, rankings_a, rankings_b, metric, k=k, judged=judged, offsets=offsets,
                                   method="monte_carlo", rng=rng, n_samples=n_samples)
 

@@ -249,7 +249,7 @@ def _moments(probs: np.ndarray, rankings: Rankings, metric: Metric, *,
              backend: str | None = None) -> PoolMoments:
     """Validated-input kernel: ``rankings`` already truncated at ``metric.k``."""
     _require_exact(metric)
-    if kernel_backend(backend, rankings.items.size) == "numba" and not metric.definition.binary:
+    if kernel_backend(backend, rankings.items.size) == "numba" and not metric.binary:
         mean, variance = _numba_moments(probs, rankings, metric)
     elif metric.family == "additive":
         mean, variance = _additive_moments(probs, rankings, metric)
@@ -298,7 +298,7 @@ def _pair_moments(probs, ra: Rankings, rb: Rankings, metric: Metric, *,
     if metric.family == "additive":
         kernel = _numba_additive_pair if fast else _additive_pair
         mean_a, mean_b, var_a, var_b, cov, dvar = kernel(probs, ra, rb, metric)
-    elif metric.definition.binary:
+    elif metric.binary:
         # a 0/1 stopping probability can be certain (E[1 - R] = 0): a division-free cross moment
         from ._binary_cascade import (
             binary_cascade_pair,  # imports this module's helpers

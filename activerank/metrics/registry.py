@@ -1,32 +1,43 @@
 """Ranking metrics as declarative specs in one registry.
 
-A metric is written as a string in one grammar (case-insensitive names, as in
-``ir_measures``)::
+A metric is written as a string in one grammar::
 
     name[(option=value, ...)][@k]
 
-e.g. ``"dcg@10"``, ``"ndcg(gain=linear)@10"``, ``"p@10"``, ``"p(rel=2)@5"``,
+e.g. ``"dcg@10"``, ``"err@10"``, ``"ndcg(gain=exp)@10"``, ``"p(rel=2)@5"``,
 ``"rr"``, ``"ap"``, ``"rbp(p=0.8)"``, ``"err(ymax=4)@10"``.  ``@k`` is always
 the cutoff; every other setting is a named option with a documented default, and
 the same options can be passed as keyword arguments of :func:`parse_metric`.
-The result is a frozen :class:`Metric` whose ``str`` is canonical (only options
-that differ from their default are written), so it round-trips through files.
+ir_measures' spellings (``"nDCG@10"``, ``"ERR@10"``, ``"RBP(p=0.8)"``, measure
+objects) mean ir_measures' measures and trec_eval's names (``"ndcg_cut_10"``,
+``"P_10"``, ``"map"``) trec_eval's; activerank's lower-case ``err``, ``rbp`` and
+``dcg`` keep their conventions (:mod:`activerank.metrics._spelling`,
+``docs/metrics.md``).  The result is a frozen :class:`Metric` whose ``str`` is
+canonical: lower-case, only options that differ from their default plus the
+options on which conventions differ (ERR's ``ymax``, nDCG's ``gain``, RBP's
+``rel``), so it round-trips through files and never reads ambiguously.
 
 Each registered metric belongs to a *family*; the family decides how values and
 moments under a relevance model are computed:
 
 ``additive`` (exact moments)
-    ``L = sum_i d(i) g(y_i)`` over the top ``k``: DCG (``g = 2^y - 1`` or ``y``,
-    ``d = 1/log2(i + 1)`` for 1-based rank ``i``), precision (``g = 1[y >= rel]``,
-    ``d = 1/k``), RBP (``g = 1[y >= rel]``, ``d = (1 - p) p^(i-1)``).
+    ``L = sum_i d(i) g(y_i)`` over the top ``k``: DCG (``g = 2^y - 1``, ``y`` or
+    a grade -> gain table, ``d = 1/log2(i + 1)`` for 1-based rank ``i``),
+    precision (``g = 1[y >= rel]``, ``d = 1/k``), RBP (``g = 1[y >= rel]`` or
+    the grade, ``d = (1 - p) p^(i-1)``).
 ``cascade`` (exact moments)
     ``L = sum_i c(i) R(y_i) prod_{j<i} (1 - R(y_j))``: ERR (Chapelle et al. 2009,
-    ``R = (2^y - 1) / 2^ymax``, ``c = 1/i``) and reciprocal rank (``R = 1[y >= rel]``).
+    ``R = (2^y - 1) / 2^ymax``, ``c = 1/i``), reciprocal rank (``R = 1[y >= rel]``)
+    and success (``R = 1[y >= rel]``, ``c = 1``).
 ``ratio`` (approximate moments)
-    nDCG (DCG over the ideal DCG of the query's judged documents) and average
-    precision (normalized by the number of relevant judged documents): the value
-    needs labels beyond the evaluated top ``k``, so the moments come from seeded
-    Monte Carlo (:mod:`activerank.metrics.approximate`).
+    nDCG (DCG over the ideal DCG of the query's judged documents), average
+    precision and recall (normalized by the number of relevant judged
+    documents): the value needs labels beyond the evaluated top ``k``, so the
+    moments come from seeded Monte Carlo (:mod:`activerank.metrics.approximate`).
+    The judged documents are by default every document of the query's pool,
+    including those a ranking does not list (trec_eval's normalizer with
+    complete qrels); a query without a relevant one has the value 0, as in
+    trec_eval.
 ``custom`` (approximate moments)
     A user function of the labels in ranked order (:func:`custom_metric`).
 """
@@ -42,6 +53,7 @@ from typing import Any, Callable, Mapping
 import numpy as np
 
 from .._validation import k_iv
+from . import _spelling
 
 __all__ = [
     "METRICS",
@@ -51,6 +63,7 @@ __all__ = [
     "custom_metric",
     "describe_metrics",
     "parse_metric",
+    "parse_stored_metric",
     "register_metric",
 ]
 
@@ -67,24 +80,33 @@ class Param:
 
     ``convert(value, name)`` turns a keyword value or the text of a spec string
     into the canonical value, raising ``ValueError``/``TypeError`` that names the
-    option.
+    option.  ``explicit`` options are written in every canonical string (the
+    conventions of activerank and other tools differ on them); ``text`` gives a
+    value's canonical text.
     """
 
     default: Any
     convert: Callable[[Any, str], Any]
     description: str
+    explicit: bool = False
+    text: Callable[[Any], str] | None = None
 
 
-def _int_option(minimum: int, *, allow_none: bool = False):
+def _is_none_word(value, *words) -> bool:
+    return value is None or (isinstance(value, str) and value.strip().lower() in ("none",) + words)
+
+
+def _int_option(minimum: int, *, allow_none: bool = False, none_words: tuple = ()):
     def convert(value, name):
-        if value is None or (isinstance(value, str) and value.strip().lower() == "none"):
+        if _is_none_word(value, *none_words):
             if allow_none:
                 return None
-            raise TypeError(f"option `{name}` must be an integer >= {minimum}, got None.")
+            raise TypeError(f"option `{name}` must be an integer >= {minimum}, got {value!r}.")
         if isinstance(value, str):
             text = value.strip()
             if not re.fullmatch(r"[+-]?\d+", text):
-                raise ValueError(f"option `{name}` must be an integer >= {minimum}, got {value!r}.")
+                words = "".join(f" or {w!r}" for w in none_words)
+                raise ValueError(f"option `{name}` must be an integer >= {minimum}{words}, got {value!r}.")
             value = int(text)
         if isinstance(value, bool) or not isinstance(value, numbers.Integral):
             raise TypeError(f"option `{name}` must be an integer >= {minimum}, got {value!r}.")
@@ -109,27 +131,59 @@ def _probability_option(value, name):
     return value
 
 
-def _choice_option(*choices):
-    def convert(value, name):
-        text = value.strip().lower() if isinstance(value, str) else value
-        if text not in choices:
-            raise ValueError(f"option `{name}` must be one of {list(choices)}, got {value!r}.")
+def _gain_option(value, name):
+    """'exp', 'linear' or a {grade: gain} table (ir_measures' ``gains``; unlisted grades keep their grade)."""
+    if isinstance(value, str):
+        text = value.strip().lower()
+        if text not in ("exp", "linear"):
+            raise ValueError(f"option `{name}` must be one of ['exp', 'linear'] or a {{grade: gain}} mapping, "
+                             f"got {value!r}.")
         return text
+    if isinstance(value, tuple) and all(isinstance(e, tuple) and len(e) == 2 for e in value):
+        value = dict(value)
+    if not isinstance(value, Mapping):
+        raise TypeError(f"option `{name}` must be 'exp', 'linear' or a {{grade: gain}} mapping, got {value!r}.")
+    table = {}
+    for grade, gain in value.items():
+        if isinstance(grade, bool) or not isinstance(grade, numbers.Integral) or grade < 0:
+            raise ValueError(f"option `{name}`: grades must be integers >= 0, got {grade!r}.")
+        if isinstance(gain, bool) or not isinstance(gain, numbers.Real) or not 0 <= gain < np.inf:
+            raise ValueError(f"option `{name}`: gains must be finite numbers >= 0, got {gain!r} for grade {grade}.")
+        if grade == 0 and gain != 0:
+            raise ValueError(f"option `{name}`: grade 0 must have gain 0 (unjudged documents count as grade 0), "
+                             f"got {gain!r}.")
+        gain = int(gain) if float(gain).is_integer() else float(gain)
+        if gain != grade:  # unlisted grades keep their grade as gain: identity entries say nothing
+            table[int(grade)] = gain
+    return tuple(sorted(table.items())) if table else "linear"
 
-    return convert
+
+def _gain_text(value) -> str:
+    if isinstance(value, tuple):
+        return "{" + ",".join(f"{g}:{v!r}" for g, v in value) + "}"
+    return value
 
 
-_GAIN = Param("exp", _choice_option("exp", "linear"),
-              "gain of grade y: 'exp' = 2^y - 1 (Burges et al.; gdeval), 'linear' = y "
-              "(Jarvelin & Kekalainen; trec_eval, ir_measures' nDCG)")
+_GAIN_EXP = Param("exp", _gain_option,
+                  "gain of grade y: 'exp' = 2^y - 1 (Burges et al.; gdeval), 'linear' = y (Jarvelin & "
+                  "Kekalainen; trec_eval), or a {grade: gain} table (ir_measures' gains)", text=_gain_text)
+_GAIN_LINEAR = Param("linear", _gain_option,
+                     "gain of grade y: 'linear' = y (trec_eval, ir_measures' nDCG, ranx; the default since 0.5), "
+                     "'exp' = 2^y - 1 (Burges et al.; gdeval, the default before 0.5), or a {grade: gain} table "
+                     "(ir_measures' gains)", explicit=True, text=_gain_text)
 _REL = Param(1, _int_option(1),
              "relevance threshold: a document is relevant if its grade >= rel (trec_eval's -l, ir_measures' rel)")
+_REL_RBP = Param(1, _int_option(1, allow_none=True, none_words=("graded",)),
+                 "relevance: binary 1[y >= rel], or 'graded': the grade y itself is the gain (ir_measures' RBP "
+                 "without rel, trectools)", explicit=True,
+                 text=lambda v: "graded" if v is None else str(v))
 _DEPTH = Param(None, _int_option(1, allow_none=True),
-               "judging depth of the normalizer: None = every document of the query is judged; D = the union "
-               "of every evaluated ranking's top max(D, k) is judged (trec_eval's judged pool), unjudged = 0")
-_YMAX = Param(None, _int_option(1, allow_none=True),
-              "top grade in R(y) = (2^y - 1) / 2^ymax: None = the label scale's top grade; "
-              "4 reproduces gdeval (ir_measures' ERR)")
+               "judging depth of the normalizer: None = every document of the query's pool is judged; D = the "
+               "union of every evaluated ranking's top max(D, k) is judged (trec_eval's judged pool), unjudged = 0")
+_YMAX = Param(None, _int_option(1, allow_none=True, none_words=("scale",)),
+              "top grade in R(y) = (2^y - 1) / 2^ymax: 'scale' = the label scale's top grade (the paper's ERR, "
+              "activerank's err); 4 = gdeval's fixed scale (ir_measures' ERR)", explicit=True,
+              text=lambda v: "scale" if v is None else str(v))
 _PERSISTENCE = Param(0.8, _probability_option, "persistence p of the RBP user model")
 
 
@@ -137,13 +191,23 @@ _PERSISTENCE = Param(0.8, _probability_option, "persistence p of the RBP user mo
 
 
 def _gain_values(grades, opts):
-    if opts["gain"] == "linear":
+    gain = opts["gain"]
+    if gain == "linear":
         return grades.copy()
-    return np.exp2(grades) - 1.0
+    if gain == "exp":
+        return np.exp2(grades) - 1.0
+    out = grades.copy()
+    for grade, value in gain:
+        out[grades == grade] = value
+    return out
 
 
 def _binary_values(grades, opts):
     return (grades >= opts["rel"]).astype(np.float64)
+
+
+def _rbp_values(grades, opts):
+    return grades.copy() if opts["rel"] is None else _binary_values(grades, opts)
 
 
 def _err_values(grades, opts):
@@ -156,6 +220,10 @@ def _log_discount(positions, opts):
 
 def _reciprocal_discount(positions, opts):
     return 1.0 / (positions + 1.0)
+
+
+def _unit_discount(positions, opts):
+    return np.ones(positions.shape)
 
 
 def _precision_discount(positions, opts):
@@ -198,7 +266,8 @@ class MetricDef:
         The metric is undefined without ``@k`` (precision).
     binary : bool
         The per-grade value is 0/1 (a cascade then can stop with certainty,
-        which the exact pair kernel handles separately).
+        which the exact pair kernel handles separately); RBP with
+        ``rel=graded`` is not (:attr:`Metric.binary`).
     """
 
     name: str
@@ -238,10 +307,11 @@ def _defs():
     rel_only = {"rel": _REL}
     return (
         MetricDef("dcg", "additive", "Discounted cumulative gain: sum_i g(y_i) / log2(i + 1).",
-                  {"gain": _GAIN}, _gain_values, _log_discount),
+                  {"gain": _GAIN_EXP}, _gain_values, _log_discount),
         MetricDef("ndcg", "ratio",
-                  "Normalized DCG: DCG@k over the ideal DCG@k of the query's judged documents (0 if none is "
-                  "relevant).", {"gain": _GAIN, "depth": _DEPTH}, _gain_values, _log_discount),
+                  "Normalized DCG: DCG@k over the ideal DCG@k of the query's judged documents (all documents of "
+                  "its pool by default; 0 if none is relevant).", {"gain": _GAIN_LINEAR, "depth": _DEPTH},
+                  _gain_values, _log_discount),
         MetricDef("err", "cascade",
                   "Expected reciprocal rank, R(y) = (2^y - 1) / 2^ymax, c(i) = 1/i (Chapelle et al. 2009).",
                   {"ymax": _YMAX}, _err_values, _reciprocal_discount),
@@ -251,11 +321,17 @@ def _defs():
         MetricDef("rr", "cascade", "Reciprocal rank of the first document with grade >= rel (0 if none).",
                   rel_only, _binary_values, _reciprocal_discount, binary=True),
         MetricDef("rbp", "additive", "Rank-biased precision (Moffat & Zobel 2008): "
-                  "(1 - p) sum_i p^(i-1) 1[y_i >= rel], without the residual.",
-                  {"p": _PERSISTENCE, "rel": _REL}, _binary_values, _rbp_discount, binary=True),
+                  "(1 - p) sum_i p^(i-1) r(y_i), r = 1[y >= rel] or the grade (rel=graded), without the residual.",
+                  {"p": _PERSISTENCE, "rel": _REL_RBP}, _rbp_values, _rbp_discount, binary=True),
         MetricDef("ap", "ratio", "Average precision: sum over relevant ranked documents in the top k of "
                   "precision at their rank, over the number of relevant judged documents (trec_eval's map).",
                   {"rel": _REL, "depth": _DEPTH}, _binary_values, None, binary=True),
+        MetricDef("r", "ratio", "Recall at k: relevant documents in the top k over the relevant judged "
+                  "documents (trec_eval's recall_k; 0 if none is relevant).",
+                  {"rel": _REL, "depth": _DEPTH}, _binary_values, None, needs_cutoff=True, binary=True),
+        MetricDef("success", "cascade", "Success at k: 1 if a document with grade >= rel is in the top k "
+                  "(trec_eval's success_k).", rel_only, _binary_values, _unit_discount, needs_cutoff=True,
+                  binary=True),
     )
 
 
@@ -276,11 +352,13 @@ class Metric:
 
     Examples
     --------
-    >>> m = parse_metric("nDCG(gain=linear)@10")
+    >>> m = parse_metric("ndcg(gain=exp)@10")
     >>> m.name, m.k, str(m), m.params["gain"], m.params["depth"]
-    ('ndcg', 10, 'ndcg(gain=linear)@10', 'linear', None)
-    >>> parse_metric("ERR@20")
-    Metric(name='err', k=20)
+    ('ndcg', 10, 'ndcg(gain=exp)@10', 'exp', None)
+    >>> parse_metric("err@20"), str(parse_metric("err@20"))
+    (Metric(name='err', k=20), 'err(ymax=scale)@20')
+    >>> parse_metric("err(ymax=4)@20")               # ir_measures' ERR@20 (gdeval)
+    Metric(name='err', k=20, ymax=4)
     """
 
     name: str
@@ -313,6 +391,11 @@ class Metric:
         out.update(self.options)
         return out
 
+    @property
+    def binary(self) -> bool:
+        """The per-grade value is 0/1 (RBP with ``rel=graded`` is not)."""
+        return self.definition.binary and self.params.get("rel", 1) is not None
+
     def resolved(self, ymax: int) -> dict:
         """Options plus ``k`` and the ``ymax`` the per-grade values use on a scale ``0..ymax``."""
         opts = self.params
@@ -324,7 +407,7 @@ class Metric:
                     f"grade {scale_top}: R(y) would exceed 1.")
         else:
             opts["ymax"] = scale_top
-        if "rel" in opts and opts["rel"] > scale_top:
+        if opts.get("rel") is not None and opts["rel"] > scale_top:
             raise ValueError(
                 f"option `rel`={opts['rel']} of metric {str(self)!r} exceeds the label scale's top grade "
                 f"{scale_top}: no document could be relevant.")
@@ -347,8 +430,9 @@ class Metric:
 
     def __str__(self) -> str:
         text = self.name
-        if self.options:
-            text += "(" + ",".join(f"{key}={_format(v)}" for key, v in self.options) + ")"
+        shown = _shown_options(self)
+        if shown:
+            text += "(" + ",".join(f"{key}={v}" for key, v in shown) + ")"
         return text if self.k is None else f"{text}@{self.k}"
 
     def __repr__(self) -> str:
@@ -356,10 +440,20 @@ class Metric:
         return f"Metric(name={self.name!r}, k={self.k!r}{extra})"
 
 
-def _format(value) -> str:
+def _format(param: Param, value) -> str:
+    if param.text is not None:
+        return param.text(value)
     if isinstance(value, float):
         return repr(value)
     return str(value)
+
+
+def _shown_options(metric: Metric) -> list:
+    """``(name, text)`` of the options a canonical string writes: non-defaults, and every explicit option."""
+    params = metric.definition.params
+    values = metric.params
+    return [(key, _format(p, values[key])) for key, p in sorted(params.items())
+            if p.explicit or values[key] != p.default]
 
 
 def describe_metrics() -> list[dict]:
@@ -379,7 +473,7 @@ def describe_metrics() -> list[dict]:
             "name": name,
             "family": d.family,
             "moments": d.moments,
-            "options": ", ".join(f"{key}={p.default}" for key, p in d.params.items()),
+            "options": ", ".join(f"{key}={_format(p, p.default)}" for key, p in d.params.items()),
             "needs_cutoff": d.needs_cutoff,
             "description": d.description,
         })
@@ -408,8 +502,9 @@ def register_metric(definition: MetricDef, *, replace: bool = False) -> MetricDe
         raise TypeError(f"`definition` must be a MetricDef, got {type(definition).__name__}.")
     if not _NAME.fullmatch(definition.name):
         raise ValueError(f"metric name {definition.name!r} must match {_NAME.pattern!r} (lower case).")
-    if definition.name in _BUILTIN:
-        raise ValueError(f"{definition.name!r} is a built-in metric and cannot be replaced.")
+    if definition.name in _BUILTIN or any(p.fullmatch(definition.name) for p, _ in _spelling.TREC_EVAL):
+        raise ValueError(f"{definition.name!r} is a built-in metric (or one of its spellings) and cannot be "
+                         "replaced.")
     if definition.name in METRICS and not replace:
         raise ValueError(f"a metric named {definition.name!r} is already registered; pass replace=True.")
     METRICS[definition.name] = definition
@@ -489,60 +584,44 @@ def _per_list(function):
 # --------------------------------------------------------------------------- parsing
 
 _NAME = re.compile(r"[a-z_][a-z0-9_]*")
-_SPEC = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_]*)\s*(?:\((.*)\))?\s*(?:@(.*))?\s*", re.DOTALL)
-_BUILTIN = frozenset(METRICS)
+# names a custom metric cannot take: the built-ins and every spelling of them
+_BUILTIN = frozenset(METRICS) | frozenset(_spelling.OURS) | frozenset(n.lower() for n in _spelling.IR_MEASURES)
 
 
 def _unknown(metric) -> ValueError:
-    return ValueError(
-        f"`metric` {metric!r} is not a known metric; expected one of {sorted(METRICS)} optionally with "
-        f"options and a cutoff, e.g. 'err@10', 'ndcg(gain=linear)@10', 'rbp(p=0.8)'."
-    )
+    return ValueError(f"`metric` {metric!r} is not a known metric. Accepted spellings: "
+                      f"{_spelling.accepted_spellings(METRICS)}.")
 
 
-def _parse_options(text: str, metric) -> dict:
-    out = {}
-    if not text.strip():
-        return out
-    for part in text.split(","):
-        key, sep, value = part.partition("=")
-        key = key.strip().lower()
-        if not sep or not _NAME.fullmatch(key):
-            raise ValueError(f"`metric` {metric!r}: options must be written 'name=value', got {part.strip()!r}.")
-        if key in out:
-            raise ValueError(f"`metric` {metric!r}: option {key!r} given twice.")
-        out[key] = value.strip().strip("'\"")
-    return out
+def _cutoff(spelled: _spelling.Spelled, name: str):
+    if spelled.k_text is None:
+        return None
+    k_text = spelled.k_text.strip()
+    if not k_text.isdigit():
+        hint = ""
+        if name == "rbp":
+            hint = " RBP's persistence is an option: 'rbp(p=0.8)' (with a cutoff: 'rbp(p=0.8)@10')."
+        raise ValueError(f"`metric` {spelled.text!r}: the cutoff after '@' must be a positive integer.{hint}")
+    return k_iv(int(k_text), name="k (from the metric string)")
 
 
-def _parse_string(metric: str):
-    m = _SPEC.fullmatch(metric)
-    if m is None:
-        raise _unknown(metric)
-    name, opt_text, k_text = m.group(1).lower(), m.group(2), m.group(3)
-    if name not in METRICS:
-        raise _unknown(metric)
-    k = None
-    if k_text is not None:
-        k_text = k_text.strip()
-        if not k_text.isdigit():
-            hint = ""
-            if name == "rbp":
-                hint = " RBP's persistence is an option: 'rbp(p=0.8)' (with a cutoff: 'rbp(p=0.8)@10')."
-            raise ValueError(f"`metric` {metric!r}: the cutoff after '@' must be a positive integer.{hint}")
-        k = k_iv(int(k_text), name="k (from the metric string)")
-    options = _parse_options(opt_text, metric) if opt_text is not None else {}
-    return METRICS[name], k, options
+def _is_ir_measure(metric) -> bool:
+    return not isinstance(metric, (str, bytes)) and hasattr(metric, "NAME") and hasattr(metric, "params")
 
 
 def parse_metric(metric, k=None, *, require_moments: bool | str = False, **options) -> Metric:
-    """Parse a metric spec (string, :class:`Metric` or :class:`MetricDef`) into a :class:`Metric`.
+    """Parse a metric spec (string, ir_measures measure, :class:`Metric` or :class:`MetricDef`).
 
     Parameters
     ----------
-    metric : str, Metric or MetricDef
-        ``name[(option=value, ...)][@k]``, case-insensitive, e.g. ``"ndcg@10"``,
-        ``"p(rel=2)@5"``, ``"rbp(p=0.9)"``; or a definition object (custom metrics).
+    metric : str, ir_measures measure, Metric or MetricDef
+        ``name[(option=value, ...)][@k]``, e.g. ``"err@10"``,
+        ``"ndcg(gain=exp)@10"``, ``"p(rel=2)@5"``, ``"rbp(p=0.9)"``;
+        ir_measures' spellings (``"nDCG@10"``, ``"ERR@10"``, ``"RBP(p=0.8)"``)
+        or measure objects (``ir_measures.nDCG@10``) mean ir_measures'
+        measures, trec_eval's names (``"ndcg_cut_10"``, ``"P_10"``,
+        ``"recip_rank"``, ``"map"``) trec_eval's; or a definition object
+        (custom metrics).  See ``docs/metrics.md`` for every spelling.
     k : int or None, optional
         Cutoff; must agree with the ``@k`` suffix if both are given.
     require_moments : bool or "exact", default False
@@ -551,39 +630,59 @@ def parse_metric(metric, k=None, *, require_moments: bool | str = False, **optio
         with closed-form moments (``additive`` and ``cascade`` families).
     **options
         Metric options (e.g. ``gain="linear"``, ``rel=2``, ``p=0.9``, ``ymax=4``,
-        ``depth=100``); must agree with the same option in the string.
+        ``depth=100``, or ir_measures' ``gains={...}``); must agree with the
+        same option in the string.
 
     Returns
     -------
     Metric
 
+    Warns
+    -----
+    FutureWarning
+        A spelling whose meaning changed in 0.5 without the option that fixes
+        it: ``nDCG``/``ndcg`` without ``gain`` (now linear gains), ``ERR``
+        without ``ymax`` (now gdeval's ``ymax=4``), ``RBP`` without ``rel``
+        (now graded).  Canonical strings never warn.
+
     Examples
     --------
     >>> parse_metric("dcg", k=5)
     Metric(name='dcg', k=5)
-    >>> str(parse_metric("NDCG@10", gain="linear"))
-    'ndcg(gain=linear)@10'
+    >>> str(parse_metric("ndcg_cut_10")), str(parse_metric("err@10"))
+    ('ndcg(gain=linear)@10', 'err(ymax=scale)@10')
+    >>> parse_metric("P_10") == parse_metric("P@10") == parse_metric("p@10")
+    True
     >>> parse_metric("rbp(p=0.8)") == parse_metric("rbp")   # 0.8 is the default
     True
     """
     k = k_iv(k)
     spec = None
+    spelled = None
     if isinstance(metric, Metric):
         d, suffix_k, given = metric.definition, metric.k, dict(metric.options)
         spec = metric.spec
     elif isinstance(metric, MetricDef):
         d, suffix_k, given = metric, None, {}
         spec = None if METRICS.get(metric.name) is metric else metric
-    elif isinstance(metric, str):
-        d, suffix_k, given = _parse_string(metric)
+    elif isinstance(metric, str) or _is_ir_measure(metric):
+        spelled = (_spelling.read_string(metric, METRICS) if isinstance(metric, str)
+                   else _spelling.from_ir_measures(metric, METRICS))
+        if spelled.family not in METRICS:
+            raise _unknown(metric)
+        d, given = METRICS[spelled.family], dict(spelled.options)
+        suffix_k = _cutoff(spelled, d.name)
     else:
         raise TypeError(
-            f"`metric` must be a string such as 'err@10' or a metric definition, got {type(metric).__name__}.")
+            f"`metric` must be a string such as 'err@10', an ir_measures measure or a metric definition, got "
+            f"{type(metric).__name__}.")
     if k is not None and suffix_k is not None and k != suffix_k:
         raise ValueError(f"`k`={k} contradicts the cutoff in `metric`={str(metric)!r}.")
     k = suffix_k if suffix_k is not None else k
+    if options:
+        options = _spelling.translate(d.name, {key.lower(): v for key, v in options.items()}, str(metric))
     canonical = {}
-    for key, value in list(given.items()) + [(key, v) for key, v in options.items()]:
+    for key, value in list(given.items()) + list(options.items()):
         if key not in d.params:
             known = ", ".join(sorted(d.params)) or "none"
             raise ValueError(f"metric {d.name!r} has no option {key!r} (options: {known}).")
@@ -592,6 +691,11 @@ def parse_metric(metric, k=None, *, require_moments: bool | str = False, **optio
             raise ValueError(f"option `{key}`={value!r} contradicts `{key}`={canonical[key]!r} in "
                              f"`metric`={str(metric)!r}.")
         canonical[key] = value
+    changed = None
+    if spelled is not None:
+        for key, value in spelled.presets.items():
+            canonical.setdefault(key, d.params[key].convert(value, key))
+        changed = _spelling.changed_option(spelled, given.keys() | options.keys())
     kept = tuple(sorted((key, v) for key, v in canonical.items() if v != d.params[key].default))
     if d.needs_cutoff and k is None:
         raise ValueError(f"metric {d.name!r} needs a cutoff, e.g. '{d.name}@10' (or k=10).")
@@ -599,6 +703,11 @@ def parse_metric(metric, k=None, *, require_moments: bool | str = False, **optio
         raise ValueError(f"option `depth`={canonical['depth']} of metric {d.name!r} must be >= the cutoff k={k}: "
                          "the evaluated top k is always judged.")
     parsed = Metric(d.name, k, kept, spec)
+    if changed is not None:
+        key, before = changed
+        old = {**canonical, key: before}
+        old_kept = tuple(sorted((name, v) for name, v in old.items() if v != d.params[name].default))
+        _spelling.warn_changed(spelled, str(parsed), str(Metric(d.name, k, old_kept, spec)))
     if require_moments == "exact" and d.moments != "exact":
         exact = sorted(n for n, e in METRICS.items() if e.moments == "exact")
         raise ValueError(
@@ -607,3 +716,21 @@ def parse_metric(metric, k=None, *, require_moments: bool | str = False, **optio
     if require_moments not in (False, True, "exact"):
         raise ValueError(f"`require_moments` must be False, True or 'exact', got {require_moments!r}.")
     return parsed
+
+
+def parse_stored_metric(text: str) -> Metric:
+    """A canonical metric string written by any activerank version, with the meaning it had then.
+
+    Before 0.5 a canonical nDCG without ``gain`` had exponential gains; since
+    0.5 canonical strings always write ``gain``, so a string without it was
+    written before.  Other canonical strings kept their meaning.
+
+    Examples
+    --------
+    >>> str(parse_stored_metric("ndcg@10")), str(parse_stored_metric("ndcg(gain=linear)@10"))
+    ('ndcg(gain=exp)@10', 'ndcg(gain=linear)@10')
+    """
+    spelled = _spelling.read_string(text, METRICS)
+    if spelled.family == "ndcg" and "gain" not in spelled.options:
+        return parse_metric(text, gain="exp")
+    return parse_metric(text)

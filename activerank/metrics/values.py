@@ -7,9 +7,14 @@ per label vector -- so the Monte-Carlo moments
 (:mod:`activerank.metrics.approximate`) evaluate many sampled label vectors with
 the same code that computes the true values.
 
-Ratio metrics (nDCG, AP) also need the labels of the query's *judged* documents
-(their normalizer: ideal DCG, number of relevant documents).  Ranked documents
-outside the judged set count as non-relevant, as in ``trec_eval``.
+Ratio metrics (nDCG, AP, recall) also need the labels of the query's *judged*
+documents (their normalizer: ideal DCG, number of relevant documents).  By
+default that is every document of the query's pool, including documents a
+ranking leaves out (an index update): ``trec_eval``'s normalizer with complete
+qrels, and what every estimator of activerank targets
+(:func:`normalizer_documents`).  Ranked documents outside the judged set count as
+non-relevant, as in ``trec_eval``; a query without a relevant judged document
+has the value 0 (``trec_eval``'s convention).
 """
 
 from __future__ import annotations
@@ -17,10 +22,10 @@ from __future__ import annotations
 import numpy as np
 
 from .._validation import labels_iv, n_grades_from_ymax, rankings_iv
-from ..ragged import PositionMajor, Rankings, segment_ids
+from ..ragged import PositionMajor, Rankings, offsets_from_lengths, segment_ids
 from .registry import Metric, parse_metric
 
-__all__ = ["label_matrix_values", "metric_value", "pool_metric_values"]
+__all__ = ["label_matrix_values", "metric_value", "normalizer_documents", "pool_metric_values"]
 
 
 # --------------------------------------------------------------------------- helpers
@@ -59,12 +64,83 @@ def _entry_index(judged: Rankings, rankings: Rankings, n_docs: int) -> np.ndarra
     return out
 
 
-def _ratio_judged(metric: Metric, rankings: Rankings) -> Rankings:
-    """Default judged set of a ratio metric: each ranking's own list down to the judging depth."""
+def union_rankings(lists: list[Rankings], n_docs: int) -> Rankings:
+    """Per-query union of several rankings, in order of first appearance (list by list)."""
+    m = lists[0].n_queries
+    if len(lists) == 1:
+        return lists[0]
+    q = np.concatenate([r.query_index() for r in lists])
+    rows = np.concatenate([r.items for r in lists])
+    # query-major order, list order inside a query, rank order inside a list
+    src = np.concatenate([np.full(r.items.size, i) for i, r in enumerate(lists)])
+    rank = np.concatenate([r.positions() for r in lists])
+    order = np.lexsort((rank, src, q))
+    q, rows = q[order], rows[order]
+    key = q * max(n_docs, 1) + rows
+    _, first = np.unique(key, return_index=True)
+    keep = np.sort(first)
+    return Rankings(rows[keep], offsets_from_lengths(np.bincount(q[keep], minlength=m)))
+
+
+def _untiled_query(union: Rankings, n_docs: int | None) -> int:
+    """-1 if the (per query distinct) rows of ``union`` are exactly the consecutive blocks of a pool of
+    ``n_docs`` rows -- every query lists all its documents -- else the first query that does not."""
+    lengths = union.lengths
+    lo = np.repeat(union.offsets[:-1], lengths)
+    outside = (union.items < lo) | (union.items >= lo + np.repeat(lengths, lengths))
+    if outside.any():
+        return int(union.query_index()[np.flatnonzero(outside)[0]])
+    if n_docs is not None and int(union.offsets[-1]) != n_docs:
+        return union.n_queries - 1
+    return -1
+
+
+def normalizer_documents(metric: Metric, lists: list[Rankings], offsets=None, n_docs: int | None = None,
+                         *, name: str = "rankings") -> Rankings:
+    """Per query, the rows a ratio metric's normalizer is defined over (its judged documents).
+
+    ``depth=None`` (default): every row of the query's pool -- rows
+    ``offsets[q]:offsets[q + 1]`` -- including rows a ranking leaves out, listed
+    after each ranking's top ``k``.  Without ``offsets`` the pool is read off the
+    rankings when they list every document of each query (complete rankings of
+    a pool); otherwise the normalizer is unknown and this raises.  ``depth=D``:
+    the union of the rankings' top ``max(D, k)`` (``trec_eval``'s judged pool).
+    """
+    tops = [r.truncate(metric.k) for r in lists]
     depth = metric.params.get("depth")
-    if depth is None:
-        return rankings
-    return rankings.truncate(max(depth, metric.k or 0))
+    # the union's keys need a bound above every row
+    bound = max([int(r.items.max(initial=-1)) + 1 for r in lists] + [n_docs or 0]
+                + ([int(offsets[-1])] if offsets is not None else []))
+    if depth is not None:
+        return union_rankings(tops + [r.truncate(max(depth, metric.k or 0)) for r in lists], bound)
+    if offsets is None:
+        union = union_rankings(list(lists), bound)
+        bad = _untiled_query(union, n_docs)
+        if bad >= 0:
+            raise ValueError(
+                f"`{name}` do not list every document of each query (seen at query {bad}), so the normalizer "
+                f"of {str(metric)!r} -- over every document of the query's pool, including those a ranking "
+                "leaves out -- is unknown: pass the pool as `offsets` (e.g. offsets=pool), or `judged`.")
+        offsets = union.offsets
+    all_docs = Rankings(np.arange(offsets[-1], dtype=np.int64), np.asarray(offsets, dtype=np.int64))
+    return union_rankings(tops + [all_docs], max(bound, int(offsets[-1])))
+
+
+def pool_offsets_iv(offsets, n_queries: int, n_docs: int | None = None) -> np.ndarray | None:
+    """The pool's query offsets (or ``None``): an array or an object carrying ``offsets``."""
+    if offsets is None:
+        return None
+    if hasattr(offsets, "offsets") and not isinstance(offsets, np.ndarray):
+        offsets = offsets.offsets
+    off = np.asarray(offsets)
+    if off.ndim != 1 or off.size < 1 or not np.issubdtype(off.dtype, np.integer) or off[0] != 0 \
+            or np.any(np.diff(off) < 0):
+        raise ValueError("`offsets` must be a non-decreasing 1-d integer array starting at 0 (or a pool).")
+    if off.size - 1 != n_queries:
+        raise ValueError(f"`offsets` describes {off.size - 1} queries but the rankings cover {n_queries}.")
+    if n_docs is not None and int(off[-1]) != n_docs:
+        raise ValueError(f"`offsets` describes {int(off[-1])} documents but there are {n_docs} document rows.")
+    return off.astype(np.int64)
 
 
 # --------------------------------------------------------------------------- kernels
@@ -92,11 +168,13 @@ def _cascade(metric: Metric, n_grades: int, r: Rankings, Y: np.ndarray) -> np.nd
 
 
 def _ideal_dcg(metric: Metric, n_grades: int, judged: Rankings, YJ: np.ndarray) -> np.ndarray:
-    """Ideal DCG@k of the judged documents, from per-grade counts (no sort).
+    """Ideal DCG@k of the judged documents, from counts (no sort).
 
-    With ``C_h`` the number of judged documents of grade >= h, the ideal ranking
-    puts them in the top ``C_h`` ranks, so ``IDCG = sum_h (g(h) - g(h-1)) D(C_h)``
-    with ``D(n)`` the summed discount of the first ``min(n, k)`` ranks.
+    With ``C_v`` the number of judged documents whose gain is >= ``v``, the
+    ideal ranking puts them in the top ``C_v`` ranks, so ``IDCG = sum_v (v -
+    v') D(C_v)`` over the distinct positive gains ``v`` (``v'`` the next lower
+    one, 0 below the lowest), ``D(n)`` the summed discount of the first
+    ``min(n, k)`` ranks.  Gains need not grow with the grade (``gain={...}``).
     """
     gains = metric.grade_values(n_grades)
     cap = int(judged.lengths.max(initial=0))
@@ -105,12 +183,12 @@ def _ideal_dcg(metric: Metric, n_grades: int, judged: Rankings, YJ: np.ndarray) 
     cum = np.zeros(cap + 1)
     np.cumsum(metric.discounts(cap), out=cum[1:])
     ideal = np.zeros((judged.n_queries, YJ.shape[1]))
-    for h in range(1, n_grades):
-        step = gains[h] - gains[h - 1]
-        if step == 0.0:
-            continue
-        count = _segment_sum((YJ >= h).astype(np.float64), judged.offsets)
-        ideal += step * cum[np.minimum(count.astype(np.int64), cap)]
+    G = gains[YJ]
+    below = 0.0
+    for v in np.unique(gains[gains > 0]):
+        count = _segment_sum((G >= v).astype(np.float64), judged.offsets)
+        ideal += (v - below) * cum[np.minimum(count.astype(np.int64), cap)]
+        below = v
     return ideal
 
 
@@ -128,6 +206,13 @@ def _average_precision(metric, n_grades, r, Y, judged, YJ):
     precision = (cs - start[q]) / (r.positions() + 1.0)[:, None]
     num = _segment_sum(rel * precision, r.offsets)
     n_rel = _segment_sum(metric.grade_values(n_grades)[YJ], judged.offsets)
+    return np.divide(num, n_rel, out=np.zeros_like(num), where=n_rel > 0)
+
+
+def _recall(metric, n_grades, r, Y, judged, YJ):
+    rel = metric.grade_values(n_grades)  # 0/1
+    num = _segment_sum(rel[Y], r.offsets)
+    n_rel = _segment_sum(rel[YJ], judged.offsets)
     return np.divide(num, n_rel, out=np.zeros_like(num), where=n_rel > 0)
 
 
@@ -190,15 +275,14 @@ def label_matrix_values(metric: Metric, n_grades: int, rankings: Rankings, Y: np
         return _custom(metric, n_grades, rankings, Y)
     if judged is None or YJ is None:
         raise ValueError(f"metric {str(metric)!r} needs the judged documents' labels.")
-    if metric.name == "ndcg":
-        return _ndcg(metric, n_grades, rankings, Y, judged, YJ)
-    return _average_precision(metric, n_grades, rankings, Y, judged, YJ)
+    kernel = {"ndcg": _ndcg, "ap": _average_precision, "r": _recall}[metric.name]
+    return kernel(metric, n_grades, rankings, Y, judged, YJ)
 
 
 # --------------------------------------------------------------------------- public API
 
 
-def pool_metric_values(labels, rankings, *, metric, k=None, ymax, judged=None) -> np.ndarray:
+def pool_metric_values(labels, rankings, *, metric, k=None, ymax, judged=None, offsets=None) -> np.ndarray:
     """Metric value of every query of a labeled pool.
 
     Parameters
@@ -208,19 +292,26 @@ def pool_metric_values(labels, rankings, *, metric, k=None, ymax, judged=None) -
     rankings : Rankings or sequence of sequences
         Per-query rankings of document rows, best first (full lists or already
         cut at the metric's cutoff).
-    metric : str, Metric or MetricDef
-        E.g. ``"dcg@10"``, ``"err"``, ``"ndcg@10"``, ``"p(rel=2)@5"``, ``"ap"``.
+    metric : str, ir_measures measure, Metric or MetricDef
+        E.g. ``"dcg@10"``, ``"err@10"``, ``"nDCG@10"``, ``"p(rel=2)@5"``,
+        ``"ap"``, ``"ndcg_cut_10"`` (``docs/metrics.md``).
     k : int or None, optional
         Cutoff (alternative to the ``@k`` suffix).
     ymax : int
         Top grade of the label scale.
     judged : Rankings or sequence of sequences, optional
-        Ratio metrics only (nDCG, AP): the judged document rows of every query,
-        whose labels give the normalizer (ideal DCG, number of relevant
-        documents); ranked rows outside it count as non-relevant.  Default: each
-        ranking's own list (cut at the ``depth`` option), which for full
-        rankings of the pool is every document of the query.  See
-        :func:`activerank.metrics.judged_documents`.
+        Ratio metrics only (nDCG, AP, recall): the judged document rows of every
+        query, whose labels give the normalizer (ideal DCG, number of relevant
+        documents); ranked rows outside it count as non-relevant.  Default
+        (``depth=None``): every document of the query's pool, including those a
+        ranking leaves out -- the quantity every estimator of activerank
+        targets (:func:`normalizer_documents`).
+    offsets : array-like of shape (n_queries + 1,) or a pool, optional
+        Ratio metrics: the pool's query offsets (query ``q`` owns rows
+        ``offsets[q]:offsets[q + 1]``), e.g. ``offsets=pool``.  Needed when a
+        ranking does not list every document of its query (an index update,
+        rankings cut at ``k``); without it the pool is read off complete
+        rankings, and incomplete ones raise.
 
     Returns
     -------
@@ -235,6 +326,11 @@ def pool_metric_values(labels, rankings, *, metric, k=None, ymax, judged=None) -
     [0.5833333333333333]
     >>> pool_metric_values(labels, [[1, 0]], metric="p@2", ymax=2).tolist()
     [0.5]
+
+    A ranking that lost document 0 is normalized against the whole query:
+
+    >>> pool_metric_values(labels, [[1, 2, 3]], metric="ap", ymax=2, offsets=[0, 4]).tolist()   # (1/2) / 2
+    [0.25]
     """
     m = parse_metric(metric, k)
     n_grades = n_grades_from_ymax(ymax)
@@ -242,11 +338,12 @@ def pool_metric_values(labels, rankings, *, metric, k=None, ymax, judged=None) -
     r = rankings_iv(rankings, labels.size)
     if m.family != "ratio":
         if judged is not None:
-            raise ValueError(f"`judged` is only used by ratio metrics (ndcg, ap), not by {str(m)!r}.")
+            raise ValueError(f"`judged` is only used by ratio metrics (ndcg, ap, r), not by {str(m)!r}.")
         top = r.truncate(m.k)
         return label_matrix_values(m, n_grades, top, labels[top.items][:, None])[:, 0]
+    off = pool_offsets_iv(offsets, r.n_queries, labels.size)
     if judged is None:
-        J = _ratio_judged(m, r)
+        J = normalizer_documents(m, [r], off, labels.size)
     else:
         J = rankings_iv(judged, labels.size, name="judged")
         if J.n_queries != r.n_queries:
@@ -265,18 +362,19 @@ def metric_value(labels, ranking, *, metric, k=None, ymax, judged=None) -> float
     Parameters
     ----------
     labels : array-like of shape (n_items,)
-        Integer grade of every item, in ``0..ymax``.
+        Integer grade of every item of the query, in ``0..ymax``.
     ranking : array-like of shape (n_ranked,)
-        Distinct item indices, best first.
-    metric : str, Metric or MetricDef
-        E.g. ``"dcg"``, ``"err@10"``, ``"ndcg@10"``, ``"rr"``.
+        Distinct item indices, best first (not necessarily all items).
+    metric : str, ir_measures measure, Metric or MetricDef
+        E.g. ``"dcg"``, ``"err@10"``, ``"nDCG@10"``, ``"rr"``.
     k : int or None, optional
         Cutoff; ``None`` evaluates the whole list.
     ymax : int
         Top grade of the label scale (ERR's ``R(y) = (2^y - 1) / 2^ymax`` unless
         the metric fixes ``ymax``).
     judged : array-like of int, optional
-        Ratio metrics: the judged items (default: the ranked list).
+        Ratio metrics: the judged items (default: every item of ``labels``,
+        ranked or not).
 
     Returns
     -------
@@ -293,8 +391,10 @@ def metric_value(labels, ranking, *, metric, k=None, ymax, judged=None) -> float
     3.63093
     >>> metric_value([2, 0], [0, 1], metric="err", ymax=2)
     0.75
-    >>> metric_value([2, 0], [0, 1], metric="err(ymax=4)", ymax=2)   # gdeval's fixed scale
+    >>> metric_value([2, 0], [0, 1], metric="err(ymax=4)", ymax=2)   # ir_measures' ERR: gdeval's fixed scale
     0.1875
+    >>> metric_value([1, 1, 0], [0, 2], metric="ndcg(gain=linear)", ymax=2)  # item 1 counts in the ideal
+    0.6131471927654584
     """
     arr = np.asarray(ranking)
     if arr.ndim != 1:
@@ -302,4 +402,6 @@ def metric_value(labels, ranking, *, metric, k=None, ymax, judged=None) -> float
     J = None
     if judged is not None:
         J = [np.asarray(judged).reshape(-1)]
-    return float(pool_metric_values(labels, [arr], metric=metric, k=k, ymax=ymax, judged=J)[0])
+    n_items = np.asarray(labels).reshape(-1).size
+    return float(pool_metric_values(labels, [arr], metric=metric, k=k, ymax=ymax, judged=J,
+                                    offsets=None if J is not None else [0, n_items])[0])

@@ -209,6 +209,6 @@ def fit_query_calibrator(train, rankings, model_factory: Callable | None = None,
         probs = cross_fitted_probs(train, model_factory, n_splits=n_splits, random_state=random_state)
     F = query_features(probs, rankings, metric=metric, k=k)
     m = parse_metric(metric, k)
-    vals = [pool_metric_values(train.labels, r, metric=m, ymax=train.n_grades - 1) for r in rankings]
+    vals = [pool_metric_values(train.labels, r, metric=m, ymax=train.n_grades - 1, offsets=train) for r in rankings]
     target = vals[0] if len(vals) == 1 else vals[0] - vals[1]
     return fit_calibrator(F, target, n_splits=n_splits, random_state=random_state)

@@ -1,7 +1,8 @@
 """Rankers: per-document scores -> per-query rankings, plus the "index update" transform.
 
-:func:`rank_by_scores` sorts every query's documents by descending score
-(ties broken by row index, so results are deterministic).  Scores may come
+:func:`rank_by_scores` sorts every query's documents by descending score,
+ties broken as ``trec_eval`` does (document id descending), the one tie rule of
+every entry point of activerank.  Scores may come
 from a relevance model (:func:`expected_gain_scores`,
 :func:`expected_grade_scores`), a LightGBM lambdarank model
 (:func:`fit_lambdarank_ranker`) or a linear model (:func:`fit_linear_ranker`);
@@ -40,27 +41,28 @@ def _offsets_iv(offsets, n_rows=None, *, name="offsets") -> np.ndarray:
 
 
 def rank_by_scores(scores, offsets, *, query_ids=None, doc_ids=None) -> Rankings:
-    """Rank every query's rows by descending score; ties go to the lower row index.
+    """Rank every query's rows by descending score, ties as ``trec_eval`` orders them.
 
-    With ``doc_ids``, ties are broken as ``trec_eval`` does instead: by document
-    id, descending (``strcmp`` order of the ids as text).
+    Equal scores are ordered by document id, descending, comparing the ids as
+    text (``strcmp`` order, as ``trec_eval``, ``gdeval`` and ``ir_measures``'
+    trec_eval provider do), so metric values on runs with ties match theirs.
+    Without document ids the row index is the id (compared as a number: the
+    higher row first); rows with equal ids are ordered the same way.  Every
+    entry point of activerank that takes scores ranks them with this rule.
 
     Parameters
     ----------
     scores : array-like of shape (n_docs,)
         Finite or infinite floats; NaN is rejected.
-    offsets : array-like of shape (n_queries + 1,) or LetorData
-        Query ``q`` owns rows ``offsets[q]:offsets[q + 1]``.  A
-        :class:`~activerank.io.letor.LetorData` is accepted (its offsets and raw
-        query ids are used).
+    offsets : array-like of shape (n_queries + 1,), Pool or LetorData
+        Query ``q`` owns rows ``offsets[q]:offsets[q + 1]``.  A pool or
+        :class:`~activerank.io.letor.LetorData` is accepted: its offsets, query
+        ids and document ids are used.
     query_ids : array-like of shape (n_queries,), optional
         Raw query ids, only used to name a query in error messages.
     doc_ids : array-like of shape (n_docs,), optional
-        Document id of every row (e.g. ``pool.doc_ids``).  When given, equal
-        scores are ordered by id, descending, comparing ids as strings (code
-        point order, which equals ``trec_eval``'s byte order for UTF-8), so
-        metrics computed on the result match ``trec_eval``/``ir_measures`` on
-        runs with ties.  Rows with equal score and equal id keep row order.
+        Document id of every row; default: the pool's ``doc_ids`` when
+        ``offsets`` is a pool that has them, else the row indices.
 
     Returns
     -------
@@ -70,37 +72,30 @@ def rank_by_scores(scores, offsets, *, query_ids=None, doc_ids=None) -> Rankings
     Examples
     --------
     >>> r = rank_by_scores([0.1, 0.9, 0.5, 2.0, 2.0], [0, 3, 5])
-    >>> r.to_list()[0].tolist(), r.to_list()[1].tolist()
-    ([1, 2, 0], [3, 4])
+    >>> r.to_list()[0].tolist(), r.to_list()[1].tolist()   # the tie of rows 3 and 4: higher row first
+    ([1, 2, 0], [4, 3])
     >>> rank_by_scores([2.0, 2.0, 1.0], [0, 3], doc_ids=["d10", "d9", "d2"]).items.tolist()
     [1, 0, 2]
     """
-    if query_ids is None and hasattr(offsets, "query_ids") and not isinstance(offsets, np.ndarray):
-        query_ids = offsets.query_ids
+    is_pool = hasattr(offsets, "offsets") and not isinstance(offsets, np.ndarray)
+    if query_ids is None and is_pool:
+        query_ids = getattr(offsets, "query_ids", None)
+    if doc_ids is None and is_pool:
+        doc_ids = getattr(offsets, "doc_ids", None)
     s = np.asarray(scores, dtype=np.float64)
     if s.ndim != 1:
         raise ValueError(f"`scores` must be 1-d (n_docs,); got shape {s.shape}.")
     off = _offsets_iv(offsets, s.size)
-    q = segment_ids(off)
     nan = np.flatnonzero(np.isnan(s))
     if nan.size:
-        qi = int(q[nan[0]])
+        qi = int(segment_ids(off)[nan[0]])
         name = f"query {qi}" + (f" (qid {np.asarray(query_ids)[qi]})" if query_ids is not None else "")
         raise ValueError(f"`scores` contain NaN: {name}, row {nan[0]}.")
-    if doc_ids is None:
-        return rank_rows_by_scores(s, off)
-    rows = np.arange(s.size, dtype=np.int64)
-    order = np.lexsort((rows, -_doc_id_codes(doc_ids, s.size), -s, q))
-    return Rankings(order, off)
-
-
-def _doc_id_codes(doc_ids, n_rows: int) -> np.ndarray:
-    """Rank of every row's document id among all ids, in string order."""
-    ids = np.asarray(doc_ids, dtype=object).reshape(-1)
-    if ids.size != n_rows:
-        raise ValueError(f"`doc_ids` must have one entry per row ({n_rows}); got {ids.size}.")
-    _, codes = np.unique(ids.astype(str), return_inverse=True)
-    return codes.reshape(-1).astype(np.int64)
+    if doc_ids is not None:
+        doc_ids = np.asarray(doc_ids, dtype=object).reshape(-1)
+        if doc_ids.size != s.size:
+            raise ValueError(f"`doc_ids` must have one entry per row ({s.size}); got {doc_ids.size}.")
+    return rank_rows_by_scores(s, off, doc_ids)
 
 
 def _probs_iv(probs) -> np.ndarray:
@@ -238,7 +233,7 @@ class ScoreRanker:
         Rankings
         """
         if hasattr(X, "offsets") and hasattr(X, "X"):
-            return rank_by_scores(self.scores(X.X), X.offsets, query_ids=X.query_ids)
+            return rank_by_scores(self.scores(X.X), X)
         if offsets is None:
             raise ValueError("`offsets` is required when `X` is an array (pass a LetorData otherwise).")
         return rank_by_scores(self.scores(X), offsets)
@@ -265,8 +260,8 @@ def model_ranker(model, *, score: str = "expected_gain", name: str | None = None
     --------
     >>> from activerank.relevance.models import UniformRelevanceModel
     >>> rk = model_ranker(UniformRelevanceModel(3))
-    >>> rk.rank(np.zeros((3, 1)), [0, 3]).items.tolist()   # all tied -> row order
-    [0, 1, 2]
+    >>> rk.rank(np.zeros((3, 1)), [0, 3]).items.tolist()   # all tied: trec_eval's order, higher row first
+    [2, 1, 0]
     """
     fns = {"expected_gain": expected_gain_scores, "expected_grade": expected_grade_scores}
     if score not in fns:

@@ -262,7 +262,7 @@ def test_cli_errors(tmp_path, files, capsys):
         (["campaign", "init", db, "--pool", pool, "--model", "uniform", "--grades", "3", "--budget", "5",
           "--ranker", "magic"], "--ranker must be 'model'"),
         (["campaign", "init", db, "--pool", pool, "--model", "uniform", "--grades", "3", "--budget", "5",
-          "--metric", "map@3"], "is not a known metric"),
+          "--metric", "mapp@3"], "is not a known metric"),
         (["campaign", "init", db, "--pool", str(tmp_path / "none.txt"), "--model", "uniform", "--grades", "3",
           "--budget", "5"], "No such file"),
         (["campaign", "status", str(tmp_path / "none.db")], "no campaign file"),

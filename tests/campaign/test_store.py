@@ -475,7 +475,9 @@ def test_dcg_cross_checked_against_ir_measures(tmp_path, data, probs):
         dcg = ar.pool_metric_values(labels, top.subset(done), metric="dcg@5", ymax=2)
         ideal = ar.pool_metric_values(labels, ar.Rankings.from_list(
             [top[x][np.argsort(-labels[top[x]], kind="stable")] for x in done]), metric="dcg@5", ymax=2)
-        ndcg = ar.pool_metric_values(labels, top.subset(done), metric="ndcg@5", ymax=2)
+        # only the top 5 are judged: they are the normalizer's documents (the qrels hold nothing else)
+        ndcg = ar.pool_metric_values(labels, top.subset(done), metric="ndcg(gain=exp)@5", ymax=2,
+                                     judged=top.subset(done))
     measure = ir_measures.nDCG(gains={0: 0, 1: 1, 2: 3}) @ 5   # exponential gain 2^g - 1
     qrels = list(ir_measures.read_trec_qrels(str(tmp_path / "j.qrels")))
     run = list(ir_measures.read_trec_run(str(tmp_path / "r.run")))

@@ -31,7 +31,7 @@ def _quiet(fn, *args, **kw):
         return fn(*args, **kw)
 
 
-@pytest.mark.parametrize("metric,family", [("ndcg@5", "ratio"), ("ap@5", "ratio")])
+@pytest.mark.parametrize("metric,family", [("ndcg(gain=exp)@5", "ratio"), ("ap@5", "ratio")])
 def test_auto_stays_query_level_for_ratio_metrics(metric, family):
     pool, a, b, rng = _problem(0, n_queries=40)
     lab = ar.KnownLabels(pool.query_ids, pool.offsets, pool.sample_labels(rng))

@@ -226,7 +226,7 @@ def test_bad_input_messages():
     with pytest.raises(ValueError, match=r"rankings\[1\].*query 0 has index 5"):
         changeable_documents([[[0]], [[5]]], n_docs=2, metric="dcg")
     with pytest.raises(ValueError, match="no exact moments"):
-        changeable_documents([[[0]], [[0]]], n_docs=1, metric="ndcg@3")
+        changeable_documents([[[0]], [[0]]], n_docs=1, metric="ndcg(gain=exp)@3")
     with pytest.raises(ValueError, match="finite; position 1"):
         changeable_documents([[[0]], [[0]]], n_docs=1, discounts=[1.0, np.nan])
     with pytest.raises(ValueError, match="n_docs"):

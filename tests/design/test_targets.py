@@ -112,7 +112,8 @@ def test_single_ranker_ratio_and_custom_metrics_always_judge_everything():
     a = Rankings.from_list([[0, 1, 2]])
     b = Rankings.from_list([[0, 2, 1]])
     assert make_target("mean", [a], parse_metric("dcg@3"), judge="changeable").changes is None
-    t = make_target("difference", [a, b], parse_metric("ndcg@3"), offsets=np.array([0, 3]), judge="changeable")
+    t = make_target("difference", [a, b], parse_metric("ndcg(gain=exp)@3"), offsets=np.array([0, 3]),
+                    judge="changeable")
     assert t.changes is None and sorted(t.documents(0).tolist()) == [0, 1, 2]
     with pytest.raises(ValueError, match="`judge` must be one of"):
         make_target("difference", [a, b], parse_metric("dcg@3"), judge="some")

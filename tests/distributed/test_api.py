@@ -198,7 +198,7 @@ def test_bad_arguments(data):
     with pytest.raises(ValueError, match=r"the pool must name its feature columns"):
         ard.estimate(frame, "score_a", LinearSoftmax(), lab, budget=5)
     with pytest.raises(ValueError, match="has no exact moments"):
-        ard.estimate(frame, "score_a", PROBS, lab, budget=5, metric="ndcg@10")
+        ard.estimate(frame, "score_a", PROBS, lab, budget=5, metric="ndcg(gain=exp)@10")
     with pytest.raises(ValueError, match=r"`costs` must be one of .* from the pool's `cost` column"):
         ard.estimate(frame, "score_a", PROBS, lab, budget=5, costs=np.ones(3))
     with pytest.raises(ValueError, match="`costs`='log_length' needs the pool's `length` column"):

@@ -114,7 +114,7 @@ def test_k_systems_targets_run_document_level():
 def test_document_level_errors_are_clear():
     pool, a, b, rng = _problem(4, n_queries=20)
     lab = ar.KnownLabels(pool.query_ids, pool.offsets, pool.sample_labels(rng))
-    for metric in ("err@10", "rr", "ndcg@5", "ap"):
+    for metric in ("err@10", "rr", "ndcg(gain=exp)@5", "ap"):
         with pytest.raises(ValueError, match=r"`method`='doc_dyn' samples single documents and needs a metric "
                                              r"that adds over documents"):
             ar.compare(pool, a, b, pool.probs, lab, budget=5, metric=metric, method="doc_dyn")

@@ -22,8 +22,10 @@ from .._reference import brute_force_pair, naive_ap, naive_ndcg, naive_rr, rando
 
 RTOL = 1e-10
 EXACT_TEXTS = ["dcg(gain=linear)", "dcg(gain=linear)@2", "p@1", "p@3", "p(rel=2)@2", "rbp", "rbp(p=0.5,rel=2)",
-               "rbp(p=0.9)@2", "rr", "rr@2", "rr(rel=2)", "err(ymax=4)", "err(ymax=6)@2"]
-APPROX_TEXTS = ["ndcg", "ndcg@2", "ndcg(gain=linear)@3", "ap", "ap@2", "ap(rel=2)"]
+               "rbp(p=0.9)@2", "rbp(rel=graded)@3", "dcg(gain={1:3,2:1})@2", "rr", "rr@2", "rr(rel=2)", "success@2",
+               "success(rel=2)@3", "err(ymax=4)", "err(ymax=6)@2"]
+APPROX_TEXTS = ["ndcg(gain=exp)", "ndcg(gain=exp)@2", "ndcg(gain=linear)@3", "ndcg(gain={1:3,2:1})@2", "ap", "ap@2",
+                "ap(rel=2)", "r@2", "r(rel=2)@3"]
 
 
 def _seed(*parts) -> int:
@@ -138,8 +140,8 @@ def test_predicted_moments_auto_uses_exact_kernels(text):
 
 
 def test_existing_exact_metrics_reject_approximate_ones_clearly():
-    with pytest.raises(ValueError, match=r"'ndcg@5' has no exact moments .*predicted_moments"):
-        ar.pool_moments([[0.5, 0.5]], [[0]], metric="ndcg@5")
+    with pytest.raises(ValueError, match=r"'ndcg\(gain=linear\)@5' has no exact moments .*predicted_moments"):
+        ar.pool_moments([[0.5, 0.5]], [[0]], metric="ndcg(gain=linear)@5")
     with pytest.raises(ValueError, match=r"'ap' has no exact moments"):
         ar.pool_pair_moments([[0.5, 0.5]], [[0]], [[0]], metric="ap")
     with pytest.raises(ValueError, match=r"'ap' has no exact moments"):
@@ -198,13 +200,17 @@ def test_monte_carlo_single_moments_of_ndcg_with_judged_pool():
 
     dist = _distribution(probs, f, f)
     S = 20000
-    res = predicted_moments(probs, [[1, 3]], "ndcg@2", judged=[[0, 1, 2, 3]], rng=1, n_samples=S)
+    res = predicted_moments(probs, [[1, 3]], "ndcg(gain=exp)@2", judged=[[0, 1, 2, 3]], rng=1, n_samples=S)
     _check_mc(res.mean[0], dist[:, 0], dist[:, 1], S)
     _check_mc(res.second_moment[0], dist[:, 0], dist[:, 1] ** 2, S)
     assert res.variance[0] == pytest.approx(res.second_moment[0] - res.mean[0] ** 2, abs=1e-12)
-    # without `judged` the ideal uses the ranked documents only: a different metric, a different mean
-    alone = predicted_moments(probs, [[1, 3]], "ndcg@2", rng=1, n_samples=S)
-    assert alone.mean[0] > res.mean[0]
+    # the default normalizer is the whole query's, as pool_metric_values': the pool says which rows it has
+    pooled = predicted_moments(probs, [[1, 3]], "ndcg(gain=exp)@2", offsets=[0, 4], rng=1, n_samples=S)
+    same_set = predicted_moments(probs, [[1, 3]], "ndcg(gain=exp)@2", judged=[[1, 3, 0, 2]], rng=1, n_samples=S)
+    np.testing.assert_array_equal(pooled.mean, same_set.mean)
+    _check_mc(pooled.mean[0], dist[:, 0], dist[:, 1], S)
+    with pytest.raises(ValueError, match=r"`rankings` do not list every document of each query \(seen at query 0"):
+        predicted_moments(probs, [[1, 3]], "ndcg(gain=exp)@2", rng=1, n_samples=S)
     # AP against the plain-loop reference, with the same judged pool
     def g(ys):
         return naive_ap(ys, [1, 3], range(4))
@@ -259,7 +265,7 @@ def test_monte_carlo_blocks_and_certain_labels(monkeypatch):
     rb = [x[::-1] for x in r]
     for cells in (1 << 21, 64):
         monkeypatch.setattr(approximate, "_MC_CELLS", cells)
-        for text in ("ndcg@3", "ap", "ndcg(gain=linear)"):
+        for text in ("ndcg(gain=exp)@3", "ap", "ndcg(gain=linear)", "r@4"):
             res = predicted_pair_moments(probs, r, rb, text, rng=0, n_samples=8)
             np.testing.assert_allclose(res.mean_a, ar.pool_metric_values(labels, r, metric=text, ymax=2),
                                        rtol=1e-13)
@@ -293,12 +299,17 @@ def test_judged_documents_rules():
     assert lists(judged_documents([a, b], "rr@2")) == [[2, 0, 1], [4, 3, 5], []]
     assert lists(judged_documents(a, "err")) == [[2, 0, 1], [4, 3, 5], []]
     # ratio metrics: the whole query (query 2 has two unranked documents that must be judged)
-    assert lists(judged_documents([a, b], "ndcg@1", offsets=off)) == [[2, 1, 0], [4, 5, 3], [6, 7]]
+    assert lists(judged_documents([a, b], "ndcg(gain=linear)@1", offsets=off)) == [[2, 1, 0], [4, 5, 3], [6, 7]]
     assert lists(judged_documents(a, "ap@1", offsets=off)) == [[2, 0, 1], [4, 3, 5], [6, 7]]
+    assert lists(judged_documents(a, "r@1", offsets=off)) == [[2, 0, 1], [4, 3, 5], [6, 7]]
     # judging depth: union of top max(depth, k)
-    assert lists(judged_documents([a, b], "ndcg(depth=2)@1")) == [[2, 1, 0], [4, 5, 3], []]
-    # without offsets: the union of the full rankings
-    assert lists(judged_documents([a, b], "ap")) == [[2, 0, 1], [4, 3, 5], []]
+    assert lists(judged_documents([a, b], "ndcg(gain=linear,depth=2)@1")) == [[2, 1, 0], [4, 5, 3], []]
+    # without offsets: complete rankings of a pool of n_docs rows say which rows a query has
+    assert lists(judged_documents([a, b], "ap", n_docs=6)) == [[2, 0, 1], [4, 3, 5], []]
+    with pytest.raises(ValueError, match=r"judged_documents of 'ap' needs the pool: pass `offsets`"):
+        judged_documents([a, b], "ap")
+    with pytest.raises(ValueError, match=r"`rankings` do not list every document of each query \(seen at query 2"):
+        judged_documents([a, b], "ap", n_docs=8)
 
 
 def test_judged_documents_accepts_pool_objects_and_feeds_costs():
@@ -306,7 +317,7 @@ def test_judged_documents_accepts_pool_objects_and_feeds_costs():
     from activerank.relevance.rankers import rank_by_scores
     from activerank.design.costs import query_costs
     r = rank_by_scores(pool.X[:, 24], pool)
-    J = judged_documents(r, "ndcg@10", offsets=pool)
+    J = judged_documents(r, "ndcg(gain=linear)@10", offsets=pool)
     np.testing.assert_array_equal(J.lengths, pool.lengths)
     top = judged_documents(r, "dcg@10", offsets=pool)
     np.testing.assert_array_equal(top.lengths, np.minimum(pool.lengths, 10))
@@ -317,9 +328,9 @@ def test_judged_documents_accepts_pool_objects_and_feeds_costs():
 def test_judged_documents_bad_input():
     a = Rankings.from_list([[0, 1]])
     with pytest.raises(ValueError, match=r"`offsets` describes 2 queries but the rankings cover 1"):
-        judged_documents(a, "ndcg", offsets=[0, 1, 2])
+        judged_documents(a, "ap", offsets=[0, 1, 2])
     with pytest.raises(ValueError, match=r"`offsets` must be a non-decreasing 1-d integer array"):
-        judged_documents(a, "ndcg", offsets=[1, 2])
+        judged_documents(a, "ap", offsets=[1, 2])
     with pytest.raises(ValueError, match=r"must all cover the same queries"):
         judged_documents([a, Rankings.from_list([[0], [1]])], "dcg")
 
@@ -332,7 +343,7 @@ def test_predicted_moments_bad_input():
         predicted_moments(probs, [[0, 1]], "ap", n_samples=2.5)
     with pytest.raises(ValueError, match=r"`method` must be one of"):
         predicted_moments(probs, [[0, 1]], "ap", method="delta")
-    with pytest.raises(ValueError, match=r"`judged` is only used by metrics without exact moments"):
+    with pytest.raises(ValueError, match=r"`judged` and `offsets` are only used by metrics without exact moments"):
         predicted_moments(probs, [[0, 1]], "dcg", judged=[[0, 1]])
     with pytest.raises(ValueError, match=r"`judged` must cover the same queries"):
         predicted_moments(probs, [[0, 1]], "ap", judged=[[0], [1]])

@@ -219,5 +219,5 @@ def test_bad_k(k, exc, match):
 
 
 def test_metric_without_moments_rejected():
-    with pytest.raises(ValueError, match=r"`metric` 'ndcg@5' has no exact moments"):
-        ar.query_moments(GOOD, [0, 1], metric="ndcg@5")
+    with pytest.raises(ValueError, match=r"`metric` 'ndcg\(gain=linear\)@5' has no exact moments"):
+        ar.query_moments(GOOD, [0, 1], metric="ndcg(gain=linear)@5")

@@ -9,7 +9,8 @@ from .._reference import naive_dcg, naive_err
 
 
 @pytest.mark.parametrize("text, name, k", [
-    ("dcg@10", "dcg", 10), ("err", "err", None), ("ERR@20", "err", 20), (" nDCG@5 ", "ndcg", 5),
+    ("dcg@10", "dcg", 10), ("err", "err", None), ("err@20", "err", 20), (" ndcg(gain=linear)@5 ", "ndcg", 5),
+    ("DCG@3", "dcg", 3), ("ndcg_cut_10", "ndcg", 10), ("P_5", "p", 5), ("map", "ap", None),
 ])
 def test_parse_metric(text, name, k):
     assert ar.parse_metric(text) == Metric(name, k)
@@ -22,9 +23,11 @@ def test_parse_metric_kwarg_and_suffix():
         ar.parse_metric("err@3", k=4)
 
 
-@pytest.mark.parametrize("bad", ["map@10", "", "dcg10", "ndcg-10", "dcg(gain=exp"])
-def test_unknown_metric_template(bad):
-    with pytest.raises(ValueError, match=r"`metric` .* is not a known metric; expected one of"):
+@pytest.mark.parametrize("bad", ["mapp@10", "", "dcg10", "ndcg-10", "dcg(gain=exp", "P_x", "ndcg_cut"])
+def test_unknown_metric_lists_the_accepted_spellings(bad):
+    with pytest.raises(ValueError, match=r"`metric` .* is not a known metric. Accepted spellings: activerank's "
+                                         r"names ap, dcg, err, ndcg, p, r, rbp, rr, success .* ir_measures' "
+                                         r"spellings nDCG, NDCG, ERR, .* trec_eval's names ndcg_cut_K, P_K"):
         ar.parse_metric(bad)
 
 
@@ -59,8 +62,11 @@ def test_dcg_matches_sklearn_exponential_gain():
             assert got == pytest.approx(want, rel=1e-12)
             if (labels > 0).any():
                 want_n = ndcg_score([2.0**labels - 1], [scores], k=k)
-                got_n = ar.metric_value(labels, ranking, metric="ndcg", k=k, ymax=4)
+                got_n = ar.metric_value(labels, ranking, metric="ndcg(gain=exp)", k=k, ymax=4)
                 assert got_n == pytest.approx(want_n, rel=1e-12)
+                want_lin = ndcg_score([labels], [scores], k=k)   # sklearn's gain is the relevance itself
+                got_lin = ar.metric_value(labels, ranking, metric="ndcg(gain=linear)", k=k, ymax=4)
+                assert got_lin == pytest.approx(want_lin, rel=1e-12)
 
 
 def test_err_hand_example_chapelle():
@@ -107,12 +113,18 @@ def test_metric_value_bad_input():
     ("rbp", "rbp", None, ()),
     ("rbp(p=0.9)", "rbp", None, (("p", 0.9),)),
     ("rbp( p = 0.5 , rel=2 )@20", "rbp", 20, (("p", 0.5), ("rel", 2))),
-    ("ndcg(gain=linear)@10", "ndcg", 10, (("gain", "linear"),)),
-    ("ndcg(depth=20)@10", "ndcg", 10, (("depth", 20),)),
+    ("ndcg(gain=linear)@10", "ndcg", 10, ()),  # the default is not stored
+    ("ndcg(depth=20,gain=exp)@10", "ndcg", 10, (("depth", 20), ("gain", "exp"))),
     ("dcg(gain=LINEAR)", "dcg", None, (("gain", "linear"),)),
+    ("dcg(gain={1: 1, 2: 5})", "dcg", None, (("gain", ((2, 5),)),)),
+    ("dcg(gain={0: 0, 1: 1})", "dcg", None, (("gain", "linear"),)),  # identity table = linear
     ("err(ymax=4)@10", "err", 10, (("ymax", 4),)),
-    ("ndcg(gain=exp)@10", "ndcg", 10, ()),  # the default is not stored
+    ("err(ymax=scale)@10", "err", 10, ()),
+    ("rbp(rel=graded)", "rbp", None, (("rel", None),)),
+    ("ndcg(gain=exp)@10", "ndcg", 10, (("gain", "exp"),)),
     ("ap(depth=none)", "ap", None, ()),
+    ("r(rel=2)@100", "r", 100, (("rel", 2),)),
+    ("success@5", "success", 5, ()),
 ])
 def test_grammar(text, name, k, options):
     m = ar.parse_metric(text)
@@ -135,7 +147,7 @@ def test_keyword_options_equal_string_options():
 
 def test_params_fill_defaults():
     assert ar.parse_metric("rbp").params == {"p": 0.8, "rel": 1}
-    assert ar.parse_metric("ndcg@10").params == {"gain": "exp", "depth": None}
+    assert ar.parse_metric("ndcg(gain=linear)@10").params == {"gain": "linear", "depth": None}
     assert ar.parse_metric("err").params == {"ymax": None}
     assert ar.parse_metric("dcg").params == {"gain": "exp"}
 
@@ -145,14 +157,26 @@ def test_params_fill_defaults():
     (lambda: ar.parse_metric("dcg(p=0.5)"), ValueError, r"metric 'dcg' has no option 'p' \(options: gain\)"),
     (lambda: ar.parse_metric("err", gain="linear"), ValueError, r"metric 'err' has no option 'gain'"),
     (lambda: ar.parse_metric("dcg(gain=log)"), ValueError, r"option `gain` must be one of \['exp', 'linear'\]"),
+    (lambda: ar.parse_metric("dcg(gain={0: 1})"), ValueError, r"grade 0 must have gain 0"),
+    (lambda: ar.parse_metric("dcg(gain={1: -1})"), ValueError, r"gains must be finite numbers >= 0, got -1"),
+    (lambda: ar.parse_metric("dcg(gain={1.5: 1})"), ValueError, r"grades must be integers >= 0, got 1.5"),
+    (lambda: ar.parse_metric("dcg(gain=2**3)"), ValueError, r"option `gain` must be a number, a word or a"),
+    (lambda: ar.parse_metric("nDCG(judged_only=True)@10"), ValueError, r"judged_only=True is not supported"),
+    (lambda: ar.parse_metric("nDCG(dcg='exp-log2', gains={1: 2})@10"), ValueError, r"give `gains` or"),
+    (lambda: ar.parse_metric("nDCG(dcg='log10')@10"), ValueError, r"option `dcg` must be 'log2' or 'exp-log2'"),
+    (lambda: ar.parse_metric("nDCG(dcg='exp-log2', gain=linear)@10"), ValueError, r"contradicts the ir_measures"),
+    (lambda: ar.parse_metric("ERR(judged_only=False)@10"), ValueError, r"metric 'err' has no option 'judged_only'"),
+    (lambda: ar.parse_metric("success"), ValueError, r"metric 'success' needs a cutoff"),
+    (lambda: ar.parse_metric("R"), ValueError, r"metric 'r' needs a cutoff"),
     (lambda: ar.parse_metric("rbp(p=1)"), ValueError, r"option `p` must lie in \(0, 1\), got 1.0"),
     (lambda: ar.parse_metric("rbp(p=x)"), ValueError, r"option `p` must be a number in \(0, 1\)"),
     (lambda: ar.parse_metric("rbp", p=True), TypeError, r"option `p` must be a number"),
     (lambda: ar.parse_metric("p(rel=0)@5"), ValueError, r"option `rel` must be >= 1, got 0"),
-    (lambda: ar.parse_metric("p(rel=1.5)@5"), ValueError, r"option `rel` must be an integer >= 1"),
+    (lambda: ar.parse_metric("p(rel=1.5)@5"), TypeError, r"option `rel` must be an integer >= 1"),
+    (lambda: ar.parse_metric("p(rel=two)@5"), ValueError, r"option `rel` must be an integer >= 1"),
     (lambda: ar.parse_metric("p@5", rel=2.0), TypeError, r"option `rel` must be an integer >= 1"),
     (lambda: ar.parse_metric("p"), ValueError, r"metric 'p' needs a cutoff, e.g. 'p@10'"),
-    (lambda: ar.parse_metric("ndcg(depth=5)@10"), ValueError, r"option `depth`=5 of metric 'ndcg' must be >= "),
+    (lambda: ar.parse_metric("ndcg(depth=5,gain=exp)@10"), ValueError, r"option `depth`=5 of metric 'ndcg' must be "),
     (lambda: ar.parse_metric("rbp(p)"), ValueError, r"options must be written 'name=value', got 'p'"),
     (lambda: ar.parse_metric("rbp(p=0.5,p=0.6)"), ValueError, r"option 'p' given twice"),
     (lambda: ar.parse_metric("rr", require_moments="yes"), ValueError, r"`require_moments` must be"),
@@ -172,13 +196,15 @@ def test_scale_dependent_options_checked_against_the_scale():
 
 
 def test_require_moments_exact_or_approximate():
-    for text in ("ndcg@10", "ap", "dcg@5", "rr", "p@3", "rbp", "err"):
+    for text in ("ap", "dcg@5", "rr", "p@3", "rbp", "err", "r@3", "success@2"):
         assert ar.parse_metric(text, require_moments=True).name == text.split("@")[0]
     assert ar.parse_metric("rr", require_moments="exact").moments == "exact"
+    assert ar.parse_metric("success@2", require_moments="exact").moments == "exact"
     assert ar.parse_metric("ap").moments == "approximate"
-    with pytest.raises(ValueError, match=r"`metric` 'ndcg@10' has no exact moments .* exact moments: "
-                                         r"\['dcg', 'err', 'p', 'rbp', 'rr'\]"):
-        ar.parse_metric("ndcg@10", require_moments="exact")
+    assert ar.parse_metric("r@5").moments == "approximate"
+    with pytest.raises(ValueError, match=r"`metric` 'ndcg\(gain=linear\)@10' has no exact moments .* exact "
+                                         r"moments: \['dcg', 'err', 'p', 'rbp', 'rr', 'success'\]"):
+        ar.parse_metric("ndcg(gain=linear)@10", require_moments="exact")
 
 
 def test_describe_metrics_lists_the_registry():
@@ -230,7 +256,10 @@ def test_custom_metric_bad_input():
         custom_metric("x", 3)
     with pytest.raises(ValueError, match=r"metric name '9x' must match"):
         custom_metric("9x", _success3)
-    with pytest.raises(ValueError, match=r"'ndcg' is a built-in metric and cannot be replaced"):
+    with pytest.raises(ValueError, match=r"'ndcg' is a built-in metric \(or one of its spellings\) and cannot"):
         register_metric(custom_metric("ndcg", _success3), replace=True)
+    for reserved in ("map", "recall", "mrr", "precision", "recip_rank", "p_10", "ndcg_cut_5"):
+        with pytest.raises(ValueError, match=r"is a built-in metric \(or one of its spellings\)"):
+            register_metric(custom_metric(reserved, _success3))
     with pytest.raises(TypeError, match=r"`definition` must be a MetricDef"):
         register_metric("ndcg")

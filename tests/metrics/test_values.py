@@ -15,7 +15,9 @@ from .._reference import (
     naive_ndcg,
     naive_precision,
     naive_rbp,
+    naive_recall,
     naive_rr,
+    naive_success,
 )
 
 
@@ -43,12 +45,17 @@ def _naive(text, labels, ranking, judged, ymax):
         return naive_rr(labels, ranking, o["rel"], k)
     if name == "ndcg":
         return naive_ndcg(labels, ranking, judged, k, o["gain"])
+    if name == "r":
+        return naive_recall(labels, ranking, judged, o["rel"], k)
+    if name == "success":
+        return naive_success(labels, ranking, o["rel"], k)
     return naive_ap(labels, ranking, judged, o["rel"], k)
 
 
-METRIC_TEXTS = ["dcg", "dcg@3", "dcg(gain=linear)@4", "err@4", "err(ymax=4)", "p@1", "p@5", "p(rel=2)@3",
-                "rbp", "rbp(p=0.5)@3", "rbp(p=0.95,rel=2)", "rr", "rr@2", "rr(rel=2)", "ndcg", "ndcg@3",
-                "ndcg(gain=linear)@5", "ap", "ap@3", "ap(rel=2)"]
+METRIC_TEXTS = ["dcg", "dcg@3", "dcg(gain=linear)@4", "dcg(gain={1:5,2:2})@3", "err@4", "err(ymax=4)", "p@1",
+                "p@5", "p(rel=2)@3", "rbp", "rbp(p=0.5)@3", "rbp(p=0.95,rel=2)", "rbp(rel=graded)@4", "rr", "rr@2",
+                "rr(rel=2)", "success@1", "success(rel=2)@3", "ndcg(gain=exp)", "ndcg(gain=exp)@3",
+                "ndcg(gain=linear)@5", "ndcg(gain={1:3,2:1})@3", "ap", "ap@3", "ap(rel=2)", "r@3", "r(rel=2)@1"]
 
 
 @pytest.mark.parametrize("text", METRIC_TEXTS)
@@ -60,7 +67,7 @@ def test_pool_values_match_naive(text):
     np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-15)
 
 
-@pytest.mark.parametrize("text", ["ndcg@3", "ndcg(gain=linear)", "ap", "ap(rel=2)@4"])
+@pytest.mark.parametrize("text", ["ndcg(gain=exp)@3", "ndcg(gain=linear)", "ap", "ap(rel=2)@4", "r@2"])
 def test_ratio_values_with_explicit_judged_set(text):
     # the judged set is the whole query; rankings only show a part of it and may hold unjudged rows
     rng = np.random.default_rng(7)
@@ -80,12 +87,58 @@ def test_ndcg_default_judged_set_is_the_full_ranked_list_not_the_top_k():
     labels = np.array([0, 0, 2, 1])
     full = [[0, 1, 2, 3]]
     # ideal DCG@2 takes the grade-2 and grade-1 documents ranked 3rd and 4th
-    got = ar.pool_metric_values(labels, full, metric="ndcg@2", ymax=2)
+    got = ar.pool_metric_values(labels, full, metric="ndcg(gain=exp)@2", ymax=2)
     assert got[0] == 0.0
-    top2 = ar.pool_metric_values(labels, [[2, 3, 0, 1]], metric="ndcg@2", ymax=2)
+    top2 = ar.pool_metric_values(labels, [[2, 3, 0, 1]], metric="ndcg(gain=exp)@2", ymax=2)
     assert top2[0] == pytest.approx(1.0)
     # with judging depth 2 only the top 2 are judged: the ideal is 0, so is nDCG
-    assert ar.pool_metric_values(labels, full, metric="ndcg(depth=2)@2", ymax=2)[0] == 0.0
+    assert ar.pool_metric_values(labels, full, metric="ndcg(gain=exp,depth=2)@2", ymax=2)[0] == 0.0
+
+
+@pytest.mark.parametrize("text", ["ndcg(gain=linear)@3", "ndcg(gain=exp)", "ap", "ap@2", "r@3"])
+def test_normalizer_counts_documents_a_ranking_dropped(text):
+    # an index update: the ranking lost documents; the ideal (or the relevant count) still holds them,
+    # exactly as the estimators' judged set (every document of the query) does
+    rng = np.random.default_rng(zlib.crc32(text.encode()))
+    labels, offsets, rankings = _pool(rng, n_queries=30)
+    removed = ar.relevance.remove_fraction(rankings, 0.3, rng=1)
+    got = ar.pool_metric_values(labels, removed, metric=text, ymax=2, offsets=offsets)
+    whole = [np.arange(offsets[q], offsets[q + 1]) for q in range(30)]
+    want = [_naive(text, labels, r, j, 2) for r, j in zip(removed.to_list(), whole)]
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-15)
+    np.testing.assert_array_equal(got, ar.pool_metric_values(labels, removed, metric=text, ymax=2, judged=whole))
+    pool = ar.Pool(np.arange(30), offsets)
+    np.testing.assert_array_equal(got, ar.pool_metric_values(labels, removed, metric=text, ymax=2, offsets=pool))
+    # without the pool, rankings that leave documents out cannot say what the normalizer is
+    with pytest.raises(ValueError, match=r"`rankings` do not list every document of each query \(seen at query \d+\), "
+                                         r"so the normalizer of .* pass the pool as `offsets`"):
+        ar.pool_metric_values(labels, removed, metric=text, ymax=2)
+    # complete rankings say it themselves: same values with or without offsets
+    np.testing.assert_array_equal(ar.pool_metric_values(labels, rankings, metric=text, ymax=2),
+                                  ar.pool_metric_values(labels, rankings, metric=text, ymax=2, offsets=offsets))
+
+
+def test_rankings_cut_at_k_need_the_pool_for_ratio_metrics():
+    labels = np.array([0, 1, 2, 0, 1])
+    cut = [[0, 1], [3]]
+    with pytest.raises(ValueError, match=r"seen at query 1"):
+        ar.pool_metric_values(labels, cut, metric="ap", ymax=2)
+    # the last query ends before the last label row: also incomplete
+    with pytest.raises(ValueError, match=r"seen at query 1"):
+        ar.pool_metric_values(labels, [[0, 1, 2], [3]], metric="ap", ymax=2)
+    assert ar.pool_metric_values(labels, cut, metric="ap", ymax=2, offsets=[0, 3, 5]).tolist() == [0.25, 0.0]
+    with pytest.raises(ValueError, match=r"`offsets` describes 4 documents but there are 5 document rows"):
+        ar.pool_metric_values(labels, cut, metric="ap", ymax=2, offsets=[0, 3, 4])
+    with pytest.raises(ValueError, match=r"`offsets` describes 1 queries but the rankings cover 2"):
+        ar.pool_metric_values(labels, cut, metric="ap", ymax=2, offsets=[0, 5])
+
+
+def test_metric_value_normalizes_over_every_item():
+    # item 1 (grade 2) is not ranked: it still counts in the ideal and among the relevant items
+    assert ar.metric_value([1, 2, 0], [0, 2], metric="ap", ymax=2) == 0.5
+    assert ar.metric_value([1, 2, 0], [0, 2], metric="r@2", ymax=2) == 0.5
+    assert ar.metric_value([1, 2, 0], [0, 2], metric="ndcg(gain=linear)", ymax=2) == pytest.approx(
+        1 / (2 + 1 / np.log2(3)))
 
 
 def test_err_ymax_option_reproduces_gdeval_scale():
@@ -114,7 +167,9 @@ def test_hand_values():
 def test_queries_without_relevant_documents_score_zero():
     labels = np.zeros(6, dtype=int)
     r = [[0, 1, 2], [], [3, 4, 5]]
-    for text in ("ndcg@2", "ap", "rr", "p@2", "rbp", "dcg", "err"):
+    # trec_eval's convention: a normalizer without a relevant document gives 0, not an error
+    for text in ("ndcg(gain=linear)@2", "ndcg(gain=exp)", "ap", "r@2", "rr", "p@2", "rbp", "dcg", "err",
+                 "success@2"):
         np.testing.assert_array_equal(ar.pool_metric_values(labels, r, metric=text, ymax=2), 0.0)
 
 
@@ -166,7 +221,7 @@ def test_label_matrix_columns_are_independent_label_vectors():
     labels, offsets, rankings = _pool(rng, n_queries=25)
     r = Rankings.from_list(rankings)
     Y = np.stack([rng.integers(0, 3, labels.size) for _ in range(4)], axis=1)
-    for text in ("dcg@3", "err", "rr", "p@2", "ndcg@3", "ap"):
+    for text in ("dcg@3", "err", "rr", "p@2", "ndcg(gain=exp)@3", "ap", "r@3", "success@2"):
         m = ar.parse_metric(text)
         top = r.truncate(m.k)
         got = label_matrix_values(m, 3, top, Y[top.items], r, Y[r.items])
@@ -186,6 +241,6 @@ def test_values_bad_input():
     with pytest.raises(ValueError, match=r"`judged` is only used by ratio metrics"):
         ar.pool_metric_values([0, 1], [[0, 1]], metric="dcg", ymax=1, judged=[[0, 1]])
     with pytest.raises(ValueError, match=r"`judged` must cover the same queries as `rankings`; got 2 and 1"):
-        ar.pool_metric_values([0, 1], [[0, 1]], metric="ndcg", ymax=1, judged=[[0], [1]])
+        ar.pool_metric_values([0, 1], [[0, 1]], metric="ndcg(gain=linear)", ymax=1, judged=[[0], [1]])
     with pytest.raises(ValueError, match=r"`judged` indices must lie in \[0, 2\)"):
         ar.pool_metric_values([0, 1], [[0, 1]], metric="ap", ymax=1, judged=[[0, 2]])

@@ -22,7 +22,7 @@ def reference_rank(scores, offsets):
     out = []
     for q in range(len(offsets) - 1):
         rows = range(offsets[q], offsets[q + 1])
-        out.append(sorted(rows, key=lambda r: (-scores[r], r)))
+        out.append(sorted(rows, key=lambda r: (-scores[r], -r)))  # trec_eval: ties by id (the row) descending
     return out
 
 
