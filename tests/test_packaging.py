@@ -24,7 +24,7 @@ def test_python_m_activerank_runs_the_cli():
     out = _run("-m", "activerank", "estimate", "--help")
     assert out.returncode == 0 and "--budget" in out.stdout
     out = _run("-m", "activerank")
-    assert out.returncode == 2 and "required: command" in out.stderr
+    assert out.returncode == 2 and "required: COMMAND" in out.stderr
 
 
 def test_py_typed_shipped():
