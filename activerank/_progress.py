@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 from contextlib import contextmanager
 
-__all__ = ["progress_bar", "progress_iv", "progress_shown"]
+__all__ = ["outside_bars", "progress_bar", "progress_iv", "progress_shown"]
 
 #: seconds a job runs before its bar appears (short jobs print nothing)
 DELAY = 2.0
@@ -44,6 +44,18 @@ def progress_bar(*, total=None, desc: str = "", unit: str = "it", enabled: bool 
         yield bar
     finally:
         bar.close()
+
+
+@contextmanager
+def outside_bars():
+    """Print lines inside this block without garbling a bar: shown bars are cleared, then redrawn."""
+    if "tqdm" not in sys.modules:  # no bar was ever created
+        yield
+        return
+    from tqdm import tqdm
+
+    with tqdm.external_write_mode():
+        yield
 
 
 class _Silent:

@@ -75,7 +75,7 @@ from typing import Callable, Sequence
 import numpy as np
 import pandas as pd
 
-from .._progress import progress_bar, progress_iv
+from .._progress import outside_bars, progress_bar, progress_iv
 from ..design.costs import QueryCosts, document_costs, query_costs
 from ..io.letor import LetorData, concat, load_letor, load_partitions, ohsumed_doc_length
 from ..metrics import Metric, parse_metric, pool_metric_values
@@ -978,6 +978,16 @@ def _print_flush(line: str) -> None:
     print(line, flush=True)
 
 
+def _logger(log: Callable[[str], None] | None) -> Callable[[str], None]:
+    """``log`` called outside the progress bar (its line does not run into the bar's)."""
+    def say(line: str) -> None:
+        if log is not None:
+            with outside_bars():
+                log(line)
+
+    return say
+
+
 def run(cfg: ExperimentConfig, *, progress: bool | None = None,
         log: Callable[[str], None] | None = None) -> ExperimentResults:
     """Run the whole protocol (all datasets, folds, scenarios, metrics, methods).
@@ -998,7 +1008,7 @@ def run(cfg: ExperimentConfig, *, progress: bool | None = None,
     """
     t0 = time.perf_counter()
     progress = progress_iv(progress)
-    say = log or (lambda s: None)
+    say = _logger(log)
     for name in cfg.methods:
         get_method(name, param="methods")
     if "passive" not in cfg.methods:
@@ -1159,7 +1169,7 @@ def investigate(cfg: ExperimentConfig, *, progress: bool | None = None,
     (mean over folds).
     """
     progress = progress_iv(progress)
-    say = log or (lambda s: None)
+    say = _logger(log)
     rows, diag = [], []
     metrics = [str(parse_metric(m, require_moments=True)) for m in cfg.metrics]
     steps = len(cfg.datasets) * len(cfg.folds) * len(cfg.instances()) * len(metrics)
