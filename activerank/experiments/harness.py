@@ -1432,8 +1432,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     cfg = config_from_args(args)
     command = "python -m activerank.experiments " + " ".join(sys.argv[1:] if argv is None else argv)
-    res = run(cfg, log=_print_flush)
-    inv = investigate(cfg, log=_print_flush) if args.investigate else None
+    from ..datasets import DatasetNotFoundError
+
+    try:
+        res = run(cfg, log=_print_flush)
+        inv = investigate(cfg, log=_print_flush) if args.investigate else None
+    except DatasetNotFoundError as exc:  # the one error a first run meets: say what to set, no traceback
+        print(f"activerank experiment: error: {exc}", file=sys.stderr)
+        return 2
     res.seconds = time.perf_counter() - t0
     paths = write_outputs(res, args.out, figures=not args.no_figures, command=command.strip(), investigation=inv)
     print(f"done in {res.seconds:.1f}s; wrote {len(paths)} files to {args.out}")
