@@ -184,8 +184,8 @@ def refuse_input_as_output(path, inputs, *, option: str) -> None:
                 raise CLIError(f"{option} {out} is inside {what} {source}, a folder read as input; an input is "
                                "never an output (not even with --force). Choose a path outside it.")
         elif real == src_real or _same_file(out, source):
-            raise CLIError(f"{option} {out} is {what} {source}; writing it would destroy an input, which is never "
-                           "an output (not even with --force). Choose another path.")
+            raise CLIError(f"{option} {out} is {what} {source}; writing it would destroy an input file, and an "
+                           "input is never an output (not even with --force). Choose another path.")
 
 
 def write_trace(path, trace, *, protected=(), force=False, protected_name="the campaign store"):
