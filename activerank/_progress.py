@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 from contextlib import contextmanager
 
-__all__ = ["progress_bar", "progress_iv"]
+__all__ = ["outside_bars", "progress_bar", "progress_iv", "progress_shown"]
 
 #: seconds a job runs before its bar appears (short jobs print nothing)
 DELAY = 2.0
@@ -19,6 +19,11 @@ def progress_iv(progress) -> bool | None:
     raise TypeError(f"`progress` must be None, True or False; got {progress!r}.")
 
 
+def progress_shown(progress) -> bool:
+    """Whether ``progress=`` shows a bar: True, False, or None for "stderr is a terminal"."""
+    return bool(progress) if progress is not None else sys.stderr.isatty()
+
+
 @contextmanager
 def progress_bar(*, total=None, desc: str = "", unit: str = "it", enabled: bool | None = None):
     """A bar with ``update(n)``; a silent stand-in when disabled or when stderr is not a terminal.
@@ -29,8 +34,7 @@ def progress_bar(*, total=None, desc: str = "", unit: str = "it", enabled: bool 
     ...     for _ in range(3):
     ...         bar.update(1)
     """
-    show = enabled if enabled is not None else sys.stderr.isatty()
-    if not show:
+    if not progress_shown(enabled):
         yield _Silent()
         return
     from tqdm.auto import tqdm
@@ -40,6 +44,18 @@ def progress_bar(*, total=None, desc: str = "", unit: str = "it", enabled: bool 
         yield bar
     finally:
         bar.close()
+
+
+@contextmanager
+def outside_bars():
+    """Print lines inside this block without garbling a bar: shown bars are cleared, then redrawn."""
+    if "tqdm" not in sys.modules:  # no bar was ever created
+        yield
+        return
+    from tqdm import tqdm
+
+    with tqdm.external_write_mode():
+        yield
 
 
 class _Silent:

@@ -46,16 +46,36 @@ def test_compare_text(capsys):
     rc = main(["compare", SAMPLE, "--model", "uniform", "--scores-a", "feature:25",
                "--scores-b", "feature:1", "--budget", "10", "--grades", "3", "--method", "active"])
     out, err = capsys.readouterr()
-    assert rc == 0 and "difference" in out and "dof)" in out
+    assert rc == 0 and "err(ymax=scale)@10 difference a - b: " in out and "dof)" in out
+    # which ranker is a and which is b; the default judges only what can change the difference
+    assert "a = feature:25, b = feature:1; the rankers' own means are not estimated" in out
     assert "warning: effective sample size" in err
     rc = main(["compare", SAMPLE, "--model", "uniform", "--scores-a", "feature:25", "--scores-b", "feature:1",
                "--budget", "10", "--grades", "3", "--ci", "normal", "--json"])
     out = json.loads(capsys.readouterr().out)
     assert rc == 0 and out["ci"] == "normal" and out["dof"] is None
+    assert out["ranker_a"] == "feature:25" and out["ranker_b"] == "feature:1"
+    assert out["estimate_a"] is None and out["estimate_b"] is None  # not estimated (judge changeable)
+
+
+def test_compare_names_the_rankers_and_their_estimates(capsys):
+    argv = ["compare", SAMPLE, "--model", "uniform", "--scores-a", "feature:25", "--scores-b", "feature:1",
+            "--budget", "12", "--grades", "3", "--judge", "all"]
+    assert main([*argv, "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert list(out)[:5] == ["difference", "ranker_a", "ranker_b", "estimate_a", "estimate_b"]
+    assert 0 <= out["estimate_a"] <= 1 and 0 <= out["estimate_b"] <= 1  # ERR@10 of each ranker
+    assert main(argv) == 0
+    text = capsys.readouterr().out
+    assert f"a = feature:25, b = feature:1; estimates a {out['estimate_a']:.4f}, b {out['estimate_b']:.4f}" in text
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["estimate", SAMPLE, "--budget", "10"], "--model lightgbm needs --train FILE"),
+    (["estimate", SAMPLE, "--budget", "10"], "--model lightgbm (the default) needs --train FILE"),
+    (["estimate", SAMPLE, "--model", "uniform", "--budget", "5", "--costs", "log_length"],
+     "needs document lengths"),
+    (["estimate", SAMPLE, "--model", "uniform", "--budget", "5", "--length-feature", "99"],
+     "--length-feature=99 but the file has only 46 features"),
     (["estimate", SAMPLE, "--model", "uniform", "--budget", "5", "--scores", "feature:99"],
      "--scores 'feature:99': feature must be 1..46"),
     (["estimate", SAMPLE, "--model", "uniform", "--budget", "5", "--metric", "mapp"],
@@ -151,3 +171,58 @@ def test_cli_defaults_are_the_apis():
         assert inspect.signature(f).parameters["method"].default == cli.DEFAULT_METHOD == "active_wor"
     for f in (ard.estimate, ard.compare):
         assert inspect.signature(f).parameters["method"].default == cli.DEFAULT_METHOD
+
+
+def _help(*command):
+    import contextlib
+    import io
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), pytest.raises(SystemExit) as exc:
+        main([*command, "--help"])
+    assert exc.value.code == 0
+    return out.getvalue()
+
+
+def test_help_texts_are_plain_and_complete():
+    """What a new user reads: no reStructuredText markup, every option explained, every metric and method listed."""
+    from activerank.design.methods import method_names
+    from activerank.metrics.registry import METRICS
+
+    top = _help()
+    assert "``" not in top and "activerank demo" in top and "COMMAND --help" in top
+    for cmd in ("demo", "estimate", "compare", "campaign", "experiment"):
+        assert f"    {cmd}" in top
+    for cmd in ("demo", "estimate", "compare"):
+        text = _help(cmd)
+        assert "``" not in text and ":func:" not in text
+        parser = {a.dest: a for a in _subparser(cmd)._actions}
+        undocumented = [d for d, a in parser.items() if not a.help]
+        assert not undocumented, (cmd, undocumented)
+    text = " ".join(_help("estimate").split())
+    for name in METRICS:
+        assert f" {name} (" in text or f" {name}@k (" in text, name
+    assert all(name in text for name in method_names())
+    assert "--model lightgbm" not in text and "required unless --model uniform" in text
+    compare = " ".join(_help("compare").split())
+    assert "run:PATH[#TAG]" in compare and "the estimate is a - b" in compare
+
+
+def _subparser(name):
+    from activerank.cli import build_parser
+
+    parser = build_parser()
+    sub = next(a for a in parser._actions if a.dest == "command")
+    return sub.choices[name]
+
+
+def test_letor_commands_show_their_steps_on_a_terminal(capsys, monkeypatch):
+    import activerank._progress as progress
+
+    monkeypatch.setattr(progress, "progress_shown", lambda enabled: True)  # as if stderr were a terminal
+    monkeypatch.setattr(progress, "DELAY", 0.0)
+    assert main(["estimate", SAMPLE, "--model", "uniform", "--budget", "5"]) == 0
+    out, err = capsys.readouterr()
+    assert "activerank estimate:" in err and "/4 [" in err and "step/s" in err  # four steps (later ones may
+    # be too quick to be drawn)
+    assert out.startswith("err(ymax=scale)@10 estimate: ")  # the bar stays on stderr

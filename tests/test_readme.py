@@ -30,6 +30,8 @@ TIMEOUT = 600
 SKIP = {
     "python3 -m venv .venv":
         "creates the virtual environment this test already runs in (.ci/run creates it from scratch)",
+    ".venv/bin/pip install -q .":
+        "installs the package for use; the developer install below replaces it",
     '.venv/bin/pip install -q -e ".[dev]"':
         "installs the package, which .ci/run does right before running the tests",
     ".venv/bin/python -m pytest -n 2":

@@ -1,10 +1,11 @@
-"""What every command-line command shares: option types, the error class, warnings display, scores and
-trace files."""
+"""What every command-line command shares: option types, the error class, warnings display, scores,
+input paths and trace files."""
 
 from __future__ import annotations
 
 import argparse
 import math
+import os
 import sys
 import warnings
 from contextlib import contextmanager
@@ -12,7 +13,8 @@ from contextlib import contextmanager
 import numpy as np
 
 __all__ = ["CLIError", "cli_warnings", "load_letor_file", "n_grades_arg", "nonneg_int", "positive_float",
-           "positive_int", "probability_closed", "probability_open", "scores_from_spec", "write_trace"]
+           "positive_int", "probability_closed", "probability_open", "refuse_input_as_output", "score_spec_path",
+           "scores_from_spec", "write_trace"]
 
 
 class CLIError(Exception):
@@ -101,11 +103,26 @@ def cli_warnings(prog: str):
         yield
 
 
-def load_letor_file(path, n_grades=None):
+def load_letor_file(path, n_grades=None, length_feature=None):
     """A LETOR/SVMlight file (the pool or the training queries)."""
     from ..io.letor import load_letor
 
-    return load_letor(path, n_grades=n_grades)
+    try:
+        return load_letor(path, n_grades=n_grades, length_feature=length_feature)
+    except ValueError as exc:  # the loader names its parameter; the user typed the option
+        if "`length_feature`" not in str(exc):
+            raise
+        raise CLIError(str(exc).replace("`length_feature`", "--length-feature")) from None
+
+
+def score_spec_path(spec: str | None) -> str | None:
+    """The file a scores spec reads (``file:PATH``, ``run:PATH[#TAG]``), else None."""
+    kind, _, arg = (spec or "").partition(":")
+    if kind == "file" and arg:
+        return arg
+    if kind == "run" and arg:
+        return arg.partition("#")[0] or None
+    return None
 
 
 def scores_from_spec(spec: str, data, probs, *, option="--scores"):
@@ -134,9 +151,41 @@ def scores_from_spec(spec: str, data, probs, *, option="--scores"):
         from ..io.trec import read_runs, run_rankings_for_pool
 
         path, _, tag = arg.partition("#")
-        return run_rankings_for_pool(read_runs(path), data, name=tag or None)
+        runs = read_runs(path)
+        if not tag and len(runs.names) > 1:
+            raise CLIError(f"{option} {spec!r}: the file holds {len(runs.names)} runs ({', '.join(runs.names)}); "
+                           f"pick one with run:{path}#TAG.")
+        return run_rankings_for_pool(runs, data, name=tag or None)
     raise CLIError(f"{option} must be 'model', 'feature:N', 'file:PATH' or 'run:PATH[#TAG]'; "
                    f"got {spec!r}.")
+
+
+def _same_file(a: str, b: str) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:  # one of them does not exist (yet)
+        return False
+
+
+def refuse_input_as_output(path, inputs, *, option: str) -> None:
+    """Raise :class:`CLIError` if writing ``path`` would touch an input, ``--force`` or not.
+
+    ``inputs`` holds ``(what, path)`` pairs.  An output may not be an input
+    file (by resolved path or by identity: symlinks, hard links), nor lie
+    inside an input folder (a Parquet pool).
+    """
+    out = os.fspath(path)
+    real = os.path.realpath(out)
+    for what, source in inputs:
+        source = os.fspath(source)
+        src_real = os.path.realpath(source)
+        if os.path.isdir(src_real):
+            if real == src_real or real.startswith(src_real.rstrip(os.sep) + os.sep):
+                raise CLIError(f"{option} {out} is inside {what} {source}, a folder read as input; an input is "
+                               "never an output (not even with --force). Choose a path outside it.")
+        elif real == src_real or _same_file(out, source):
+            raise CLIError(f"{option} {out} is {what} {source}; writing it would destroy an input file, and an "
+                           "input is never an output (not even with --force). Choose another path.")
 
 
 def write_trace(path, trace, *, protected=(), force=False, protected_name="the campaign store"):

@@ -1,102 +1,229 @@
 """Command line: ``activerank demo | estimate | compare | campaign ... | experiment ...``.
 
-``estimate``/``compare`` work on LETOR files and answer judgments from the
-file's own labels (a simulation of the labeling process: what would the
-estimate have been with this budget?).  Real annotators use ``campaign``.
+``estimate``/``compare`` work on LETOR files (or Parquet pools) and answer
+judgments from the pool's own labels (a simulation of the labeling process:
+what would the estimate have been with this budget?).  Real annotators use
+``campaign``.  The help texts are plain text written for the terminal, not this
+docstring.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 
 import numpy as np
 
 from ._common import (CLIError, cli_warnings, load_letor_file, n_grades_arg, nonneg_int, positive_float,
-                      probability_open, scores_from_spec, write_trace)
+                      positive_int, probability_open, refuse_input_as_output, score_spec_path, scores_from_spec,
+                      write_trace)
 
 # the API's default (activerank.estimate / compare), on in-memory and Parquet pools alike
 DEFAULT_METHOD = "active_wor"
+DEFAULT_MODEL = "lightgbm"
+COSTS = ("auto", "constant", "log_length", "uniform")
 
 __all__ = ["build_parser", "main"]
+
+DESCRIPTION = """\
+Estimate a ranking metric (DCG, ERR, nDCG, P@k, ...) of a ranker, or the
+difference between two rankers, from few relevance judgments: active
+evaluation chooses which queries to judge within a labeling budget and
+reports the estimate with a standard error and a confidence interval."""
+
+EPILOG = """\
+start here:
+  activerank demo               a real estimate on the MQ2008 sample shipped
+                                with activerank
+  activerank COMMAND --help     what a command does and its options
+
+estimate and compare simulate the judging: the labels in the pool file answer.
+To judge with real annotators, use 'activerank campaign'."""
+
+_POOL_TEXT = """\
+The pool's own labels answer the judgments: a simulation of what the estimate
+would have been with this budget.  To judge with real annotators, use
+'activerank campaign'."""
+
+ESTIMATE_DESCRIPTION = """\
+Estimate one ranker's mean metric over the queries of a pool from a labeling
+budget.
+
+""" + _POOL_TEXT
+COMPARE_DESCRIPTION = """\
+Estimate the difference a - b between two rankers' mean metric over the
+queries of a pool (positive: ranker a is better) from a labeling budget.
+
+""" + _POOL_TEXT
+
+PARQUET_TEXT = """\
+A Parquet file or folder as POOL: one row per (query, document), every query's
+rows adjacent within one partition (activerank.distributed; needs the 'dask'
+extra)."""
+
+ESTIMATE_EPILOG = """\
+examples:
+  activerank estimate pool.txt --train train.txt --budget 20
+  activerank estimate pool.txt --model uniform --scores feature:25 --metric ndcg@10 --budget 20
+  activerank estimate pool.txt --train train.txt --scores run:bm25.run --budget 20 --json"""
+
+COMPARE_EPILOG = """\
+examples:
+  activerank compare pool.txt --train train.txt --scores-a model --scores-b feature:25 --budget 20
+  activerank compare pool.txt --model uniform --scores-a run:new.run --scores-b run:old.run --budget 20"""
+
+DEMO_DESCRIPTION = """\
+A real active estimate on the MQ2008 sample shipped with activerank: a relevance
+model (ordered logit) is fitted on 40 training queries; the pool is 30 other
+queries whose labels answer the judgments.  Prints the estimated ERR@10 of the
+model's ranking and its difference to BM25, each with its standard error and
+95% interval, next to the true values from all labels."""
+
+SCORES_HELP = ("model (the expected gain under the relevance model), feature:N (the pool's "
+               "feature N, 1-based, higher ranks first), file:PATH (one score per line of the pool file) or "
+               "run:PATH[#TAG] (a TREC run, matched by document id; TAG picks one run of several in the file); "
+               "column:NAME for a Parquet pool")
+
+
+def _metric_help() -> str:
+    """The ``--metric`` help, generated from the metric registry."""
+    from ..metrics.registry import METRICS, describe_metrics
+
+    rows = describe_metrics()
+    listed = "; ".join(r["name"] + ("@k" if r["needs_cutoff"] else "") + (f" ({r['options']})" if r["options"] else "")
+                       for r in rows)
+    exact = ", ".join(name for name, d in METRICS.items() if d.has_exact_moments)
+    return (f"the metric, NAME[(OPTION=VALUE,...)][@k] (default err@10; without @k the whole list). "
+            f"Metrics (options with their defaults): {listed}. E.g. ndcg@10, p(rel=2)@5, rbp(p=0.9). "
+            f"Parquet pools take the metrics with exact moments: {exact}.").replace("%", "%%")
+
+
+def _method_help() -> str:
+    """The ``--method`` help, generated from the method registry."""
+    from ..design.methods import get_method, method_names
+
+    by_unit: dict = {}
+    for name in method_names():
+        by_unit.setdefault(get_method(name).unit, []).append(name)
+    units = {"query": "whole queries", "document": "single documents (additive metrics)",
+             "prefix": "the top documents of sampled queries (cascade metrics: err, rr)"}
+    groups = "; ".join(f"{'J' if i == 0 else 'j'}udging {units.get(u, u)}: {', '.join(names)}" for i, (u, names) in enumerate(by_unit.items()))
+    return (f"sampling and estimation method (default {DEFAULT_METHOD}, one sample without replacement). {groups}; "
+            "auto picks the design with the smallest predicted variance. Parquet pools take the "
+            "whole-query methods only.")
 
 
 def _model(args, data):
     from ..relevance.models import make_relevance_model
 
-    train = load_letor_file(args.train, n_grades=data.n_grades) if args.train else None
-    model = make_relevance_model(args.model, data.n_grades, random_state=args.seed)
-    if args.model == "uniform":
-        return model.fit(data.X, np.zeros(data.n_docs, dtype=int))
-    if train is None:
-        raise CLIError(f"--model {args.model} needs --train FILE with labeled training queries.")
-    return model.fit(train.X, train.labels)
+    if args.model == "uniform":  # no fitting: every grade equally likely
+        return make_relevance_model("uniform", data.n_grades, random_state=args.seed).fit(
+            data.X, np.zeros(data.n_docs, dtype=int))
+    if not args.train:
+        default = " (the default)" if args.model == DEFAULT_MODEL else ""
+        raise CLIError(f"--model {args.model}{default} needs --train FILE with labeled training queries "
+                       "(or --model uniform, which needs none).")
+    train = load_letor_file(args.train, n_grades=data.n_grades)
+    return make_relevance_model(args.model, data.n_grades, random_state=args.seed).fit(train.X, train.labels)
 
 
-def _common(p):
-    p.add_argument("pool", help="LETOR/SVMlight file with the queries to evaluate (its labels act as the annotator), "
-                                "or a Parquet file or directory of them (a distributed pool, see --probs-columns)")
-    p.add_argument("--train", help="labeled LETOR file to fit the relevance model on")
-    p.add_argument("--model", default="lightgbm",
-                   help="relevance model: lightgbm, rf_regression, rf_classifier, ordered_logit, logistic, uniform")
-    p.add_argument("--budget", type=positive_float, required=True,
-                   help="labeling budget in mean-query-cost units")
-    p.add_argument("--metric", default="err@10", help="dcg@k or err@k (default err@10)")
+def _common(p, scores):
+    """The options ``estimate`` and ``compare`` share; ``scores`` adds the ranker option(s) after the pool."""
+    from ..relevance.models import MODEL_NAMES
+
+    p.add_argument("pool", metavar="POOL",
+                   help="the queries to evaluate: a LETOR/SVMlight file ('label qid:Q 1:v 2:v ...'; its labels "
+                        "answer the judgments), or a Parquet file or folder (see 'Parquet pools' below)")
+    scores(p)
+    model = p.add_argument_group("relevance model (predicts the grades; guides which queries to judge)")
+    model.add_argument("--model", metavar="NAME", default=DEFAULT_MODEL, choices=MODEL_NAMES,
+                       help=f"one of {', '.join(MODEL_NAMES)} (default {DEFAULT_MODEL}); every model but "
+                            "uniform is fitted on --train")
+    model.add_argument("--train", metavar="FILE",
+                       help="labeled LETOR file of other queries to fit the model on (required unless "
+                            "--model uniform)")
+    model.add_argument("--grades", metavar="N", type=n_grades_arg, default=None,
+                       help="size of the grade scale 0..N-1 (default: the largest label in the pool + 1)")
+    design = p.add_argument_group("budget and design")
+    design.add_argument("--budget", metavar="B", type=positive_float, required=True,
+                        help="labeling budget, in units of the mean cost of judging one whole query "
+                             "(with constant costs, about B queries); required")
+    design.add_argument("--metric", default="err@10", help=_metric_help())
     from ..design.methods import method_names
 
     names = (*method_names(), "auto")
-    p.add_argument("--method", default=None, choices=names, metavar="METHOD",
-                   help="sampling/estimation method, one of: " + ", ".join(names) + " (default active_wor; "
-                        "Parquet pools take query-level methods only)")
-    p.add_argument("--costs", default="auto", help="auto, log_length, constant or uniform")
-    p.add_argument("--grades", type=n_grades_arg, default=None, help="number of grades of the label scale")
-    p.add_argument("--seed", type=nonneg_int, default=0, help="seed of the draws and the model (default 0)")
-    p.add_argument("--confidence", type=probability_open, default=0.95,
-                   help="confidence level of the interval (default 0.95)")
-    p.add_argument("--ci", default="auto", choices=("auto", "t", "t_draws", "bootstrap", "normal"),
-                   help="interval: t_draws (auto, the default: per-draw SE with the model's prior, t with the "
-                        "effective number of distinct queries), t (distinct-query cluster SE), bootstrap "
-                        "(studentized over distinct queries, asymmetric; one ranker or a pair) or the per-draw "
-                        "normal one")
-    p.add_argument("--trace", help="write the draw trace to this CSV file")
-    p.add_argument("--force", action="store_true",
-                   help="replace an existing --trace file even if it is not a previous trace (inputs never)")
-    p.add_argument("--json", action="store_true", help="print the result as JSON")
-    dist = p.add_argument_group("Parquet pools (activerank.distributed; needs the 'dask' extra)")
-    dist.add_argument("--scheduler", help="Dask scheduler address (default: Dask's local threads)")
-    dist.add_argument("--probs-columns", help="comma-separated probability columns, one per grade (required)")
-    dist.add_argument("--labels-column", default="label", help="grade column acting as the annotator (default label)")
-    dist.add_argument("--query-column", default="query_id", help="query id column (default query_id)")
-    dist.add_argument("--doc-column", default="doc_id", help="document id column (default doc_id)")
-    dist.add_argument("--cost-column", help="per-document cost column")
-    dist.add_argument("--length-column", help="document length column (for --costs log_length)")
+    design.add_argument("--method", default=None, choices=names, metavar="METHOD", help=_method_help())
+    design.add_argument("--costs", default="auto", choices=COSTS, metavar="MODEL",
+                        help="cost of judging a document: constant (1 each), log_length (log of the document "
+                             "length: --length-feature, or --length-column for Parquet), uniform (1 per query "
+                             "whatever its size) or auto (the default: a Parquet pool's --cost-column, else "
+                             "log_length when lengths are known, else constant)")
+    design.add_argument("--length-feature", metavar="N", type=positive_int, default=None,
+                        help="LETOR pools: the feature (1-based) holding the document length")
+    design.add_argument("--seed", type=nonneg_int, default=0,
+                        help="seed of the draws and of the model fit (default 0)")
+    out = p.add_argument_group("output")
+    out.add_argument("--confidence", metavar="LEVEL", type=probability_open, default=0.95,
+                     help="confidence level of the interval (default 0.95)")
+    out.add_argument("--ci", default="auto", choices=("auto", "t", "t_draws", "bootstrap", "normal"),
+                     help="kind of interval: auto (the default) = t_draws (Student-t, per-draw standard error, "
+                          "degrees of freedom from the effective number of distinct queries; equals t when no "
+                          "query repeats, as in a sample without replacement), t (Student-t, cluster standard "
+                          "error over the distinct queries), bootstrap (studentized over the distinct queries, "
+                          "asymmetric) or normal (per-draw standard error, normal quantiles: the paper's)")
+    out.add_argument("--json", action="store_true", help="print the result as JSON")
+    out.add_argument("--trace", metavar="FILE",
+                     help="also write every draw (query, weight, value, cost, ...) to this CSV file")
+    out.add_argument("--force", action="store_true",
+                     help="replace an existing --trace FILE even if it is not a previous trace; never one of "
+                          "the command's input files")
+    dist = p.add_argument_group("Parquet pools", PARQUET_TEXT)
+    dist.add_argument("--probs-columns", metavar="COLS",
+                      help="comma-separated probability columns, one per grade (required for a Parquet pool)")
+    dist.add_argument("--labels-column", metavar="NAME", default="label",
+                      help="grade column that answers the judgments (default label)")
+    dist.add_argument("--query-column", metavar="NAME", default="query_id", help="query id column (default query_id)")
+    dist.add_argument("--doc-column", metavar="NAME", default="doc_id", help="document id column (default doc_id)")
+    dist.add_argument("--cost-column", metavar="NAME", help="per-document cost column")
+    dist.add_argument("--length-column", metavar="NAME", help="document length column (for --costs log_length)")
+    dist.add_argument("--scheduler", metavar="ADDRESS",
+                      help="Dask scheduler address, e.g. tcp://host:8786 (default: local threads)")
 
 
-def _report(res, args, point_name):
-    ci = res.confidence_interval(args.confidence)
-    out = {point_name: getattr(res, point_name), "standard_error": res.standard_error,
-           "ci_low": ci.low, "ci_high": ci.high, "confidence_level": args.confidence,
-           "n_queries": res.n_queries, "n_draws": res.n_draws, "cost_spent": res.cost_spent,
-           "budget": res.budget, "effective_sample_size": res.effective_sample_size,
-           "metric": res.metric, "method": res.method, "ci": res.ci, "dof": None if res.dof == float("inf") else res.dof}
+def _estimate_scores(p):
+    p.add_argument("--scores", metavar="SPEC", default="model", help="the ranker (default model): " + SCORES_HELP)
+
+
+def _compare_scores(p):
+    p.add_argument("--scores-a", metavar="SPEC", required=True,
+                   help="ranker a (required): " + SCORES_HELP)
+    p.add_argument("--scores-b", metavar="SPEC", required=True,
+                   help="ranker b (required), as --scores-a; the estimate is a - b")
+    p.add_argument("--judge", default=None, choices=("changeable", "all"),
+                   help="changeable (the default for LETOR pools): judge only the documents that can change "
+                        "the difference, so the budget buys more queries but the rankers' own means are not "
+                        "estimated; all: judge every document of a drawn query (per-ranker estimates too; "
+                        "always so on Parquet pools)")
+
+
+# --------------------------------------------------------------------------- running
+
+
+def _inputs(args) -> list:
+    """``(what, path)`` of every file or folder the command reads: none of them may be an output."""
+    out = [("the pool", args.pool), ("the --train file", args.train)]
+    for option in ("scores", "scores_a", "scores_b"):
+        spec = getattr(args, option, None)
+        path = score_spec_path(spec)
+        out.append((f"the --{option.replace('_', '-')} file", path))
+    return [(what, path) for what, path in out if path]
+
+
+def _check_outputs(args) -> None:
     if args.trace:
-        write_trace(args.trace, res.trace, protected=[p for p in (args.pool, args.train) if p],
-                    force=args.force, protected_name="an input file")
-    if args.json:
-        print(json.dumps(out, indent=2))
-    else:
-        kind = f"{res.ci}, {res.dof:.3g} dof" if res.ci in ("t", "t_draws") else res.ci
-        print(f"{res.metric} {point_name}: {out[point_name]:.4f} ± {res.standard_error:.4f} (SE); "
-              f"{args.confidence:.0%} CI [{ci.low:.4f}, {ci.high:.4f}] ({kind})")
-        from ..design.methods import get_method
-
-        if get_method(res.method).unit == "query":
-            judged = f"{res.n_queries} queries judged in {res.n_draws} draws"
-        else:  # documents sampled one by one, or a sequence of documents inside every sampled query
-            judged = f"{len(res.trace)} documents judged in {res.n_queries} queries"
-        print(f"  {judged}, cost {res.cost_spent:.2f} of {res.budget:g}; method {res.method}; "
-              f"ESS {res.effective_sample_size:.1f}")
+        refuse_input_as_output(args.trace, _inputs(args), option="--trace")
 
 
 def _is_parquet(path) -> bool:
@@ -116,6 +243,8 @@ def _distributed(args, kind: str):
     """``estimate``/``compare`` on a Parquet pool: the per-query table on the Dask workers."""
     if not args.probs_columns:
         raise CLIError("a Parquet pool needs --probs-columns (the probability columns, one per grade).")
+    if args.length_feature is not None:
+        raise CLIError("--length-feature is for LETOR pools; a Parquet pool names its --length-column.")
     try:
         import activerank.distributed as ard
         from dask.distributed import Client
@@ -125,8 +254,7 @@ def _distributed(args, kind: str):
                                      cost=args.cost_column, length=args.length_column)
     probs = [c.strip() for c in args.probs_columns.split(",") if c.strip()]
     common = dict(budget=args.budget, metric=args.metric, method=args.method or DEFAULT_METHOD,
-                  costs=args.costs, rng=args.seed,
-                  ci=args.ci)
+                  costs=args.costs, rng=args.seed, ci=args.ci)
     if kind == "difference" and args.judge == "changeable":
         raise CLIError("--judge changeable is not available on Parquet pools yet (a distributed comparison judges "
                        "every document of a drawn query); pass --judge all or omit it.")
@@ -142,36 +270,96 @@ def _distributed(args, kind: str):
             client.close()
 
 
-def _cmd_estimate(args):
-    from ..api import estimate
+def _letor(args, kind: str):
+    """``estimate``/``compare`` on a LETOR file, a bar of its steps on a terminal (after ~2 s)."""
+    from .._progress import progress_bar
+    from ..api import compare, estimate
     from ..labelers import KnownLabels
 
-    if _is_parquet(args.pool):
-        return _report(_distributed(args, "mean"), args, "estimate")
-    data = load_letor_file(args.pool, args.grades)
-    model = _model(args, data)
-    probs = model.predict_proba(data.X)
-    res = estimate(data, scores_from_spec(args.scores, data, probs), probs,
-                   KnownLabels.from_data(data), budget=args.budget, metric=args.metric,
-                   method=args.method or DEFAULT_METHOD, costs=args.costs, rng=args.seed, ci=args.ci)
+    steps = ("reading the pool", "fitting the relevance model", "predicting the grades", "sampling and judging")
+    with progress_bar(total=len(steps), desc=f"activerank {'estimate' if kind == 'mean' else 'compare'}",
+                      unit="step") as bar:
+        def step(i):
+            bar.set_postfix_str(steps[i], refresh=False)
+            if i:
+                bar.update(1)
+
+        step(0)
+        data = load_letor_file(args.pool, args.grades, length_feature=args.length_feature)
+        step(1)
+        model = _model(args, data)
+        step(2)
+        probs = model.predict_proba(data.X)
+        step(3)
+        common = dict(budget=args.budget, metric=args.metric, method=args.method or DEFAULT_METHOD,
+                      costs=args.costs, rng=args.seed, ci=args.ci)
+        if kind == "mean":
+            return estimate(data, scores_from_spec(args.scores, data, probs), probs, KnownLabels.from_data(data),
+                            **common)
+        return compare(data, scores_from_spec(args.scores_a, data, probs, option="--scores-a"),
+                       scores_from_spec(args.scores_b, data, probs, option="--scores-b"), probs,
+                       KnownLabels.from_data(data), judge=args.judge or "changeable", **common)
+
+
+def _number(value):
+    """A float for JSON; None for NaN or an infinity (not estimated, or no finite value)."""
+    if value is None:
+        return None
+    value = float(value)
+    return value if math.isfinite(value) else None
+
+
+def _report(res, args, point_name):
+    ci = res.confidence_interval(args.confidence)
+    out = {point_name: res.estimate if point_name == "estimate" else res.difference}
+    if point_name == "difference":
+        out.update(ranker_a=args.scores_a, ranker_b=args.scores_b, estimate_a=_number(res.estimate_a),
+                   estimate_b=_number(res.estimate_b))
+    else:
+        out.update(ranker=args.scores)
+    out.update(standard_error=res.standard_error, ci_low=ci.low, ci_high=ci.high, confidence_level=args.confidence,
+               n_queries=res.n_queries, n_draws=res.n_draws, cost_spent=res.cost_spent, budget=res.budget,
+               effective_sample_size=res.effective_sample_size, metric=res.metric, method=res.method, ci=res.ci,
+               dof=res.dof)
+    out = {k: _number(v) if isinstance(v, (float, np.floating)) else v for k, v in out.items()}
+    if args.trace:
+        write_trace(args.trace, res.trace, protected=[path for _, path in _inputs(args)], force=args.force,
+                    protected_name="an input file")
+    if args.json:
+        print(json.dumps(out, indent=2))
+        return
+    kind = f"{res.ci}, {res.dof:.3g} dof" if res.ci in ("t", "t_draws") else res.ci
+    what = f"{res.metric} difference a - b" if point_name == "difference" else f"{res.metric} estimate"
+    print(f"{what}: {out[point_name]:.4f} ± {res.standard_error:.4f} (SE); "
+          f"{args.confidence:.0%} CI [{ci.low:.4f}, {ci.high:.4f}] ({kind})")
+    if point_name == "difference":
+        print(f"  a = {args.scores_a}, b = {args.scores_b}; " + _per_ranker(out))
+    from ..design.methods import get_method
+
+    if get_method(res.method).unit == "query":
+        judged = f"{res.n_queries} queries judged in {res.n_draws} draws"
+    else:  # documents sampled one by one, or a sequence of documents inside every sampled query
+        judged = f"{len(res.trace)} documents judged in {res.n_queries} queries"
+    print(f"  {judged}, cost {res.cost_spent:.2f} of {res.budget:g}; method {res.method}; "
+          f"ESS {res.effective_sample_size:.1f}")
+
+
+def _per_ranker(out) -> str:
+    if out["estimate_a"] is None or out["estimate_b"] is None:
+        return ("the rankers' own means are not estimated (only documents that can change the difference "
+                "were judged; --judge all estimates them)")
+    return f"estimates a {out['estimate_a']:.4f}, b {out['estimate_b']:.4f}"
+
+
+def _cmd_estimate(args):
+    _check_outputs(args)
+    res = _distributed(args, "mean") if _is_parquet(args.pool) else _letor(args, "mean")
     _report(res, args, "estimate")
 
 
 def _cmd_compare(args):
-    from ..api import compare
-    from ..labelers import KnownLabels
-
-    if _is_parquet(args.pool):
-        return _report(_distributed(args, "difference"), args, "difference")
-    data = load_letor_file(args.pool, args.grades)
-    model = _model(args, data)
-    probs = model.predict_proba(data.X)
-    res = compare(data, scores_from_spec(args.scores_a, data, probs, option="--scores-a"),
-                  scores_from_spec(args.scores_b, data, probs, option="--scores-b"),
-                  probs, KnownLabels.from_data(data), budget=args.budget,
-                  metric=args.metric, method=args.method or DEFAULT_METHOD, costs=args.costs, rng=args.seed,
-                  judge=args.judge or "changeable",
-                  ci=args.ci)
+    _check_outputs(args)
+    res = _distributed(args, "difference") if _is_parquet(args.pool) else _letor(args, "difference")
     _report(res, args, "difference")
 
 
@@ -179,33 +367,41 @@ def _cmd_demo(args):
     from ..demo import run_demo
 
     run_demo(budget=args.budget, seed=args.seed)
+    print("next: the same on your own LETOR files with 'activerank estimate' and 'activerank compare' "
+          "(see their --help).")
+
+
+# --------------------------------------------------------------------------- parser
+
+
+def _formatter(prog):
+    return argparse.RawDescriptionHelpFormatter(prog, max_help_position=32)
 
 
 def build_parser() -> argparse.ArgumentParser:
     from .._version import __version__
 
-    parser = argparse.ArgumentParser(prog="activerank", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="activerank", description=DESCRIPTION, epilog=EPILOG,
+                                     formatter_class=_formatter)
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True)
+    sub = parser.add_subparsers(dest="command", required=True, title="commands", metavar="COMMAND")
 
-    demo = sub.add_parser("demo", help="run an active estimate on the shipped MQ2008 sample")
-    demo.add_argument("--budget", type=positive_float, default=12.0)
-    demo.add_argument("--seed", type=nonneg_int, default=0)
+    demo = sub.add_parser("demo", help="a real estimate on the MQ2008 sample shipped with activerank",
+                          description=DEMO_DESCRIPTION, formatter_class=_formatter)
+    demo.add_argument("--budget", metavar="B", type=positive_float, default=12.0,
+                      help="labeling budget in units of the mean cost of judging one query (default 12, about "
+                           "a third of the pool)")
+    demo.add_argument("--seed", type=nonneg_int, default=0, help="seed of the draws (default 0)")
     demo.set_defaults(func=_cmd_demo)
 
-    est = sub.add_parser("estimate", help="estimate one ranker's mean metric from a label budget")
-    _common(est)
-    est.add_argument("--scores", default="model",
-                     help="model | feature:N | file:PATH | run:PATH[#TAG] (default model); column:NAME for Parquet")
+    est = sub.add_parser("estimate", help="estimate one ranker's mean metric from a labeling budget",
+                         description=ESTIMATE_DESCRIPTION, epilog=ESTIMATE_EPILOG, formatter_class=_formatter)
+    _common(est, _estimate_scores)
     est.set_defaults(func=_cmd_estimate)
 
-    cmp = sub.add_parser("compare", help="estimate the difference between two rankers")
-    _common(cmp)
-    cmp.add_argument("--scores-a", required=True, help="model | feature:N | file:PATH; column:NAME for Parquet")
-    cmp.add_argument("--scores-b", required=True, help="model | feature:N | file:PATH; column:NAME for Parquet")
-    cmp.add_argument("--judge", default=None, choices=("changeable", "all"),
-                     help="judge only the documents that can change the difference (default for LETOR pools), "
-                          "or all (Parquet pools: all)")
+    cmp = sub.add_parser("compare", help="estimate the difference a - b between two rankers",
+                         description=COMPARE_DESCRIPTION, epilog=COMPARE_EPILOG, formatter_class=_formatter)
+    _common(cmp, _compare_scores)
     cmp.set_defaults(func=_cmd_compare)
 
     try:
@@ -215,8 +411,8 @@ def build_parser() -> argparse.ArgumentParser:
     else:
         add_campaign_parser(sub)
     # listed for --help only: main() hands `experiment ...` to activerank.experiments.harness.main
-    sub.add_parser("experiment", help="reproduce the paper's experiments on LETOR data "
-                                      "(see `activerank experiment --help`)")
+    sub.add_parser("experiment", help="reproduce the paper's experiments on the full LETOR data sets "
+                                      "(see 'activerank experiment --help')")
     return parser
 
 
@@ -228,6 +424,9 @@ def main(argv=None) -> int:
 
         return int(experiment_main(argv[1:]) or 0)
     parser = build_parser()
+    if not argv:  # a first try without arguments: the whole help (what the commands are), then the error
+        parser.print_help(sys.stderr)
+        print(file=sys.stderr)
     args = parser.parse_args(argv)
     try:
         with cli_warnings(f"activerank {args.command}"):

@@ -181,9 +181,12 @@ def data_root(root=None) -> pathlib.Path:
         env = os.environ.get(ENV_VAR, "")
         if not env.strip():
             raise DatasetNotFoundError(
-                f"no data root: pass the folder holding the data sets (`data_root=` / `--data`) or set the "
-                f"environment variable {ENV_VAR} to it; expected layout under it: "
-                + "; ".join(f"{d.name}: {d.describe()}" for d in DATASETS.values()) + "."
+                f"no data root: the environment variable {ENV_VAR} is not set. Set it to the folder holding "
+                f"the full data sets -- in a shell `export {ENV_VAR}=/path/to/data` before starting Python or "
+                f"Jupyter, in Python `os.environ[\"{ENV_VAR}\"] = \"/path/to/data\"` before this call -- or pass "
+                "the folder as `data_root=` (`--data` on the command line). Expected layout under it: "
+                + "; ".join(f"{d.name}: {d.describe()}" for d in DATASETS.values())
+                + ". Where to download each: activerank.datasets.DATASETS, or the README's \"Data sets\" section."
             )
         where, source = env, f"${ENV_VAR}"
     else:

@@ -79,7 +79,8 @@ def _not_a_column(scores, name):
     raise TypeError(f"`{name}` must be the name of a score column of the pool; got {type(scores).__name__}.")
 
 
-def query_table_of(pool, scores, probs, *, metric="err@10", k=None, method="active_wor", costs="auto"):
+def query_table_of(pool, scores, probs, *, metric="err@10", k=None, method="active_wor", costs="auto",
+                   progress=None):
     """The per-query table of a distributed pool (pandas; what the driver holds).
 
     Parameters
@@ -87,7 +88,7 @@ def query_table_of(pool, scores, probs, *, metric="err@10", k=None, method="acti
     pool : DaskPool or dask.dataframe.DataFrame
     scores : str or sequence of one or two str
         Score column(s): one ranker, or two (a comparison).
-    probs, metric, k, method, costs
+    probs, metric, k, method, costs, progress
         As in :func:`estimate`.
 
     Returns
@@ -97,14 +98,16 @@ def query_table_of(pool, scores, probs, *, metric="err@10", k=None, method="acti
         ``raw_cost``, ``mean_0`` (predicted value of the target), ``variance``,
         ``system_<i>`` (predicted mean metric of ranking ``i``).
     """
+    from .._progress import progress_iv
     from .query_table import query_table
 
+    progress = progress_iv(progress)
     scores = (scores,) if isinstance(scores, str) else tuple(scores)
     kind = {1: "mean", 2: "difference"}.get(len(scores))
     if kind is None:
         raise ValueError(f"`scores` must name one or two score columns; got {len(scores)}.")
     pool, spec, _ = _spec(pool, kind, scores, probs, metric=metric, k=k, method=method, costs=costs)
-    return query_table(pool, spec)
+    return query_table(pool, spec, progress=progress)
 
 
 def _judgments_iv(judgments, td, drawn: np.ndarray) -> dict | None:
@@ -129,7 +132,8 @@ def _judgments_iv(judgments, td, drawn: np.ndarray) -> dict | None:
     return out
 
 
-def _drawn_pool(pool, spec, spec_method, kind, *, budget, query_weights, defensive, rng, names, extra_columns=()):
+def _drawn_pool(pool, spec, spec_method, kind, *, budget, query_weights, defensive, rng, names, extra_columns=(),
+                progress=None):
     """Table, design, draws and the drawn queries' documents: everything before labeling.
 
     Returns ``(td, plan, docs, design, mem_pool, sample)``; ``rng`` is not advanced (the draws are made on a
@@ -142,7 +146,7 @@ def _drawn_pool(pool, spec, spec_method, kind, *, budget, query_weights, defensi
     from .frame import fetch_queries
     from .query_table import query_table
 
-    table = query_table(pool, spec)
+    table = query_table(pool, spec, progress=progress)
     td = table_design(table, query=pool.query, kind=kind, method=spec_method,
                       cost_model="array" if spec.cost_model == "column" else spec.cost_model,
                       query_weights=query_weights, defensive=defensive, n_systems=len(spec.scores))
@@ -159,7 +163,7 @@ def _drawn_pool(pool, spec, spec_method, kind, *, budget, query_weights, defensi
     drawn = np.unique(plan.queries)
     # labeling needs ids, scores and costs: the probabilities stay where they are
     needed = [pool.document, *spec.scores, *(c for c in (pool.cost, pool.length) if c is not None)]
-    docs = fetch_queries(pool, td.query_ids[drawn], needed + list(extra_columns))
+    docs = fetch_queries(pool, td.query_ids[drawn], needed + list(extra_columns), progress=progress)
     design, mem_pool = drawn_design(td, drawn, docs, query=pool.query, query_in_index=pool.query_in_index,
                                     document=pool.document, scores=spec.scores, kind=kind, metric=spec.metric,
                                     names=names, cost_model=spec.cost_model, cost=pool.cost, length=pool.length)
@@ -167,7 +171,8 @@ def _drawn_pool(pool, spec, spec_method, kind, *, budget, query_weights, defensi
 
 
 def _run(pool, kind, scores, probs, labeler, *, budget, metric, k, method, costs, query_weights, defensive, rng,
-         judgments, names=None, ci="auto"):
+         judgments, names=None, ci="auto", progress=None):
+    from .._progress import progress_iv
     from .._validation import budget_iv, ci_iv, defensive_iv, labeler_iv, rng_iv
     from .frame import frame_columns_iv
     from ..engine import FixedBudget, Judgments, run
@@ -175,6 +180,7 @@ def _run(pool, kind, scores, probs, labeler, *, budget, metric, k, method, costs
     budget = budget_iv(budget)
     ci = ci_iv(ci)
     rng = rng_iv(rng)
+    progress = progress_iv(progress)
     from_column = isinstance(labeler, ColumnLabels)
     if not from_column:
         labeler = labeler_iv(labeler)
@@ -184,7 +190,7 @@ def _run(pool, kind, scores, probs, labeler, *, budget, metric, k, method, costs
         frame_columns_iv(pool, labeler.column, "ColumnLabels.column")
     td, plan, docs, design, mem_pool, _ = _drawn_pool(
         pool, spec, spec_method, kind, budget=budget, query_weights=query_weights, defensive=defensive, rng=rng,
-        names=names, extra_columns=[labeler.column] if from_column else [])
+        names=names, extra_columns=[labeler.column] if from_column else [], progress=progress)
     if from_column:
         labeler = labeler.labeler(docs, pool.query, pool.query_in_index, pool.document)
     store = Judgments(mem_pool, design.n_grades)
@@ -199,7 +205,7 @@ def _run(pool, kind, scores, probs, labeler, *, budget, metric, k, method, costs
 
 def create_campaign(path, pool, scores, probs, *, budget, metric="err@10", k=None, method="active", costs="auto",
                     query_weights=None, defensive=DEFAULT_DEFENSIVE, seed=None, names=None, combine="mean_gain",
-                    overwrite=False, description=""):
+                    overwrite=False, description="", progress=None):
     """A labeling campaign (:class:`activerank.campaign.Campaign`) on a pool in a Dask DataFrame.
 
     The store keeps the per-query table (``p``, ``q``, costs, predictions of every
@@ -228,17 +234,21 @@ def create_campaign(path, pool, scores, probs, *, budget, metric="err@10", k=Non
         Ranker names (default ``"ranker"`` or ``"a"``, ``"b"``).
     combine, overwrite, description
         As in :meth:`activerank.campaign.Campaign.create`.
+    progress : bool or None, default None
+        As in :func:`estimate`.
 
     Returns
     -------
     Campaign
     """
+    from .._progress import progress_iv
     from .._validation import defensive_iv, rng_iv
     from ..campaign.store import Campaign, _create_args_iv, _pool_ids
     from ..design.targets import default_names
 
     path, budget, seed = _create_args_iv(path, combine, overwrite, budget, seed, method=method, documents=False)
     defensive = defensive_iv(defensive)
+    progress = progress_iv(progress)
     scores = (scores,) if isinstance(scores, str) else tuple(scores)
     kind = {1: "mean", 2: "difference"}.get(len(scores))
     if kind is None:
@@ -250,7 +260,7 @@ def create_campaign(path, pool, scores, probs, *, budget, metric="err@10", k=Non
     prob_columns = list(spec.probs or spec.features or ())
     td, plan, docs, design, mem_pool, sample = _drawn_pool(
         pool, spec, spec_method, kind, budget=budget, query_weights=query_weights, defensive=defensive,
-        rng=rng_iv(seed), names=tuple(names), extra_columns=prob_columns)
+        rng=rng_iv(seed), names=tuple(names), extra_columns=prob_columns, progress=progress)
     if sample is not None and sample.n < 2 and sample.threshold != np.inf:
         raise ValueError(
             f"`budget`={budget:g} buys {sample.n} quer{'y' if sample.n == 1 else 'ies'} of method "
@@ -266,7 +276,7 @@ def create_campaign(path, pool, scores, probs, *, budget, metric="err@10", k=Non
 
 
 def estimate(pool, scores, probs, labeler, *, budget, metric="err@10", k=None, method="active_wor", costs="auto",
-             query_weights=None, defensive=DEFAULT_DEFENSIVE, rng=None, judgments=None, ci="auto"):
+             query_weights=None, defensive=DEFAULT_DEFENSIVE, rng=None, judgments=None, ci="auto", progress=None):
     """Estimate a ranker's mean metric on a pool in a Dask DataFrame.
 
     The same estimate as :func:`activerank.estimate` on the same data (equal
@@ -313,6 +323,10 @@ def estimate(pool, scores, probs, labeler, *, budget, metric="err@10", k=None, m
         drawn queries are not asked for again.
     ci : {"auto", "t", "t_draws", "bootstrap", "normal"}, default "auto"
         As in :func:`activerank.estimate`.
+    progress : bool or None, default None
+        A progress bar on stderr while the workers compute (the per-query
+        table, then the fetch of the drawn queries): None shows it on a
+        terminal only, False never.
 
     Returns
     -------
@@ -333,11 +347,13 @@ def estimate(pool, scores, probs, labeler, *, budget, metric="err@10", k=None, m
     True
     """
     return _run(pool, "mean", (scores,), probs, labeler, budget=budget, metric=metric, k=k, method=method,
-                costs=costs, query_weights=query_weights, defensive=defensive, rng=rng, judgments=judgments, ci=ci)
+                costs=costs, query_weights=query_weights, defensive=defensive, rng=rng, judgments=judgments, ci=ci,
+                progress=progress)
 
 
 def compare(pool, scores_a, scores_b, probs, labeler, *, budget, metric="err@10", k=None, method="active_wor",
-            costs="auto", query_weights=None, defensive=DEFAULT_DEFENSIVE, rng=None, judgments=None, ci="auto"):
+            costs="auto", query_weights=None, defensive=DEFAULT_DEFENSIVE, rng=None, judgments=None, ci="auto",
+            progress=None):
     """Estimate ``Delta = R_a - R_b`` between two rankers on a pool in a Dask DataFrame.
 
     Same parameters as :func:`estimate`, with two score columns; the same
@@ -351,4 +367,4 @@ def compare(pool, scores_a, scores_b, probs, labeler, *, budget, metric="err@10"
     """
     return _run(pool, "difference", (scores_a, scores_b), probs, labeler, budget=budget, metric=metric, k=k,
                 method=method, costs=costs, query_weights=query_weights, defensive=defensive, rng=rng,
-                judgments=judgments, ci=ci)
+                judgments=judgments, ci=ci, progress=progress)

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["ColumnLabels", "DaskPool", "fetch_queries", "in_memory"]
+__all__ = ["ColumnLabels", "DaskPool", "compute", "fetch_queries", "in_memory"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -127,7 +127,51 @@ def _select_queries(df, query: str, in_index: bool, ids):
     return df[np.isin(query_values(df, query, in_index), ids)]
 
 
-def fetch_queries(pool: DaskPool, query_ids, columns=None):
+def compute(collection, *, desc: str, progress=None):
+    """``collection.compute()``, with a progress bar on stderr (``progress`` as in :func:`.api.estimate`).
+
+    The bar counts the tasks Dask's local schedulers finish, or the partitions
+    a distributed ``Client`` (the default one) has computed.
+    """
+    from .._progress import progress_bar, progress_shown
+
+    if not progress_shown(progress):
+        return collection.compute()
+    from dask.base import get_scheduler
+
+    # the scheduler .compute() would use: a distributed Client's `get`, or a local scheduler's function
+    client = getattr(get_scheduler(collections=[collection]), "__self__", None)
+    if not hasattr(client, "persist"):
+        client = None
+    with progress_bar(desc=desc, unit="task" if client is None else "partition", enabled=True) as bar:
+        if client is None:
+            with _task_counter(bar):
+                return collection.compute()
+        from distributed import as_completed, futures_of
+
+        persisted = client.persist(collection)
+        futures = futures_of(persisted)
+        bar.total = len(futures)
+        for _ in as_completed(futures):
+            bar.update(1)
+        return persisted.compute()
+
+
+def _task_counter(bar):
+    """A Dask callback advancing ``bar`` by one per task a local scheduler finishes (dask imported here)."""
+    from dask.callbacks import Callback
+
+    class TaskCounter(Callback):
+        def _start_state(self, dsk, state):
+            bar.total = sum(len(state[k]) for k in ("ready", "waiting", "running", "finished"))
+
+        def _posttask(self, key, result, dsk, state, worker_id):
+            bar.update(1)
+
+    return TaskCounter()
+
+
+def fetch_queries(pool: DaskPool, query_ids, columns=None, *, progress=None):
     """The rows of ``query_ids`` (pandas), in the frame's order: a filter by query id on every partition.
 
     Every partition is scanned (Dask may fuse or split a Parquet pool's partitions differently from one
@@ -141,12 +185,15 @@ def fetch_queries(pool: DaskPool, query_ids, columns=None):
         The queries to fetch.
     columns : sequence of str, optional
         Only these columns (plus the query id).
+    progress : bool or None
+        As in :func:`.api.estimate`.
     """
     ids = np.asarray(query_ids)
     frame = pool.frame
     if columns is not None:
         frame = frame[list(dict.fromkeys(([] if pool.query_in_index else [pool.query]) + list(columns)))]
-    return frame.map_partitions(_select_queries, pool.query, pool.query_in_index, ids, meta=frame._meta).compute()
+    return compute(frame.map_partitions(_select_queries, pool.query, pool.query_in_index, ids, meta=frame._meta),
+                   desc="fetching the drawn queries", progress=progress)
 
 
 def in_memory(pool, *, scores, probs):

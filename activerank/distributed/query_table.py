@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .frame import DaskPool, query_values
+from .frame import DaskPool, compute, query_values
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..metrics.registry import Metric
@@ -192,8 +192,10 @@ def partition_table(df, spec: TableSpec, partition_info=None):
     return pd.DataFrame(cols)
 
 
-def query_table(pool: DaskPool, spec: TableSpec):
+def query_table(pool: DaskPool, spec: TableSpec, *, progress=None):
     """The per-query table of the whole pool (pandas, one row per query, in the frame's order).
+
+    ``progress`` as in :func:`.api.estimate`.
 
     Raises
     ------
@@ -210,7 +212,8 @@ def query_table(pool: DaskPool, spec: TableSpec):
     needed = ([] if spec.query_in_index else [spec.query]) + list(spec.scores) + list(spec.probs or spec.features or ())
     needed += [c for c in (spec.cost, spec.length, spec.document) if c is not None]
     frame = pool.frame[list(dict.fromkeys(needed))]
-    table = frame.map_partitions(partition_table, spec, meta=meta).compute()
+    table = compute(frame.map_partitions(partition_table, spec, meta=meta), desc="per-query table",
+                    progress=progress)
     table.index = pd.RangeIndex(len(table))  # not reset_index: no copy of a table of millions of queries
     if len(table) == 0:
         raise ValueError("`pool` holds no rows: the frame is empty.")

@@ -283,3 +283,25 @@ def test_the_default_samples_without_replacement_and_fetches_only_its_queries(da
     _same(res_d, res_m, ["estimate", "standard_error", "cost_spent", "n_draws", "n_queries"])
     assert len(asked) == len(set(asked)) == res_d.n_queries  # every sampled query once
     assert res_d.cost_spent <= 12 + 1e-9
+
+
+@pytest.mark.parametrize("on_client", [False, True])
+def test_progress_bar_on_stderr_changes_nothing(data, client, on_client, monkeypatch, capsys):
+    """progress=True: a bar on stderr (tasks of a local scheduler, or partitions of a Client), same result."""
+    import dask
+
+    import activerank._progress as progress
+
+    df, labels, frame = data
+    args = (frame, "score_a", PROBS, labeler_of(labels))
+    with dask.config.set(scheduler=client if on_client else "threads"):
+        ref = ard.estimate(*args, budget=15, metric="dcg@5", rng=2, progress=False)
+        assert capsys.readouterr().err == ""
+        monkeypatch.setattr(progress, "DELAY", 0.0)
+        res = ard.estimate(*args, budget=15, metric="dcg@5", rng=2, progress=True)
+    err = capsys.readouterr().err
+    assert "per-query table" in err and "fetching the drawn queries" in err
+    assert ("partition" if on_client else "task") in err
+    assert res.estimate == ref.estimate and res.standard_error == ref.standard_error
+    with pytest.raises(TypeError, match="`progress` must be None, True or False"):
+        ard.estimate(*args, budget=15, progress="yes")

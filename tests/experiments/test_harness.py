@@ -123,6 +123,16 @@ def test_config_validation():
         ex.run(ex.ExperimentConfig(methods=("active",)), progress=None)
 
 
+def test_main_without_data_says_what_to_set(tmp_path, monkeypatch, capsys):
+    monkeypatch.delenv("ACTIVERANK_DATA", raising=False)
+    assert ex.main(["--datasets", "mq2008", "--out", str(tmp_path / "res")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("activerank experiment: error: no data root: the environment variable ACTIVERANK_DATA "
+                          "is not set. Set it to the folder holding the full data sets")
+    assert "export ACTIVERANK_DATA=" in err and "Traceback" not in err
+    assert not (tmp_path / "res").exists()
+
+
 def test_main_end_to_end_small(tmp_path, monkeypatch):
     monkeypatch.setenv("ACTIVERANK_DATA", str(require_shared_data("mq2008", "S1.txt").parents[1]))
     out = tmp_path / "res"
