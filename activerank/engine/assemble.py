@@ -23,6 +23,7 @@ from ..inference.results import (
     SystemRankingResult,
 )
 from ..inference.intervals import prob_positive
+from ..inference.judgments import JudgmentSet
 from ..inference.sequences import INTERVAL_KIND
 from ..inference.snis import warn_if_low_ess
 from .small_sample import small_sample_estimates
@@ -169,8 +170,9 @@ def assemble(ctx, draws, *, method: str):
     """Estimate and result object from a schedule's draws and the judged labels."""
     d = ctx.design
     target = d.target
+    held = JudgmentSet.from_rows(ctx.pool, ctx.judgments.labels, ctx.judgments.bought)
     if draws.estimate is not None:
-        return _document_level(d, draws, method)
+        return _document_level(d, draws, method, held)
     x = draws.queries
     if x.size == 0 and draws.census.size == 0:
         raise ValueError(
@@ -203,11 +205,11 @@ def assemble(ctx, draws, *, method: str):
     common = dict(metric=str(d.metric), method=method, n_draws=int(x.size), n_queries=n_judged,
                   cost_spent=draws.cost_spent, budget=draws.budget, exact=exact,
                   effective_sample_size=float(main.effective_sample_size), trace=trace, ci=ci_used, dof=dof,
-                  bootstrap=boot)
+                  bootstrap=boot, judgments=held)
     return _build(target, main, own, common, anytime_fields)
 
 
-def _document_level(d, draws, method: str):
+def _document_level(d, draws, method: str, held: JudgmentSet):
     """Result of a schedule that estimates itself (document-level, without replacement): the estimate comes
     with the draws; per-system values of contrasts come in ``attrs["own"]`` when the schedule has them
     (unknown when only documents that can change a contrast are judged)."""
@@ -222,7 +224,7 @@ def _document_level(d, draws, method: str):
     common = dict(metric=str(d.metric), method=method, n_draws=int(draws.n_draws),
                   n_queries=int(np.unique(draws.queries).size), cost_spent=draws.cost_spent, budget=draws.budget,
                   exact=draws.stop_reason == "all_judged", effective_sample_size=float(main.effective_sample_size),
-                  trace=draws.trace, ci="normal" if math.isinf(dof) else "t", dof=dof)
+                  trace=draws.trace, ci="normal" if math.isinf(dof) else "t", dof=dof, judgments=held)
     return _build(d.target, main, own, common, None)
 
 

@@ -36,6 +36,8 @@ class Judgments:
         self.pool = pool
         self.n_grades = int(n_grades)
         self.labels = np.full(pool.n_docs, -1, dtype=np.int64)
+        #: rows whose grade the labeler gave in this run (not loaded)
+        self.bought = np.zeros(pool.n_docs, dtype=bool)
         self._qindex: dict | None = None
 
     # ------------------------------------------------------------------ state
@@ -96,6 +98,7 @@ class Judgments:
             setattr(exc, "judgments", self.as_dict())
             raise
         self.labels[need] = grades
+        self.bought[need] = True
 
     # ------------------------------------------------------------------ earlier judgments
 
