@@ -11,8 +11,9 @@ The estimate and its interval enter LightGBM's evaluation results (``evaluation_
 :func:`lightgbm.record_evaluation` records them and :func:`lightgbm.log_evaluation` prints them.  Entries
 appear in every round (NaN between evaluations), because ``record_evaluation`` fixes its keys in the first
 round.  With ``mode="compare"`` and ``patience``, training stops once ``patience`` evaluations in a row
-found P(new checkpoint better than the best) below ``min_prob_better``. The booster's ``best_iteration``
-is then the best checkpoint, as with :func:`lightgbm.early_stopping`.  LightGBM loads on first use.
+found P(new checkpoint better than the best) below ``min_prob_better`` (at the next round, so that
+``record_evaluation`` and ``log_evaluation`` see the deciding one), and the booster's ``best_iteration`` is
+the best checkpoint, as with :func:`lightgbm.early_stopping`.  LightGBM loads on first use.
 
 Examples
 --------
@@ -58,6 +59,7 @@ class ActiveEvaluation:
     """LightGBM callback: the model's metric every few rounds, estimated from a labeling budget.
 
     Pass the object in ``callbacks=`` of :func:`lightgbm.train` (or of the scikit-learn API's ``fit``).
+    A new training run with the same object starts a new evaluation history and keeps the labels bought.
 
     Parameters
     ----------
@@ -88,8 +90,8 @@ class ActiveEvaluation:
         Level of the recorded intervals.
     patience : int, optional
         ``mode="compare"`` only: stop after this many evaluations in a row that found no better
-        checkpoint; the booster's ``best_iteration`` is then the best checkpoint (also when training
-        ends without stopping).
+        checkpoint (one boosting round later); the booster's ``best_iteration`` is then the best
+        checkpoint, also when training ends without stopping.
     min_prob_better : float in (0, 1), default 0.5
         A checkpoint is better when P(it is better than the best) is at least this.
     judgments : mapping, optional
@@ -141,11 +143,15 @@ class ActiveEvaluation:
         self.rng = rng
         self.options = options
         self.judgments = JudgmentSet(judgments)
+        self._reset()
+
+    def _reset(self) -> None:
         self.results: dict = {}
         self.best_iteration: int | None = None
         self._best_scores: np.ndarray | None = None
         self._best_entries: list = []
         self._misses = 0
+        self._stop = False
         self._last: list = []
 
     # ------------------------------------------------------------------ the callback
@@ -156,18 +162,22 @@ class ActiveEvaluation:
         if not isinstance(env.model, lgb.Booster):
             raise TypeError("ActiveEvaluation works with lightgbm.train (and the scikit-learn API), not with "
                             f"{type(env.model).__name__} (lightgbm.cv).")
+        if env.iteration == env.begin_iteration:  # a new training run: the labels bought stay
+            self._reset()
+        if self._stop:  # decided in the round before, which log_evaluation and record_evaluation then saw
+            raise lgb.callback.EarlyStopException(self.best_iteration - 1, self._best_entries)
         rounds = env.iteration + 1
         last = rounds == env.end_iteration
         if rounds % self.every == 0 or last:
             self._last = self._evaluate(env.model, rounds)
         else:
             self._last = [(n, math.nan, hi) for n, _, hi in self._last] or self._nan_entries()
-        entries = [_eval_result(self.name, n, v, hi) for n, v, hi in self._last]
         if env.evaluation_result_list is not None:
-            env.evaluation_result_list.extend(entries)
+            env.evaluation_result_list.extend(_eval_result(self.name, n, v, hi) for n, v, hi in self._last)
         if self.patience is not None and self.best_iteration is not None:
-            if self._misses >= self.patience or last:
-                raise lgb.callback.EarlyStopException(self.best_iteration - 1, self._best_entries)
+            self._stop = self._misses >= self.patience
+            if last:  # as lightgbm.early_stopping: the booster's best iteration is the best checkpoint
+                env.model.best_iteration = self.best_iteration
 
     def _evaluate(self, booster, rounds: int) -> list:
         scores = np.asarray(booster.predict(self.X, num_iteration=-1), dtype=np.float64)
