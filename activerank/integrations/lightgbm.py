@@ -147,6 +147,7 @@ class ActiveEvaluation:
 
     def _reset(self) -> None:
         self.results: dict = {}
+        self._baselines: dict = {}
         self.best_iteration: int | None = None
         self._best_scores: np.ndarray | None = None
         self._best_entries: list = []
@@ -164,7 +165,8 @@ class ActiveEvaluation:
                             f"{type(env.model).__name__} (lightgbm.cv).")
         if env.iteration == env.begin_iteration:  # a new training run: the labels bought stay
             self._reset()
-        if self._stop:  # decided in the round before, which log_evaluation and record_evaluation then saw
+        if self._stop and self.best_iteration is not None:
+            # decided in the round before, which log_evaluation and record_evaluation then saw
             raise lgb.callback.EarlyStopException(self.best_iteration - 1, self._best_entries)
         rounds = env.iteration + 1
         last = rounds == env.end_iteration
@@ -192,6 +194,7 @@ class ActiveEvaluation:
             return self._nan_entries()
         res = compare(self.pool, scores, self._best_scores, self.probs, self.labeler, **kw)
         self._keep(rounds, res)
+        self._baselines[rounds] = self.best_iteration
         p = res.prob_a_better()
         entries = self._entries(res.difference, res.confidence_interval(self.confidence_level), p)
         if p >= self.min_prob_better:
@@ -224,14 +227,16 @@ class ActiveEvaluation:
 
     def history(self) -> "pd.DataFrame":
         """One row per evaluation, indexed by boosting rounds: the result's summary (estimate or
-        difference, standard error, interval, labels bought, ...) and, comparing, the best checkpoint."""
+        difference, standard error, interval, labels bought, ...); comparing, ``compared_to`` is the
+        checkpoint (boosting rounds) the difference is to."""
         import pandas as pd
 
         if not self.results:
             return pd.DataFrame(index=pd.Index([], name="iteration"))
-        rows = [res.summary(self.confidence_level) for res in self.results.values()]
-        df = pd.concat(rows, ignore_index=True)
+        df = pd.concat([res.summary(self.confidence_level) for res in self.results.values()], ignore_index=True)
         df.index = pd.Index(list(self.results), name="iteration")
+        if self.mode == "compare":
+            df.insert(0, "compared_to", [self._baselines[r] for r in self.results])
         return df
 
     def __repr__(self) -> str:

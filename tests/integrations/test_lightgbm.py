@@ -119,6 +119,10 @@ def test_compare_mode_keeps_the_best(sample):
     # the best checkpoint is the last one that was better than the best before it
     better = [r for r, res in evaluation.results.items() if res.prob_a_better() >= 0.5]
     assert evaluation.best_iteration == (better[-1] if better else 5)
+    best = 5
+    for rounds, row in table.iterrows():
+        assert row["compared_to"] == best
+        best = rounds if row["prob_a_better"] >= 0.5 else best
     # with patience, the booster ends at the best checkpoint even without stopping early (as lightgbm.early_stopping)
     assert booster.best_iteration == evaluation.best_iteration
 
@@ -166,9 +170,7 @@ def test_bad_options(sample, kwargs, kind, message):
 
 def test_a_pool_without_features_needs_x(sample):
     _, pool, probs = sample
-    bare = ar.Pool.from_qids(np.repeat(pool.query_ids, pool.lengths)) if hasattr(ar.Pool, "from_qids") else None
-    if bare is None:
-        pytest.skip("Pool.from_qids not available")
+    bare = ar.Pool.from_qids(np.repeat(pool.query_ids, pool.lengths))
     with pytest.raises(ValueError, match="`X` is needed"):
         ActiveEvaluation(bare, probs, ar.KnownLabels.from_data(pool), budget=8)
 
