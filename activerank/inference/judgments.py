@@ -103,8 +103,9 @@ class JudgmentSet(Mapping):
         return len(self._data)
 
     def __repr__(self) -> str:
-        return f"JudgmentSet({len(self)} quer{'y' if len(self) == 1 else 'ies'}, {self.n_labels} labels, " \
-               f"{_n(self._bought)} bought)"
+        n = self.n_labels
+        return (f"JudgmentSet({len(self)} quer{'y' if len(self) == 1 else 'ies'}, {n} label{'' if n == 1 else 's'}, "
+                f"{_n(self._bought)} bought)")
 
     # ------------------------------------------------------------------ views
 

@@ -43,7 +43,7 @@ def test_judgment_set_is_a_read_only_mapping(tmp_path):
     assert j.bought == {9: {"d3": 1}} and j.bought.bought == j.bought
     assert list(j.to_records()) == [(7, "d1", 2), (7, "d2", 0), (9, "d3", 1)]
     assert repr(j) == "JudgmentSet(2 queries, 3 labels, 1 bought)"
-    assert repr(JudgmentSet({1: {"a": 0}})) == "JudgmentSet(1 query, 1 labels, 0 bought)"
+    assert repr(JudgmentSet({1: {"a": 0}})) == "JudgmentSet(1 query, 1 label, 0 bought)"
     with pytest.raises(TypeError):
         j[8] = {"x": 1}
     with pytest.raises(TypeError):
