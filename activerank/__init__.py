@@ -28,7 +28,7 @@ _EXPORTS = {
     "EstimateResult": "inference.results", "ComparisonResult": "inference.results",
     "MultiComparisonResult": "inference.results", "SystemRankingResult": "inference.results",
     "SequentialEstimateResult": "inference.results", "SequentialComparisonResult": "inference.results",
-    "ConfidenceInterval": "inference.intervals",
+    "ConfidenceInterval": "inference.intervals", "JudgmentSet": "inference.judgments",
     "LowEffectiveSampleSizeWarning": "inference.snis",
     "CallableLabeler": "labelers", "KnownLabels": "labelers", "LabelingError": "labelers",
     "LetorData": "io.letor", "letor_fold": "io.letor", "load_letor": "io.letor",
@@ -41,8 +41,8 @@ _EXPORTS = {
     "METHODS": "design.methods", "Method": "design.methods", "register_method": "design.methods",
     "Rankings": "ragged",
 }
-_SUBPACKAGES = ("api", "campaign", "datasets", "design", "distributed", "engine", "experiments", "inference", "io",
-                "labelers", "metrics", "pool", "ragged", "relevance")
+_SUBPACKAGES = ("api", "campaign", "datasets", "design", "distributed", "engine", "experiments", "inference",
+                "integrations", "io", "labelers", "metrics", "pool", "ragged", "relevance")
 
 __all__ = sorted(_EXPORTS) + ["__version__"]
 
@@ -75,6 +75,7 @@ if TYPE_CHECKING:  # pragma: no cover - for static analysis only
     from .design.methods import METHODS, Method, register_method
     from .engine.schedules import PriorJudgments
     from .inference.intervals import ConfidenceInterval
+    from .inference.judgments import JudgmentSet
     from .inference.results import (
         ComparisonResult,
         EstimateResult,

@@ -19,20 +19,27 @@ def test_training_job_small():
     job = _load("training_job")
     lines = []
     res = job.run("small", out=lines.append)
-    cmp = res["comparison"]
+    evaluation, booster, table = res["evaluation"], res["booster"], res["history"]
     assert res["data"] == "shipped MQ2008 sample"
-    # a small budget: a fraction of the 30-query pool judged, the budget respected
-    assert cmp.cost_spent <= res["budget"] == 12 and 0 < cmp.n_queries < 30
-    assert res["promote"] == (cmp.prob_a_better() >= res["min_prob"])
-    # seeded run: the estimate of new - old lands near the difference every label of the pool gives
-    assert abs(cmp.difference - res["true_difference"]) < 3 * cmp.standard_error
-    assert any("P(new better)" in line for line in lines)
+    # every evaluation within its budget; all of them together judged a fraction of the 607-document pool
+    assert all(r.cost_spent <= res["budget"] == 8 for r in evaluation.results.values())
+    assert 0 < evaluation.judgments.n_labels == table["labels_bought"].sum() < 607 / 2
+    # the booster's best iteration is the callback's best checkpoint; the history has every round
+    assert booster.best_iteration == evaluation.best_iteration
+    assert len(res["lightgbm_history"]["activerank"]["prob_better"]) == max(evaluation.results)
+    for rounds, row in table.iterrows():
+        # seeded run: each estimated difference lands near the one every label of the pool gives
+        assert abs(row["difference"] - res["true_difference"][rounds]) < 3 * row["standard_error"]
+    assert any("P(new better)" in line for line in lines) and any("best checkpoint" in line for line in lines)
 
 
 def test_training_job_cli_arguments(capsys):
     job = _load("training_job")
-    res = job.main(["--size", "small", "--budget", "15", "--min-prob", "0.0", "--metric", "dcg@5"])
-    assert res["promote"] and res["budget"] == 15.0 and res["comparison"].metric == "dcg@5"
-    assert "dcg@5(checkpoint 20 rounds) - dcg@5(checkpoint 10 rounds)" in capsys.readouterr().out
+    res = job.main(["--size", "small", "--budget", "10", "--every", "20", "--min-prob", "0.5", "--patience", "1",
+                    "--metric", "dcg@5"])
+    evaluation = res["evaluation"]
+    assert res["budget"] == 10.0 and evaluation.every == 20 and evaluation.patience == 1
+    assert all(r.metric == "dcg@5" for r in evaluation.results.values())
+    assert "dcg@5 - dcg@5(after 20 rounds)" in capsys.readouterr().out
     with pytest.raises(SystemExit):
         job.main(["--size", "huge"])

@@ -27,6 +27,7 @@ from ..inference.results import (
     SequentialEstimateResult,
     SystemRankingResult,
 )
+from ..inference.judgments import JudgmentSet
 from ..inference.sequences import INTERVAL_KIND
 from ..inference.snis import warn_if_low_ess
 
@@ -106,6 +107,7 @@ def assemble(ctx, draws, *, method: str):
     """Estimate and result object from a schedule's draws and the judged labels."""
     d = ctx.design
     target = d.target
+    held = JudgmentSet.from_rows(ctx.pool, ctx.judgments.labels, ctx.judgments.bought)
     x = draws.queries
     if x.size == 0 and draws.census.size == 0:
         raise ValueError(
@@ -138,7 +140,7 @@ def assemble(ctx, draws, *, method: str):
     common = dict(metric=str(d.metric), method=method, n_draws=int(x.size), n_queries=judged_count(d, judged),
                   cost_spent=draws.cost_spent, budget=draws.budget, exact=exact,
                   effective_sample_size=float(main.effective_sample_size), trace=trace, ci=ci_used, dof=dof,
-                  bootstrap=boot)
+                  bootstrap=boot, judgments=held)
     return _build(target, main, own, common, anytime_fields)
 
 
@@ -153,7 +155,8 @@ def assemble_fit(ctx, fit, *, method: str):
     common = dict(metric=str(d.metric), method=method, n_draws=fit.n_draws, n_queries=fit.n_queries,
                   cost_spent=fit.cost_spent, budget=fit.budget, exact=fit.exact,
                   effective_sample_size=float(main.effective_sample_size), trace=with_ids(ctx.pool, fit.trace),
-                  ci=fit.ci, dof=float(fit.dof), bootstrap=fit.bootstrap)
+                  ci=fit.ci, dof=float(fit.dof), bootstrap=fit.bootstrap,
+                  judgments=JudgmentSet.from_rows(ctx.pool, ctx.judgments.labels, ctx.judgments.bought))
     return _build(d.target, main, own, common, None)
 
 

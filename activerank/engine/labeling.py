@@ -36,6 +36,8 @@ class Judgments:
         self.pool = pool
         self.n_grades = int(n_grades)
         self.labels = np.full(pool.n_docs, -1, dtype=np.int64)
+        #: rows whose grade the labeler gave in this run (not loaded)
+        self.bought = np.zeros(pool.n_docs, dtype=bool)
         self._qindex: dict | None = None
 
     # ------------------------------------------------------------------ state
@@ -96,6 +98,7 @@ class Judgments:
             setattr(exc, "judgments", self.as_dict())
             raise
         self.labels[need] = grades
+        self.bought[need] = True
 
     def ask_batch(self, labeler, request, *, trace=None) -> None:
         """Ask ``labeler`` for a design's :class:`~activerank.design.kinds.base.LabelRequest`.
@@ -131,6 +134,7 @@ class Judgments:
                 raise LabelingError(f"labeling query {qid!r} failed: {exc}", judgments=self.as_dict(),
                                     trace=None if trace is None else trace()) from exc
             self.labels[rows] = grades
+            self.bought[rows] = True
 
     # ------------------------------------------------------------------ earlier judgments
 

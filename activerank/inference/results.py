@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .._validation import confidence_level_iv
+from . import _report
 from .intervals import (
     ConfidenceInterval,
     SimultaneousIntervals,
@@ -24,6 +25,7 @@ from .intervals import (
     normal_quantile,
     prob_positive,
 )
+from .judgments import JudgmentSet
 from .sequences import INTERVAL_KIND, _alpha, cs_radius
 from .small_sample import BootstrapPivots
 
@@ -59,7 +61,7 @@ def _cdf(x: float, dof: float) -> float:
     return float(stdtr(dof, x))
 
 
-@dataclass(frozen=True, eq=False, kw_only=True)
+@dataclass(frozen=True, eq=False, kw_only=True, repr=False)
 class RunInfo:
     """What every budgeted run reports, whatever it estimates."""
 
@@ -82,12 +84,73 @@ class RunInfo:
     dof: float = math.inf
     #: the studentized bootstrap distribution (``ci="bootstrap"``), else None
     bootstrap: BootstrapPivots | None = field(default=None, repr=False)
+    #: every label the run held when it ended (given with ``judgments=`` or bought: ``judgments.bought``);
+    #: pass it as ``judgments=`` to a later call to reuse them
+    judgments: JudgmentSet | None = field(default=None, repr=False)
+
+    # ------------------------------------------------------------------ presentation (one family)
+
+    def summary(self, confidence_level: float | None = None, simultaneous=True) -> pd.DataFrame:
+        """Table of the estimates, one row per estimated quantity, and the run's facts.
+
+        The rows' columns depend on the result's kind (estimate or difference, standard error, interval
+        ``low``/``high`` ...).  The run's facts -- ``n_queries``, ``labels_bought`` (documents the labeler
+        judged in this call), ``cost_spent``, ``budget``, ``method``, ``chosen_because`` (why
+        ``method="auto"`` chose it, else None) and, for target-precision runs, ``stopping_reason`` -- are
+        in ``attrs["run"]``; the one-row tables of one ranker or one difference also end with them as
+        columns (the several-system tables keep one column per statistic of a system).
+
+        Parameters
+        ----------
+        confidence_level : float in (0, 1), optional
+            Level of the intervals: default 0.95, or the level a target-precision run stopped on.
+        simultaneous : True, False or "bonferroni", default True
+            Results with several contrasts only: jointly valid intervals (see ``confidence_intervals``).
+        """
+        level = self._level(confidence_level)
+        return _report.summary_frame(self, self._rows(level, simultaneous), level, self._extra(),
+                                     self._run_columns)
+
+    def to_dict(self) -> dict:
+        """Every field but the trace as JSON-safe data (floats, lists, None for NaN and infinity), with the
+        intervals at the default level, why ``method="auto"`` chose the method (``"auto"``) and the
+        judgments as ``[query_id, doc_id, grade]`` records; ``json.loads(json.dumps(d)) == d``."""
+        return _report.result_dict(self, self._derived(self._level(None)))
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self._headline()})"
+
+    def _repr_html_(self) -> str:
+        return _report.result_html(self, self.summary())
+
+    #: whether the summary's rows end with the run's facts (the one-row tables)
+    _run_columns = False
+
+    def _level(self, confidence_level: float | None) -> float:
+        return 0.95 if confidence_level is None else confidence_level_iv(confidence_level)
+
+    def _extra(self) -> dict:
+        return {}
+
+    def _tail(self) -> str:
+        return f"{self.n_queries} quer{'y' if self.n_queries == 1 else 'ies'}, method {self.method}"
+
+    def _rows(self, level: float, simultaneous) -> pd.DataFrame:  # pragma: no cover - overridden
+        raise NotImplementedError
+
+    def _derived(self, level: float) -> dict:  # pragma: no cover - overridden
+        raise NotImplementedError
+
+    def _headline(self) -> str:
+        return f"{self.metric}, {self._tail()}"
 
 
-@dataclass(frozen=True, eq=False, kw_only=True)
+@dataclass(frozen=True, eq=False, kw_only=True, repr=False)
 class _Result(RunInfo):
     standard_error: float
     control_coefficient: float | None = None
+
+    _run_columns = True
 
     def _point(self) -> float:  # pragma: no cover - overridden
         raise NotImplementedError
@@ -104,8 +167,27 @@ class _Result(RunInfo):
         z = _critical(confidence_level, self.dof)
         return ConfidenceInterval(point - z * self.standard_error, point + z * self.standard_error)
 
+    def _scalar_headline(self, label: str, sign: bool) -> str:
+        """``label = 0.281 ± 0.021, 95% CI [0.240, 0.322]``, to two significant digits of the SE."""
+        level = self._level(None)
+        low, high = self.confidence_interval(level)
+        places = _report.decimals(self.standard_error)
+        f = _report.fmt
+        return (f"{label} = {f(self._point(), places, sign)} ± {f(self.standard_error, places)}, "
+                f"{100 * level:g}% CI [{f(low, places, sign)}, {f(high, places, sign)}]")
 
-@dataclass(frozen=True, eq=False, kw_only=True)
+    def _scalar_rows(self, name: str, level: float, columns: dict) -> pd.DataFrame:
+        import pandas as pd
+
+        low, high = self.confidence_interval(level)
+        cols = {"standard_error": self.standard_error, "low": low, "high": high, **columns}
+        return pd.DataFrame({k: [v] for k, v in cols.items()}, index=pd.Index([name], name="name"))
+
+    def _scalar_derived(self, level: float) -> dict:
+        return {"confidence_level": level, "confidence_interval": list(self.confidence_interval(level))}
+
+
+@dataclass(frozen=True, eq=False, kw_only=True, repr=False)
 class EstimateResult(_Result):
     """Estimate of a ranker's mean metric over the query distribution ``p``.
 
@@ -132,8 +214,19 @@ class EstimateResult(_Result):
     def _point(self) -> float:
         return self.estimate
 
+    def _rows(self, level: float, simultaneous) -> pd.DataFrame:
+        df = self._scalar_rows(self.metric, level, {})
+        df.insert(0, "estimate", self.estimate)
+        return df
 
-@dataclass(frozen=True, eq=False, kw_only=True)
+    def _derived(self, level: float) -> dict:
+        return self._scalar_derived(level)
+
+    def _headline(self) -> str:
+        return f"{self._scalar_headline(self.metric, False)}, {self._tail()}"
+
+
+@dataclass(frozen=True, eq=False, kw_only=True, repr=False)
 class ComparisonResult(_Result):
     """Estimate of ``Delta = R_a - R_b`` for two rankers on the same queries.
 
@@ -164,8 +257,21 @@ class ComparisonResult(_Result):
             return self.bootstrap.prob_positive(self.difference, self.standard_error)
         return float(_cdf(self.difference / self.standard_error, self.dof))
 
+    def _rows(self, level: float, simultaneous) -> pd.DataFrame:
+        df = self._scalar_rows("a - b", level, {"prob_a_better": self.prob_a_better(),
+                                                "estimate_a": self.estimate_a, "estimate_b": self.estimate_b})
+        df.insert(0, "difference", self.difference)
+        return df
 
-@dataclass(frozen=True, eq=False, kw_only=True)
+    def _derived(self, level: float) -> dict:
+        return {**self._scalar_derived(level), "prob_a_better": self.prob_a_better()}
+
+    def _headline(self) -> str:
+        return (f"{self._scalar_headline(self.metric + ' a - b', True)}, "
+                f"P(a better) = {self.prob_a_better():.2f}, {self._tail()}")
+
+
+@dataclass(frozen=True, eq=False, kw_only=True, repr=False)
 class MultiComparisonResult(RunInfo):
     """Differences ``Delta_j = R_j - R_baseline`` of ``m`` candidates, from one set of draws.
 
@@ -219,16 +325,27 @@ class MultiComparisonResult(RunInfo):
         """Probability that each ``Delta_j > 0`` (Student-t with :attr:`dof`, normal for ``inf``), shape (m,)."""
         return prob_positive(self.differences, self.standard_errors, self.dof)
 
-    def summary(self, confidence_level: float = 0.95, simultaneous=True) -> pd.DataFrame:
-        """One row per candidate: difference, SE, interval, P(better than baseline)."""
-        df = self.confidence_intervals(confidence_level, simultaneous).to_frame()
+    def _rows(self, level: float, simultaneous) -> pd.DataFrame:
+        """One row per candidate: own estimate, difference, SE, interval, P(better than baseline)."""
+        df = self.confidence_intervals(level, simultaneous).to_frame()
         df = df.rename(columns={"estimate": "difference"})
         df.insert(0, "estimate", self.estimates)
         df["prob_better"] = self.prob_better()
         return df
 
+    def _derived(self, level: float) -> dict:
+        return {"confidence_level": level,
+                "confidence_intervals": _interval_dict(self.confidence_intervals(level)),
+                "prob_better": self.prob_better()}
 
-@dataclass(frozen=True, eq=False, kw_only=True)
+    def _headline(self) -> str:
+        shown = [f"{n} {_report.fmt(d, _report.decimals(s), True)} ± {_report.fmt(s, _report.decimals(s))}"
+                 for n, d, s in zip(self.names[:3], self.differences, self.standard_errors)]
+        more = f", ... ({len(self.names) - 3} more)" if len(self.names) > 3 else ""
+        return f"{self.metric} vs {self.baseline!r}: {', '.join(shown)}{more}, {self._tail()}"
+
+
+@dataclass(frozen=True, eq=False, kw_only=True, repr=False)
 class SystemRankingResult(RunInfo):
     """Estimated ordering of ``k`` systems from one set of draws.
 
@@ -305,18 +422,28 @@ class SystemRankingResult(RunInfo):
             raise ValueError(f"`truth` must have one value per system ({len(self.names)}); got {t.size}.")
         return kendall_tau(self._pairwise_basis()[0], t)
 
-    def summary(self, confidence_level: float = 0.95, simultaneous=True) -> pd.DataFrame:
+    def _rows(self, level: float, simultaneous) -> pd.DataFrame:
         """Systems best first: estimate, relative difference, SE, interval, rank."""
         import pandas as pd
 
-        df = self.confidence_intervals(confidence_level, simultaneous).to_frame()
+        df = self.confidence_intervals(level, simultaneous).to_frame()
         df = df.rename(columns={"estimate": "relative"})
         df.insert(0, "estimate", self.estimates)
         df["rank"] = pd.Series({n: r + 1 for r, n in enumerate(self.ranking)})
         return df.loc[list(self.ranking)]
 
+    def _derived(self, level: float) -> dict:
+        win = self.win_probabilities
+        return {"confidence_level": level,
+                "confidence_intervals": _interval_dict(self.confidence_intervals(level)),
+                "win_probabilities": {str(i): {str(j): float(win.loc[i, j]) for j in win.columns} for i in win.index}}
 
-@dataclass(frozen=True, eq=False, kw_only=True)
+    def _headline(self) -> str:
+        order = " > ".join(self.ranking[:6]) + (" > ..." if len(self.ranking) > 6 else "")
+        return f"{self.metric} ranking {order}, {self._tail()}"
+
+
+@dataclass(frozen=True, eq=False, kw_only=True, repr=False)
 class _Anytime:
     """Mixin: the interval is the confidence sequence at the stopping time."""
 
@@ -360,8 +487,17 @@ class _Anytime:
             r = float(cs_radius(n, self.sigma, level, rho=self.rho))
         return ConfidenceInterval(point - r, point + r)
 
+    def _level(self, confidence_level: float | None) -> float:
+        return self.confidence_level if confidence_level is None else confidence_level_iv(confidence_level)
 
-@dataclass(frozen=True, eq=False, kw_only=True)
+    def _extra(self) -> dict:
+        return {"stopping_reason": self.stopping_reason}
+
+    def _headline(self) -> str:
+        return f"{super()._headline()}, stopped: {self.stopping_reason}"  # type: ignore[misc]
+
+
+@dataclass(frozen=True, eq=False, kw_only=True, repr=False)
 class SequentialEstimateResult(_Anytime, EstimateResult):
     """:class:`~activerank.inference.results.EstimateResult` of a run stopped at a target precision.
 
@@ -382,7 +518,7 @@ class SequentialEstimateResult(_Anytime, EstimateResult):
     """
 
 
-@dataclass(frozen=True, eq=False, kw_only=True)
+@dataclass(frozen=True, eq=False, kw_only=True, repr=False)
 class SequentialComparisonResult(_Anytime, ComparisonResult):
     """:class:`~activerank.inference.results.ComparisonResult` of a run stopped at a target precision.
 
@@ -391,3 +527,8 @@ class SequentialComparisonResult(_Anytime, ComparisonResult):
     ``prob_a_better`` uses the fixed-n normal approximation and is not
     anytime-valid; use ``confidence_interval()`` to decide.
     """
+
+
+def _interval_dict(ci: SimultaneousIntervals) -> dict:
+    return {"names": list(ci.names), "low": ci.low, "high": ci.high, "critical_value": ci.critical_value,
+            "simultaneous": ci.simultaneous}
