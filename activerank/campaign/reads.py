@@ -171,11 +171,11 @@ class _Reads:
         """Document ids to judge for a planned query (by id), in ranking order (document-level
         campaigns: the query's sampled documents, in draw order; prefix campaigns: the documents its walk
         has judged and the one it asks for next, in judging order)."""
-        if self._prefix is not None:  # replay the walks only when judgments arrived since the last replay
+        if self._rounds:  # replay the sample only when judgments arrived since the last replay
             last = self._db.execute("SELECT MAX(judgment_id) FROM judgments").fetchone()[0]
-            if last != self._prefix_seen:
-                self._refresh_prefix(self._combined()[0])
-                self._prefix_seen = last
+            if last != self._rounds_seen:
+                self._refresh(self._combined()[0])
+                self._rounds_seen = last
         x = self._qindex.get(key(query))
         if x is None or x not in self._needed:
             raise ValueError(f"`query` {key(query)!r} is not a planned query of this campaign.")
@@ -221,8 +221,8 @@ class _Reads:
         if scope not in SCOPES:
             raise ValueError(f"`scope` must be one of {list(SCOPES)}; got {scope!r}.")
         grades, _ = self._combined(combine)
-        if self._prefix is not None:
-            self._refresh_prefix(grades)
+        if self._rounds:
+            self._refresh(grades)
         qidx = np.repeat(np.arange(len(self._qkeys)), np.diff(self._offsets))
         out: dict = {}
         for row in sorted(grades):
@@ -277,14 +277,14 @@ class _Reads:
 
     def _progress(self, combine=None):
         grades, conflicts = self._combined(combine)
-        if self._prefix is not None:
-            self._refresh_prefix(grades)
+        if self._rounds:
+            self._refresh(grades)
         done, partial, pending = [], [], []
         for x in self._planned:
             rows = self._needed[x]
             n = sum(1 for r in rows.tolist() if r in grades)
             (done if n == rows.size else partial if n else pending).append(x)
-        if self._documents is not None or self._wor is not None or self._prefix is not None:  # usable only whole
+        if self._documents is not None or self._wor is not None or self._rounds:  # usable only whole
             prefix = self._plan.n_draws if not (partial or pending) else 0
             return grades, conflicts, done, partial, pending, prefix
         done_set = set(done)
@@ -309,8 +309,8 @@ class _Reads:
         """
         grades, conflicts, done, partial, pending, prefix = self._progress(combine)
         planned = self._clamp(math.fsum(self._plan.charged))
-        if self._prefix is not None:  # costs of the judged documents; the rest is not decided yet
-            spent = self._clamp(math.fsum(self._prefix_cost[r] for r in self._needed_rows if r in grades))
+        if self._task_cost is not None:  # costs of the judged documents; the rest is not decided yet
+            spent = self._clamp(math.fsum(self._task_cost[r] for r in self._needed_rows if r in grades))
             in_prog = 0.0
             blocking = next((self._qkeys[x] for x in self._planned if x in self._waiting), None)
         elif self._documents is None:
@@ -412,11 +412,11 @@ class _Reads:
                                      or not max_cost >= 0):
             raise ValueError(f"`max_cost` must be a number >= 0 or None; got {max_cost!r}.")
         grades, _ = self._combined()
-        if self._prefix is not None:
-            self._refresh_prefix(grades)
+        if self._rounds:
+            self._refresh(grades)
         exported = set()
-        if exclude_exported and self._prefix is not None:
-            exported = self._prefix_exported()
+        if exclude_exported and self._rounds:
+            exported = self._round_exported()
         elif exclude_exported:
             exported = {x for (x,) in self._db.execute("SELECT DISTINCT qx FROM export_queries")}
         if self._documents is None:
@@ -437,8 +437,8 @@ class _Reads:
                 todo = [r for r in self._needed[x].tolist() if r not in grades]
                 if not todo:
                     continue
-                if self._prefix is not None:
-                    c = math.fsum(self._prefix_cost[r] for r in todo)
+                if self._task_cost is not None:
+                    c = math.fsum(self._task_cost[r] for r in todo)
                 elif self._documents is None:
                     c = float(self._design.costs.cost[x])
                 else:
@@ -460,9 +460,10 @@ class _Reads:
         return ExportReport(path=path, format=fmt, n_rows=len(rows), n_queries=len(queries),
                             query_ids=tuple(self._qkeys[x] for x in queries), cost=self._clamp(total))
 
-    def _prefix_exported(self) -> set:
-        """Sampled queries of a prefix campaign whose current task was exported already: exported after the
-        last judgment of any document of their walk (a judgment moves the walk on to a new task)."""
+    def _round_exported(self) -> set:
+        """Sampled queries of a campaign whose tasks come in rounds (prefix, design kinds) whose current task was
+        exported already: exported after the last judgment of any of their documents (a judgment moves the
+        query on to a new task)."""
         db = self._db
         exported = dict(db.execute(
             "SELECT eq.qx, MAX(e.created_at) FROM export_queries eq JOIN exports e USING (export_id) GROUP BY eq.qx"))

@@ -9,7 +9,10 @@ interface) changes this module only:
 - without replacement (``active_wor``; :mod:`activerank.campaign.without_replacement`);
 - document-level, a Poisson sample or the recorded documents of the engine
   (:mod:`activerank.campaign.documents`);
-- ``prefix``, queries then documents one at a time (:mod:`activerank.campaign.prefix`).
+- ``prefix``, queries then documents one at a time (:mod:`activerank.campaign.prefix`);
+- any other design kind, through its protocol alone (:mod:`activerank.design.kinds.base`): the store keeps
+  what its ``to_arrays`` returns, the tasks are what ``labels_needed`` asks for given the stored grades (in
+  rounds when the design is sequential), and the estimate is its ``estimate`` once nothing is asked for.
 
 :func:`plan_family` draws the sample at creation, :func:`family_meta` and
 :func:`family_arrays` say what of it the store keeps, and :class:`_Replay`
@@ -24,12 +27,22 @@ from dataclasses import replace
 
 import numpy as np
 
+from ..design.kinds.documents import DocumentDesign
+from ..design.kinds.prefix import PrefixSampling
+from ..design.kinds.query import QueryDraws
+from ..design.kinds.query_wor import WithoutReplacementDesign
 from ..design.sampling import DrawPlan, draw_budgeted
 from ..design.without_replacement import WORSample
 from ..engine import estimate_from_plan
 from .documents import ARRAY_NAMES as _UNIT_ARRAYS
 from .documents import RECORDED_ARRAY_NAMES as _RECORDED_ARRAYS
-from .documents import DocumentPlan, RecordedDocumentPlan, estimate_documents, estimate_recorded, plan_documents
+from .documents import (
+    DocumentPlan,
+    RecordedDocumentPlan,
+    estimate_documents,
+    estimate_recorded,
+    plan_documents,
+)
 from .integrity import full_problems
 from .prefix import ARRAY_NAMES as _PREFIX_ARRAYS
 from .prefix import PrefixCampaignPlan, estimate_prefix, plan_prefix_campaign
@@ -44,13 +57,24 @@ BUDGET_RTOL = 1e-9  # cost sums beyond the budget by rounding only (relative) co
 
 
 def plan_family(dsg, pool, budget: float, seed: int):
-    """The sample of a new campaign: ``(plan, documents, wor, prefix)``, the last three None but one's own.
+    """The sample of a new campaign: ``(plan, documents, wor, prefix, kind_arrays)``, the last four None but
+    one's own.
 
     ``plan`` lists the draws (query-level with replacement), the units (one per
-    document task), the sample without replacement in selection order, or the
-    prefix method's sampled queries with their expected costs.
+    document task), the sample without replacement in selection order, the
+    prefix method's sampled queries with their expected costs, or the queries of
+    another design kind's sample (:meth:`~activerank.design.kinds.base.DesignKind.query_draws`).
     """
     documents = wor = prefix = None
+    if not _builtin(dsg.method_spec.kind):  # any other design kind: its protocol alone
+        kind = dsg.method_spec.kind
+        rng = np.random.default_rng(seed)
+        planned = kind.plan(dsg, budget, judged=None, rng=rng)
+        sample = kind.draw(dsg, planned, rng)
+        plan = kind.query_draws(dsg, planned, sample)
+        if plan.n_draws == 0:
+            raise ValueError("the design sampled no query: there is nothing to judge.")
+        return plan, None, None, None, dict(kind.to_arrays(dsg, planned, sample))
     if dsg.method_spec.unit == "prefix":  # the engine's design and sample; tasks come in rounds
         prefix = plan_prefix_campaign(dsg, budget, seed)
         x = prefix.queries
@@ -70,12 +94,19 @@ def plan_family(dsg, pool, budget: float, seed: int):
             wor = plan_without_replacement(dsg, budget, seed)
             plan = DrawPlan(queries=wor.indices, new=np.ones(wor.n, dtype=bool), charged=wor.cost,
                             budget=budget)
-    return plan, documents, wor, prefix
+    return plan, documents, wor, prefix, None
 
 
-def family_meta(documents=None, wor=None, prefix=None) -> dict:
+def _builtin(kind) -> bool:
+    """The kinds whose campaigns have a family of their own (above); every other one is generic."""
+    return isinstance(kind, (QueryDraws, WithoutReplacementDesign, DocumentDesign, PrefixSampling))
+
+
+def family_meta(documents=None, wor=None, prefix=None, kind_arrays=None) -> dict:
     """The ``meta`` entries that tell the family of a new campaign."""
     meta = {}
+    if kind_arrays is not None:
+        meta.update(sampling="kind", kind_arrays=sorted(kind_arrays))
     if documents is not None:
         meta.update(unit="document", expected_cost=documents.expected_cost)
         if isinstance(documents, RecordedDocumentPlan):
@@ -87,9 +118,9 @@ def family_meta(documents=None, wor=None, prefix=None) -> dict:
     return meta
 
 
-def family_arrays(documents=None, wor=None, prefix=None) -> list:
+def family_arrays(documents=None, wor=None, prefix=None, kind_arrays=None) -> list:
     """The ``(name, array)`` pairs a new campaign of the family stores in ``arrays``."""
-    out = []
+    out = [(f"kind_{n}", np.asarray(a)) for n, a in sorted((kind_arrays or {}).items())]
     if documents is not None:
         out += list(documents.arrays().items())
     if wor is not None:
@@ -107,7 +138,11 @@ class _Replay:
 
     def _load_family(self):
         """Rebuild the stored sample and the documents each planned query needs (after the design is loaded)."""
-        self._documents = self._wor = self._prefix = None
+        self._documents = self._wor = self._prefix = self._kind = None
+        self._rounds, self._rounds_seen, self._task_cost = False, False, None
+        if self.meta.get("sampling") == "kind":  # another design kind: tasks in rounds, from its protocol
+            self._load_kind()
+            return
         if self.meta.get("sampling") == "without_replacement":
             self._wor = WORSample(indices=self._plan.queries, pi=self._array("wor_pi"),
                                   threshold=float(self.meta["wor_threshold"]), cost=self._plan.charged,
@@ -117,9 +152,10 @@ class _Replay:
                                                           expected_cost=float(self.meta["expected_cost"]))
             self._design = replace(self._design, probs=self.probs(), document_costs=self._prefix.document_costs)
             self._prefix_layout = self._prefix.layout(self._design)  # built once: every replay reads it
-            self._prefix_cost = self._prefix.document_cost(self._design, self._prefix_layout)
+            self._task_cost = self._prefix.document_cost(self._design, self._prefix_layout)
             self._planned = [int(x) for x in self._prefix.queries]
-            self._refresh_prefix(self._combined()[0])
+            self._rounds = True
+            self._refresh(self._combined()[0])
             return
         if self.meta.get("document_plan") == "recorded":  # the engine runs again at estimate time
             self._documents = RecordedDocumentPlan.from_arrays({n: self._array(n) for n in _RECORDED_ARRAYS})
@@ -138,10 +174,52 @@ class _Replay:
             self._needed = {x: self._design.documents(x) for x in self._planned}
         self._needed_rows = {int(r): x for x, rows in self._needed.items() for r in rows}
 
+    def _load_kind(self):
+        """Rebuild another design kind's stored plan and sample (the method must be registered)."""
+        from ..design.methods import get_method
+
+        kind = get_method(self.method).kind
+        self._design = replace(self._design, probs=self.probs())
+        arrays = {n: self._array(f"kind_{n}") for n in self.meta["kind_arrays"]}
+        self._kind = (kind, *kind.from_arrays(self._design, arrays))
+        self._planned = list(dict.fromkeys(int(x) for x in self._plan.queries.tolist()))
+        offsets, cost = self._offsets, self._design.costs.cost
+        # a query's documents share its cost
+        self._task_cost = {r: float(cost[x]) / max(int(offsets[x + 1] - offsets[x]), 1)
+                           for x in self._planned for r in range(int(offsets[x]), int(offsets[x + 1]))}
+        self._rounds = True
+        self._refresh(self._combined()[0])
+
+    def _labels(self, grades) -> np.ndarray:
+        labels = np.full(int(self._offsets[-1]), -1, dtype=np.int64)
+        if grades:
+            labels[np.fromiter(grades.keys(), dtype=np.int64)] = np.fromiter(grades.values(), dtype=np.int64)
+        return labels
+
+    def _refresh(self, grades) -> None:
+        """This round's tasks given the stored ``grades`` (campaigns whose tasks depend on them)."""
+        self._rounds_seen = False  # tasks() replays again unless it set this itself (default combine rule)
+        if self._kind is not None:
+            self._refresh_kind(grades)
+        else:
+            self._refresh_prefix(grades)
+
+    def _refresh_kind(self, grades) -> None:
+        """Every sampled query needs its judged documents and those the design asks for now."""
+        kind, plan, sample = self._kind
+        request = kind.labels_needed(self._design, plan, sample, self._labels(grades))
+        asked = dict(request.by_query())
+        self._waiting = {x: int(rows[0]) for x, rows in asked.items()}
+        offsets = self._offsets
+        self._needed = {}
+        for x in self._planned:
+            judged = [r for r in range(int(offsets[x]), int(offsets[x + 1])) if r in grades]
+            self._needed[x] = np.union1d(np.asarray(judged, dtype=np.int64), asked.get(x, np.zeros(0, np.int64)))
+        self._needed_rows = {int(r): x for x, rows in self._needed.items() for r in rows}
+
     def _refresh_prefix(self, grades) -> None:
         """A prefix campaign's tasks given the stored ``grades``: every sampled query needs the documents its
         walk has judged and the one it asks for next (:mod:`activerank.campaign.prefix`)."""
-        self._prefix_seen = False  # tasks() replays again unless it set this itself (default combine rule)
         judged, self._waiting = self._prefix.walk(self._design, grades, self._prefix_layout)
         self._needed = {x: (np.append(judged[x], self._waiting[x]) if x in self._waiting else judged[x])
                         for x in self._planned}
@@ -198,6 +276,8 @@ class _Replay:
             return self._estimate_documents(combine)
         if self._prefix is not None:
             return self._estimate_prefix(combine)
+        if self._kind is not None:
+            return self._estimate_kind(combine)
         if self._wor is not None:
             return self._estimate_without_replacement(combine)
         grades, _, done, partial, pending, prefix = self._progress(combine)
@@ -229,6 +309,20 @@ class _Replay:
             rows = self._needed[x]
             labels[rows] = [grades[r] for r in rows.tolist()]
         return estimate_without_replacement(self._design, self.pool(), self._wor, labels)
+
+    def _estimate_kind(self, combine):
+        grades, _, done, partial, pending, _ = self._progress(combine)
+        if self._waiting:
+            n = sum(len(self._needed[x]) - sum(1 for r in self._needed[x].tolist() if r in grades)
+                    for x in self._waiting)
+            raise ValueError(
+                f"nothing to estimate yet: method {self.method!r} still asks for {n} documents of "
+                f"{len(self._waiting)} of its {len(self._planned)} sampled queries; it estimates from its whole "
+                "sample. The judgments stay stored.")
+        from ..engine.core import estimate_sample
+
+        kind, plan, sample = self._kind
+        return estimate_sample(self._design, self.pool(), plan, sample, self._labels(grades))
 
     def _estimate_prefix(self, combine):
         grades, _, done, partial, pending, _ = self._progress(combine)
@@ -289,6 +383,8 @@ class _Replay:
             problems += self._check_documents()
         elif self._prefix is not None:
             problems += self._check_prefix()
+        elif self._kind is not None:
+            problems += self._check_kind()
         elif self._wor is not None:
             problems += self._check_without_replacement()
         else:
@@ -298,6 +394,17 @@ class _Replay:
                 problems.append("the stored draw sequence differs from a replay with the stored seed")
             problems += self._check_charges(np.where(self._plan.new, self._design.costs.cost[self._plan.queries], 0.0))
         return problems
+
+    def _check_kind(self) -> list[str]:
+        """Plan and draw again from the stored seed: the same arrays."""
+        kind, _, _ = self._kind
+        rng = np.random.default_rng(self.seed)
+        planned = kind.plan(self._design, self.budget, judged=None, rng=rng)
+        again = kind.to_arrays(self._design, planned, kind.draw(self._design, planned, rng))
+        same = set(again) == set(self.meta["kind_arrays"]) and all(
+            np.array_equal(np.asarray(again[n]), self._array(f"kind_{n}")) for n in again)
+        return [] if same else [f"the stored sample of method {self.method!r} differs from a replay with the stored "
+                                "seed"]
 
     def _check_charges(self, expected) -> list[str]:
         """The budget ledger of a query-level campaign: each draw charges the stored cost, the sum the budget."""

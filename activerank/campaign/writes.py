@@ -299,16 +299,17 @@ class _Writes:
             extra = {"auto": choice.as_dict()}
         else:
             dsg = prepare_design(pool, pool_, target, rankings, probs, **design_args)
-        plan, documents, wor, prefix = plan_family(dsg, pool_, budget, seed)
+        plan, documents, wor, prefix, kind_arrays = plan_family(dsg, pool_, budget, seed)
         return cls._write_new(path, dsg, pool_, plan, np.asarray(probs, dtype=np.float64), qkeys=qkeys, kind=kind,
                               dkeys=dkeys, texts=texts, names=names, target=target, seed=seed, budget=budget,
                               defensive=defensive, combine=combine, description=description, documents=documents,
-                              wor=wor, prefix=prefix, extra_meta=extra, inputs=_inputs_iv(inputs))
+                              wor=wor, prefix=prefix, kind_arrays=kind_arrays, extra_meta=extra,
+                              inputs=_inputs_iv(inputs))
 
     @classmethod
     def _write_new(cls: type[_C], path, dsg, pool, plan, P, *, qkeys, kind, dkeys, texts, names, target, seed, budget,
                    defensive, combine, description, extra_meta=None, documents=None, wor=None,
-                   prefix=None, inputs=()) -> _C:
+                   prefix=None, kind_arrays=None, inputs=()) -> _C:
         """Write a new campaign file from a design, its (standardized) pool and draw plan, atomically.
 
         ``pool`` may hold documents for the drawn queries only (a distributed pool,
@@ -316,11 +317,12 @@ class _Writes:
         ``documents`` is the document sample of a document-level method (``plan``
         then lists its units: one draw per task); ``wor`` the sample of a method without
         replacement (``plan`` lists its queries in selection order); ``prefix`` the design and sample of the
-        prefix method (``plan`` lists the sampled queries with their expected costs).  ``inputs`` are
+        prefix method (``plan`` lists the sampled queries with their expected costs); ``kind_arrays`` what another
+        design kind stores (:meth:`~activerank.design.kinds.base.DesignKind.to_arrays`).  ``inputs`` are
         ``(path, role)`` pairs of the files the campaign was made from.
         """
         # a Poisson sample spends the budget in expectation only: its realized cost may exceed it
-        if documents is None and prefix is None and plan.cost_spent > budget * (1 + BUDGET_RTOL):  # pragma: no cover
+        if documents is None and prefix is None and kind_arrays is None and plan.cost_spent > budget * (1 + BUDGET_RTOL):  # pragma: no cover
             raise RuntimeError(f"draw plan costs {plan.cost_spent} > budget {budget}.")
         offsets = np.asarray(pool.offsets, dtype=np.int64)
         doc_length = getattr(pool, "doc_length", None)
@@ -334,7 +336,7 @@ class _Writes:
             "query_id_kind": kind, "combine": combine, "rankers": names, "target": target, "judge": dsg.judge,
             "n_queries": len(qkeys), "n_docs": len(dkeys), **(extra_meta or {}),
         }
-        meta.update(family_meta(documents, wor, prefix))
+        meta.update(family_meta(documents, wor, prefix, kind_arrays))
         tmp = _temp_beside(path, "creating")
         conn, _ = connect(tmp)
         try:
@@ -372,7 +374,7 @@ class _Writes:
                     arrays.append((name, arr))
             if dsg.target.judged is not None:  # ratio metrics: the judged pool beyond the top-k lists
                 arrays += [("judged_items", dsg.target.judged.items), ("judged_offsets", dsg.target.judged.offsets)]
-            arrays += family_arrays(documents, wor, prefix)
+            arrays += family_arrays(documents, wor, prefix, kind_arrays)
             for name, arr in arrays:
                 conn.execute("INSERT INTO arrays VALUES (?, ?, ?, ?)", (name, *array_blob(np.asarray(arr))))
             conn.executemany(
@@ -523,8 +525,8 @@ class _Writes:
             return self._report(batch_id, path, sha, fmt, len(rows), 0, True, False, notes)
         done = {ln for (ln,) in db.execute("SELECT line FROM import_lines WHERE batch_id = ?", (batch_id,))}
         pending = [r for r in rows if r.line not in done]
-        if self._prefix is not None:  # this round's tasks: what the walks ask for given the stored grades
-            self._refresh_prefix(self._combined()[0])
+        if self._rounds:  # this round's tasks: what the sample asks for given the stored grades
+            self._refresh(self._combined()[0])
         default_ann = "" if annotator is None else annotator.strip()
         state = _ImportState(db, batch_id)
         accepted_now = stored_now = 0
@@ -569,8 +571,8 @@ class _Writes:
         """
         path, fmt, raw = self._judgment_file(path, format, scope)
         rows, _ = cio.parse_judgment_file(raw, fmt, path)
-        if self._prefix is not None:  # this round's tasks
-            self._refresh_prefix(self._combined()[0])
+        if self._rounds:  # this round's tasks
+            self._refresh(self._combined()[0])
         out = []
         for r in rows:
             status, message, _ = self._check_row(r, scope, "")
@@ -652,10 +654,10 @@ class _Writes:
         row = self._dindex.get((x, doc))
         if row is None:
             return "rejected", f"unknown document id {doc!r} for query {qid!r} (not in the campaign's pool)", None
-        if scope == "tasks" and self._prefix is not None and row in self._prefix_cost:
-            pass  # a document the walk may ask for later: kept, used when the walk gets there
+        if scope == "tasks" and self._task_cost is not None and row in self._task_cost:
+            pass  # a document the sample may ask for later: kept, used when it gets there
         elif scope == "tasks" and row not in self._needed_rows:
-            if self._prefix is not None:
+            if self._rounds:
                 why = ("the query was not sampled" if x not in self._needed
                        else "the document is not among the query's documents to judge")
             elif self._documents is not None:

@@ -140,8 +140,6 @@ def _drawn_pool(pool, spec, spec_method, kind, *, budget, query_weights, defensi
     copy).  ``sample`` is the one sample of a method without replacement (``plan`` then lists its queries
     in selection order), else None.
     """
-    from .._validation import sample_budget_iv
-    from ..design.sampling import DrawPlan, draw_budgeted
     from .design import drawn_design, table_design
     from .frame import fetch_queries
     from .query_table import query_table
@@ -152,14 +150,11 @@ def _drawn_pool(pool, spec, spec_method, kind, *, budget, query_weights, defensi
                       query_weights=query_weights, defensive=defensive, n_systems=len(spec.scores))
     del table  # its columns live on in `td`; the driver's memory is per query, kept to one copy
     # the engine's draws, found ahead on a copy of the generator: which queries' documents to fetch
-    sample = None
-    if spec_method.replacement:
-        plan = draw_budgeted(td.q, td.costs.cost, budget, copy.deepcopy(rng))
-    else:  # the plug-in's one sample, as the engine draws it (activerank.engine.without_replacement)
-        budget = sample_budget_iv(budget, td.costs.cost, td.q)
-        sample = spec_method.kind.draw_sample(td.q, td.costs.cost, budget, copy.deepcopy(rng))
-        plan = DrawPlan(queries=sample.indices, new=np.ones(sample.n, dtype=bool), charged=sample.cost,
-                        budget=budget)
+    kind_ = spec_method.kind
+    ahead = copy.deepcopy(rng)
+    planned = kind_.plan(td, budget, judged=None, rng=ahead)
+    sample = kind_.draw(td, planned, ahead)
+    plan = kind_.query_draws(td, planned, sample)
     drawn = np.unique(plan.queries)
     # labeling needs ids, scores and costs: the probabilities stay where they are
     needed = [pool.document, *spec.scores, *(c for c in (pool.cost, pool.length) if c is not None)]
@@ -243,6 +238,7 @@ def create_campaign(path, pool, scores, probs, *, budget, metric="err@10", k=Non
     """
     from .._progress import progress_iv
     from .._validation import defensive_iv, rng_iv
+    from ..campaign.replay import plan_family
     from ..campaign.store import Campaign, _create_args_iv, _pool_ids
     from ..design.targets import default_names
 
@@ -258,13 +254,11 @@ def create_campaign(path, pool, scores, probs, *, budget, metric="err@10", k=Non
         raise ValueError(f"`names` must give {len(scores)} distinct names; got {names}.")
     pool, spec, spec_method = _spec(pool, kind, scores, probs, metric=metric, k=k, method=method, costs=costs)
     prob_columns = list(spec.probs or spec.features or ())
-    td, plan, docs, design, mem_pool, sample = _drawn_pool(
+    td, _, docs, design, mem_pool, _ = _drawn_pool(
         pool, spec, spec_method, kind, budget=budget, query_weights=query_weights, defensive=defensive,
         rng=rng_iv(seed), names=tuple(names), extra_columns=prob_columns, progress=progress)
-    if sample is not None and sample.n < 2 and sample.threshold != np.inf:
-        raise ValueError(
-            f"`budget`={budget:g} buys {sample.n} quer{'y' if sample.n == 1 else 'ies'} of method "
-            f"{spec_method.name!r}: no standard error can be computed from fewer than 2; raise the budget.")
+    # the campaign's own plan on the drawn pool: the draws whose documents were just fetched
+    plan, _, wor, _, kind_arrays = plan_family(design, mem_pool, budget, seed)
     X = docs[prob_columns].to_numpy(np.float64)
     P = X if spec.probs is not None else np.asarray(spec.model.predict_proba(X), dtype=np.float64)
     qkeys, id_kind, dkeys = _pool_ids(mem_pool)
@@ -272,7 +266,7 @@ def create_campaign(path, pool, scores, probs, *, budget, metric="err@10", k=Non
     return Campaign._write_new(path, design, mem_pool, plan, P.reshape(len(docs), -1), qkeys=qkeys, kind=id_kind,
                                dkeys=dkeys, texts={}, names=names, target=kind, seed=seed, budget=budget,
                                defensive=defensive, combine=combine, description=description, extra_meta=extra,
-                               wor=sample)
+                               wor=wor, kind_arrays=kind_arrays)
 
 
 def estimate(pool, scores, probs, labeler, *, budget, metric="err@10", k=None, method="active_wor", costs="auto",

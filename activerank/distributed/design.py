@@ -28,7 +28,8 @@ __all__ = ["TableDesign", "drawn_design", "table_design"]
 
 @dataclass(frozen=True, eq=False)
 class TableDesign:
-    """The per-query parts of a design, from the per-query table.
+    """The per-query parts of a design, from the per-query table: what a query-level design kind plans and
+    draws from (:mod:`activerank.design.kinds.base`) before any document is fetched.
 
     Attributes
     ----------
@@ -55,6 +56,11 @@ class TableDesign:
     @property
     def n_queries(self) -> int:
         return self.p.size
+
+    @property
+    def census(self) -> np.ndarray:
+        """No exactly known stratum: a distributed comparison judges every document of a drawn query."""
+        return np.zeros(0, dtype=np.int64)
 
 
 def table_design(table, *, query: str, kind: str, method, cost_model: str, query_weights, defensive: float,

@@ -26,9 +26,10 @@ Examples
 >>> evaluation = ActiveEvaluation(pool, probs, ar.KnownLabels.from_data(pool), budget=8, every=5,
 ...                               metric="err@10", rng=0)
 >>> history = {}
->>> booster = lgb.train({"objective": "lambdarank", "verbose": -1, "num_threads": 1},
-...                     lgb.Dataset(train.X, train.labels, group=train.lengths), num_boost_round=10,
-...                     callbacks=[evaluation, lgb.record_evaluation(history)])
+>>> quiet = {"verbose": -1, "num_threads": 1}
+>>> booster = lgb.train({"objective": "lambdarank", **quiet},
+...                     lgb.Dataset(train.X, train.labels, group=train.lengths, params=quiet),
+...                     num_boost_round=10, callbacks=[evaluation, lgb.record_evaluation(history)])
 >>> len(history["activerank"]["err@10"]), evaluation.history().index.tolist()
 (10, [5, 10])
 """
@@ -171,7 +172,7 @@ class ActiveEvaluation:
         rounds = env.iteration + 1
         last = rounds == env.end_iteration
         if rounds % self.every == 0 or last:
-            self._last = self._evaluate(env.model, rounds)
+            self._last = self._evaluate(env.model, rounds, env.params)
         else:
             self._last = [(n, math.nan, hi) for n, _, hi in self._last] or self._nan_entries()
         if env.evaluation_result_list is not None:
@@ -181,8 +182,10 @@ class ActiveEvaluation:
             if last:  # as lightgbm.early_stopping: the booster's best iteration is the best checkpoint
                 env.model.best_iteration = self.best_iteration
 
-    def _evaluate(self, booster, rounds: int) -> list:
-        scores = np.asarray(booster.predict(self.X, num_iteration=-1), dtype=np.float64)
+    def _evaluate(self, booster, rounds: int, params: Mapping | None = None) -> list:
+        # the training's threads and verbosity: a prediction with other settings makes LightGBM warn
+        same = {k: v for k, v in (params or {}).items() if k in ("num_threads", "verbose", "verbosity")}
+        scores = np.asarray(booster.predict(self.X, num_iteration=-1, **same), dtype=np.float64)
         kw = dict(budget=self.budget, metric=self.metric, method=self.method, rng=self.rng,
                   judgments=self.judgments, **self.options)
         if self.mode == "estimate":

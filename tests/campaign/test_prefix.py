@@ -118,7 +118,7 @@ def test_a_round_survives_reopening_and_tasks_follow_the_labels(tmp_path, data, 
         offsets = c.pool().offsets
         outside = [(qid, r) for qid in waiting for r in range(offsets[c.query_ids.index(qid)],
                                                               offsets[c.query_ids.index(qid) + 1])
-                   if r not in c._prefix_cost]
+                   if r not in c._task_cost]
         assert outside  # some query has documents below the cutoff
         qid, r = outside[0]
         bad = tmp_path / "bad.jsonl"
@@ -147,7 +147,7 @@ def test_judgments_ahead_of_the_walk_are_kept_and_used(tmp_path, data, probs, la
         for x in c.plan().queries.tolist():
             qid = c.query_ids[x]
             lo, hi = c.pool().offsets[x], c.pool().offsets[x + 1]
-            docs = [d for r, d in zip(range(lo, hi), c.pool().doc_keys(np.arange(lo, hi))) if r in c._prefix_cost]
+            docs = [d for r, d in zip(range(lo, hi), c.pool().doc_keys(np.arange(lo, hi))) if r in c._task_cost]
             rows += [{"query_id": qid, "doc_id": d, "grade": int(g)} for d, g in zip(docs, labels(int(qid), docs))]
         (tmp_path / "all.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
         rep = c.import_judgments(tmp_path / "all.jsonl")

@@ -20,6 +20,12 @@ design only moves plain data between these steps:
    of the estimate's variance at a budget, before any label (``method="auto"``
    and planning).
 
+Two more steps hand the sample to the layers that keep or move it:
+:meth:`DesignKind.query_draws` lists the queries it touches (what a Dask pool
+fetches, what a campaign's draw table records), and
+:meth:`DesignKind.to_arrays` / :meth:`DesignKind.from_arrays` turn plan and
+sample into named arrays and back (what a campaign stores).
+
 The engine (:mod:`activerank.engine`), labeling campaigns
 (:mod:`activerank.campaign`) and Dask pools (:mod:`activerank.distributed`) call
 only these methods, so a new design is one module implementing them plus one
@@ -185,6 +191,22 @@ class DesignKind:
                  ci_rng=None) -> DesignFit:
         """The estimate of a judged sample; ``held`` marks the rows judged before the run (free)."""
         raise NotImplementedError  # pragma: no cover - abstract
+
+    # ------------------------------------------------------------------ what other layers keep or move
+
+    def query_draws(self, design, plan, sample):
+        """The sample as a sequence of query draws (:class:`~activerank.design.sampling.DrawPlan`): the queries
+        whose documents it may ask for, in order, with what each is expected to cost."""
+        raise NotImplementedError(f"{self!r} does not list its queries (query_draws): campaigns and Dask pools "
+                                  "cannot plan it.")
+
+    def to_arrays(self, design, plan, sample) -> dict:
+        """``{name: ndarray}``: everything :meth:`from_arrays` needs to rebuild ``plan`` and ``sample``."""
+        raise NotImplementedError(f"{self!r} cannot be stored (to_arrays): campaigns cannot plan it.")
+
+    def from_arrays(self, design, arrays: dict):
+        """``(plan, sample)`` rebuilt from :meth:`to_arrays`' output."""
+        raise NotImplementedError(f"{self!r} cannot be stored (from_arrays): campaigns cannot plan it.")
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}()"

@@ -186,6 +186,15 @@ class WithoutReplacementDesign(DesignKind):
             return NO_LABELS
         return LabelRequest.of(np.repeat(x, sizes), np.concatenate(rows), labels)
 
+    def query_draws(self, design, plan, sample):
+        from ..sampling import DrawPlan
+
+        if sample is None:
+            empty = np.zeros(0, dtype=np.int64)
+            return DrawPlan(queries=empty, new=np.zeros(0, dtype=bool), charged=np.zeros(0), budget=float(plan))
+        return DrawPlan(queries=sample.indices, new=np.ones(sample.n, dtype=bool), charged=sample.cost,
+                        budget=sample.budget)
+
     def predicted_variance(self, design, budget) -> float:
         """``share^2 * sum_x p'(x)^2 (1 / pi(x) - 1) Var_theta[theta | x]`` with the planning inclusion
         probabilities ``pi`` (``p'`` = ``p`` renormalized on the sampled stratum, ``share`` its mass)."""

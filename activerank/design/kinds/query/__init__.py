@@ -151,6 +151,12 @@ class QueryDraws(DesignKind):
         return DesignFit(main, own, dof, int(x.size), judged_count(d, judged), cost, plan.budget, exact, trace,
                          ci=ci_used, bootstrap=boot)
 
+    def query_draws(self, design, plan, sample) -> DrawPlan:
+        if sample is None:
+            empty = np.zeros(0, dtype=np.int64)
+            return DrawPlan(queries=empty, new=np.zeros(0, dtype=bool), charged=np.zeros(0), budget=plan.budget)
+        return sample
+
     def __repr__(self) -> str:
         return f"QueryDraws({self.estimator!r})"
 
