@@ -61,8 +61,7 @@ REFIT_MODES = ("each_batch", "never")
 
 def make_design(pool, rankings, probs, *, metric, k=None, method="active", costs="auto", query_weights=None,
                 defensive=DEFAULT_DEFENSIVE, predicted=None, target=None, names=None, judge="changeable") -> Design:
-    """Compute the sampling design (everything fixed before labeling).
-Compute the sampling design for one ranking (``len(rankings) == 1``) or a pair.
+    """Compute the sampling design: everything fixed before labeling, for one ranking or several.
 
     Parameters
     ----------
@@ -129,7 +128,6 @@ def estimate(pool, scores, probs, labeler, *, budget, metric="err@10", k=None, m
              costs="auto", query_weights=None, defensive=DEFAULT_DEFENSIVE, rng=None,
              predicted=None, judgments=None, ci="auto"):
     """Estimate a ranker's mean metric from a budget of relevance judgments.
-Estimate a ranker's mean metric from a budget of relevance judgments.
 
     Parameters
     ----------
@@ -151,50 +149,14 @@ Estimate a ranker's mean metric from a budget of relevance judgments.
         ``"nDCG@10"`` (ir_measures'); ``k`` may also be given separately.
     k : int or None, optional
     method : str, default "active_wor"
-        A registered method (:func:`activerank.design.methods.method_names`)
-        or ``"auto"``.  ``"active_wor"`` (default) takes one budgeted sample
-        *without* replacement (sequential Poisson: every query at most once,
-        the sample's cost within the budget, inclusion
-        ``∝ p sqrt(Var[L|x] / lambda)`` with a defensive share) and estimates
-        the model's exact pool mean plus the Horvitz-Thompson sum of the
-        residuals, with a coefficient tuned on the sample and shrunk towards 1
-        (:mod:`activerank.design.wor_methods`); measured
-        on MQ2008 and OHSUMED (128 benchmark cells, ``benchmarks/peers``) its
-        mean squared error is a median 0.86 of ``"active"``'s.
-        ``"active"`` (Sawade et al.'s Algorithm 1, the default before 0.3)
-        draws *with* replacement from the cost-aware optimal ``q*`` until the
-        budget is spent and uses the self-normalized importance-weighted mean;
-        ``"passive"`` samples from ``p``; ``"active_uniform_costs"`` ignores
-        costs when choosing ``q`` (the paper's uniC).  The paper's uniD
-        ablation is a uniform relevance model (``probs`` all equal).
-        ``"model_assisted"`` samples like ``"active"`` and adds the model's
-        exact pool mean as a control variate with a tuned, shrunken
-        coefficient (:func:`activerank.inference.model_assisted.model_assisted`).
-        ``"model_assisted_variance"`` samples ``q ∝ p sqrt(Var[L|x] / lambda)``
-        instead, optimal when the model is calibrated but costly when it is
-        not (OHSUMED); ``"model_assisted_fixed"`` uses that ``q`` with the
-        coefficient fixed at 1 (the classical difference estimator).
-        ``"doc_dyn"`` / ``"doc_stat"`` (additive metrics: DCG@k, P@k, RBP)
-        sample single documents instead of whole queries: every document
-        is judged independently with a cost-aware probability, the budget is
-        spent in expectation, and the estimate is the model's exact total
-        plus Horvitz-Thompson of the residuals (``doc_dyn``, Cormack &
-        Grossman's dyn) or plain Horvitz-Thompson (``doc_stat``)
-        (:mod:`activerank.engine.documents`); ``"doc_uniform"`` samples
-        pooled documents uniformly without replacement (Horvitz-Thompson),
-        ``"doc_hh"`` draws them with replacement from Schnabel et al.'s
-        ``Q*`` (Hansen-Hurwitz), ``"two_stage"`` draws queries and then about
-        two documents per drawn query
-        (:mod:`activerank.design.document_methods`).  ``"prefix"`` (cascade
-        metrics: ERR, RR) samples queries and judges each one document at a
-        time, most influential first, to a random depth decided by the
-        labels seen (:mod:`activerank.design.prefix`; the budget is spent in
-        expectation).  ``"auto"`` runs ``"active_wor"`` or, for additive metrics,
-        ``"doc_dyn"`` (cascade metrics: ``"prefix"``), whichever has the
-        smaller variance predicted by the relevance model at the budget; the
-        result's ``method`` is the one run and
-        ``trace.attrs["auto"]`` holds the predicted variances
-        (:mod:`activerank.design.auto`).
+        A registered method (``docs/methods.md`` lists them with what each draws and estimates) or
+        ``"auto"``.  The default takes one budgeted sample of queries without replacement and estimates the
+        model's exact pool mean plus the Horvitz-Thompson sum of the residuals.  ``"active"`` is Sawade et
+        al.'s Algorithm 1 (draws with replacement from ``q*``).  ``"doc_dyn"`` and the other document-level
+        methods (additive metrics) and ``"prefix"`` (cascade metrics) judge single documents and spend the
+        budget in expectation.  ``"auto"`` runs whichever of ``"active_wor"`` and ``"doc_dyn"`` /
+        ``"prefix"`` the relevance model predicts to have the smaller variance at the budget, and reports its
+        choice in ``trace.attrs["auto"]``.
     costs : {"auto", "log_length", "constant", "uniform"}, array or callable
         Per-document cost model (see :func:`activerank.design.costs.document_costs`);
         ``"uniform"`` charges 1 per query.
@@ -213,24 +175,12 @@ Estimate a ranker's mean metric from a budget of relevance judgments.
         whose documents are all in it is not sent to ``labeler`` again; rerun
         with the same ``rng`` seed to resume the same draw sequence.
     ci : {"auto", "t", "t_draws", "bootstrap", "normal"}, default "auto"
-        The standard error and interval (``result.ci``, ``result.dof``); every
-        choice has the same draws and point estimate, and the model-assisted
-        methods are cross-fitted (no self-tuning bias) for all but ``"normal"``.
-        ``"auto"`` = ``"t_draws"``: the per-draw (with-replacement) standard
-        error pooled with the relevance model's predicted variance, and
-        Student-t quantiles whose degrees of freedom count distinct queries,
-        not draws: Kish's effective number ``n^2 / sum_c k_c^2`` (``k_c`` draws
-        of query ``c``) minus one.  Without repeats it equals ``"t"``, the
-        cluster standard error over the ``d`` distinct sampled queries with
-        ``d - 1`` degrees of freedom, which over-states the variance where
-        ``q*`` makes queries repeat.  ``"bootstrap"`` (one ranker or one
-        difference): a studentized bootstrap over the distinct sampled
-        queries, asymmetric (``confidence_interval()`` at any level), from
-        the sample alone -- better for right-skewed values, worse where the
-        sample misses rare large differences (index updates); its generator
-        is derived from ``rng`` without changing the draws.  ``"normal"``:
-        the per-draw delta-method standard error with normal quantiles (the
-        paper's).  Measured coverage per interval: ``docs/intervals.md``.
+        The standard error and interval (``result.ci``, ``result.dof``); every choice has the same draws and
+        point estimate.  ``"auto"``: the design's small-sample interval (Student-t, the sample's variance
+        pooled with the model's predicted variance).  ``"t"``: distinct-query cluster SE; ``"t_draws"``:
+        per-draw SE with Kish's effective number of distinct queries; ``"bootstrap"``: a studentized bootstrap
+        (query draws with replacement, one ranker or one difference); ``"normal"``: the paper's interval.
+        Measured coverage of each: ``docs/intervals.md``.
 
     Returns
     -------
@@ -263,7 +213,6 @@ def compare(pool, scores_a, scores_b, probs, labeler, *, budget, metric="err@10"
             method="active_wor", costs="auto", query_weights=None, defensive=DEFAULT_DEFENSIVE,
             rng=None, predicted=None, judgments=None, judge="changeable", ci="auto"):
     """Estimate ``Delta = R_a - R_b`` between two rankers from a labeling budget.
-Estimate ``Delta = R_a - R_b`` between two rankers from a labeling budget.
 
     Same parameters as :func:`estimate`, with two rankers, plus ``judge``.
     Judging a query costs the documents of the union of both rankings'
@@ -316,7 +265,6 @@ def compare_many(pool, candidate_scores, baseline_scores, probs, labeler, *, bud
                  defensive=DEFAULT_DEFENSIVE, rng=None, names=None, baseline_name="baseline",
                  judgments=None, judge="changeable", ci="auto"):
     """Estimate how much each of several candidates beats a baseline, from one budget.
-Estimate how much each of several candidates beats a baseline, from one budget.
 
     Draws queries from ``q*(x) ∝ p(x) sqrt(sum_j E[(delta_j - Delta_j)^2 | x] / lambda(x))``
     (the distribution minimizing the sum of the ``m`` difference variances;
@@ -391,7 +339,6 @@ def rank_systems(pool, scores_list, probs, labeler, *, budget, metric="err@10", 
                  method="active_wor", costs="auto", query_weights=None, defensive=DEFAULT_DEFENSIVE,
                  rng=None, names=None, judgments=None, judge="changeable", ci="auto"):
     """Rank ``k`` systems by their mean metric from one labeling budget.
-Rank ``k`` systems by their mean metric from one labeling budget.
 
     Estimates each system's mean metric relative to the mean system,
     ``theta_i = R_i - mean_l R_l`` (Schnabel et al. 2016, Sec. 6), drawing
@@ -461,7 +408,6 @@ def estimate_sequential(pool, scores, probs, labeler, *, target_half_width, budg
                         defensive=DEFAULT_DEFENSIVE, min_draws=30, max_draws=None, t_opt=None, rng=None,
                         sequence="windowed", judge="changeable"):
     """Label one query at a time until the anytime-valid interval is narrow enough.
-Label one query at a time until the anytime-valid interval is narrow enough.
 
     Parameters
     ----------
@@ -562,7 +508,6 @@ def estimate_adaptive(pool, scores, model, X, labeler, *, budget, n_batches=4, m
                       query_weights=None, defensive=DEFAULT_DEFENSIVE, method="active", rng=None,
                       judge="changeable", ci="auto"):
     """Active estimate (or comparison) that refits the relevance model between batches.
-Active estimate (or comparison) that refits the relevance model between batches.
 
     Parameters
     ----------

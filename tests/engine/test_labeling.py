@@ -55,3 +55,30 @@ def test_load_rules():
         store.load({1: {"a": 2}}, name="reuse")
     with pytest.raises(TypeError, match=r"`judgments` must be a dict"):
         store.load([1, 2], name="judgments")
+
+
+def test_a_batch_labeler_is_asked_once_per_batch_the_design_needs():
+    """Query samples need one batch; prefix one per judging step (at most k for err@k)."""
+    import numpy as np
+
+    import activerank as ar
+    from activerank.labelers import BatchLabeler
+
+    from ..conftest import SyntheticPool
+
+    pool = SyntheticPool(np.random.default_rng(0), n_queries=1500, max_docs=6)
+    known = ar.KnownLabels(pool.query_ids, pool.offsets, pool.sample_labels(np.random.default_rng(1)))
+    calls = []
+
+    def batch(requests):
+        calls.append(len(requests))
+        return [known(q, d) for q, d in requests]
+
+    for method, metric, most in (("active_wor", "err@5", 1), ("doc_dyn", "dcg@5", 1), ("prefix", "err@5", 5)):
+        calls.clear()
+        res = ar.estimate(pool, pool.probs[:, 2], pool.probs, BatchLabeler(batch), budget=1000, metric=metric,
+                          method=method, rng=0)
+        one = ar.estimate(pool, pool.probs[:, 2], pool.probs, known.__call__, budget=1000, metric=metric,
+                          method=method, rng=0)
+        assert 1 <= len(calls) <= most and sum(calls) >= 100
+        assert res.estimate == one.estimate  # the same sample, asked for in batches
