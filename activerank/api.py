@@ -108,6 +108,11 @@ def _fixed(pool, pool_, kind, rankings, probs, labeler, *, budget, rng, judgment
     rng = rng_iv(rng)
     labeler = labeler_iv(labeler)
     grade_count_iv(probs, pool=pool, labeler=labeler)
+    store = None
+    if judgments is not None and len(np.shape(probs)) == 2:  # labels held are free, and used by the design
+        store = Judgments(pool_, np.shape(probs)[1])
+        store.load(judgments, name="judgments")
+        design_args = dict(design_args, judged=store.labels >= 0)
     auto = None
     if isinstance(design_args.get("method"), str) and design_args["method"] == "auto":
         from .design.auto import auto_design
@@ -115,9 +120,7 @@ def _fixed(pool, pool_, kind, rankings, probs, labeler, *, budget, rng, judgment
         dsg, auto = auto_design(pool, pool_, kind, rankings, probs, budget, design_args)
     else:
         dsg = prepare_design(pool, pool_, kind, rankings, probs, **design_args)
-    store = Judgments(pool_, dsg.n_grades)
-    if judgments is not None:
-        store.load(judgments, name="judgments")
+    store = Judgments(pool_, dsg.n_grades) if store is None else store
     res = run(dsg, pool_, labeler, FixedBudget(budget, rng), judgments=store, ci=ci)
     if auto is not None:  # say what was chosen and why
         res.trace.attrs["auto"] = auto.as_dict()
@@ -169,11 +172,12 @@ def estimate(pool, scores, probs, labeler, *, budget, metric="err@10", k=None, m
         Per-query predictions replacing the model's exact moments when
         choosing ``q`` and as the control variate (e.g. from
         :class:`activerank.relevance.calibration.QueryCalibrator`).
-    judgments : dict, optional
-        Judgments already bought, ``{query_id: {doc_id: grade}}`` -- e.g.
-        ``LabelingError.judgments`` from an interrupted run.  A drawn query
-        whose documents are all in it is not sent to ``labeler`` again; rerun
-        with the same ``rng`` seed to resume the same draw sequence.
+    judgments : dict or JudgmentSet, optional
+        Labels held already, ``{query_id: {doc_id: grade}}`` -- e.g. ``result.judgments`` of an earlier
+        call or ``LabelingError.judgments`` of an interrupted one.  They cost nothing and are never asked
+        for again: queries whose documents are all held are known exactly (a census stratum of a query-level
+        design), the rest are sampled at the cost of their documents not held, and the document-level and
+        prefix designs treat held documents as judged.  ``cost_spent`` counts only labels bought in this call.
     ci : {"auto", "t", "t_draws", "bootstrap", "normal"}, default "auto"
         The standard error and interval (``result.ci``, ``result.dof``); every choice has the same draws and
         point estimate.  ``"auto"``: the design's small-sample interval (Student-t, the sample's variance

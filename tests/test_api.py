@@ -225,11 +225,12 @@ def test_resume_with_judgments_from_a_failed_run(setup):
     with pytest.raises(LabelingError) as info:
         ar.estimate(pool, pool.probs[:, 2], pool.probs, flaky, **kw)
     fresh = ar.KnownLabels(pool.query_ids, pool.offsets, labels)
-    resumed = ar.estimate(pool, pool.probs[:, 2], pool.probs, ar.CallableLabeler(fresh),
-                          judgments=info.value.judgments, **kw)
-    reference = ar.estimate(pool, pool.probs[:, 2], pool.probs, lab, **kw)
-    assert resumed.estimate == reference.estimate
-    assert fresh.n_calls == resumed.n_queries - 4  # the four judged queries are not asked again
+    held = info.value.judgments
+    resumed = ar.estimate(pool, pool.probs[:, 2], pool.probs, ar.CallableLabeler(fresh), judgments=held, **kw)
+    # the four judged queries are known exactly (free), never asked again; the budget buys other queries
+    assert len(held) == 4 and not set(held) & set(resumed.trace["query_id"])
+    assert fresh.n_calls == resumed.trace["new"].sum() and resumed.cost_spent <= 30 * (1 + 1e-9)
+    assert resumed.judgments.bought.n_labels + sum(len(d) for d in held.values()) == resumed.judgments.n_labels
     with pytest.raises(ValueError, match=r"`judgments` names query 'nope', which is not in the pool"):
         ar.estimate(pool, pool.probs[:, 2], pool.probs, lab, judgments={"nope": {}}, **kw)
 

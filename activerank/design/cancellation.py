@@ -73,7 +73,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._validation import rankings_iv
-from ..metrics.registry import Metric, parse_metric
+from ..metrics.registry import parse_metric
 from ..ragged import Rankings, offsets_from_lengths
 from .._validation import defensive_iv
 

@@ -16,7 +16,7 @@ import numpy as np
 from .._validation import doc_costs_iv
 from ..ragged import Rankings
 
-__all__ = ["QueryCosts", "COST_MODELS", "document_costs", "judged_union", "query_costs"]
+__all__ = ["QueryCosts", "COST_MODELS", "RemainingCosts", "document_costs", "judged_union", "query_costs"]
 
 COST_MODELS = ("auto", "log_length", "constant", "uniform")
 
@@ -214,3 +214,29 @@ def query_costs(doc_costs: np.ndarray, rankings: list[Rankings], *, k=None,
     if scale is None:
         return QueryCosts(cost=raw / raw.mean(), raw=raw, model="uniform" if per_query else model)
     return QueryCosts(cost=raw / scale, raw=raw, model="uniform" if per_query else model, unit=float(scale))
+
+
+class RemainingCosts:
+    """Every query's documents to judge and their costs in budget units: what judging the rest of a query
+    costs once some of its documents are judged (labels held cost nothing)."""
+
+    def __init__(self, target, costs: QueryCosts, document_costs: np.ndarray):
+        n_docs = document_costs.size
+        keys = np.unique(np.concatenate([r.query_index() * n_docs + r.items for r in target.document_sets()]))
+        self.rows = keys % n_docs
+        self.query = keys // n_docs
+        m = costs.cost.size
+        self.size = np.bincount(self.query, minlength=m)
+        if costs.model == "uniform":
+            self.cost = costs.cost[self.query] / self.size[self.query]
+        else:
+            self.cost = document_costs[self.rows] / costs.scale
+        self.full = costs.cost
+
+    def remaining(self, labels: np.ndarray) -> np.ndarray:
+        """Cost of judging each query's not-yet-judged documents (0 when complete)."""
+        m = self.size.size
+        open_ = labels[self.rows] < 0
+        n_open = np.bincount(self.query, weights=open_, minlength=m)
+        part = np.bincount(self.query, weights=self.cost * open_, minlength=m)
+        return np.where(n_open == self.size, self.full, np.where(n_open == 0, 0.0, part))

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .costs import QueryCosts, query_costs
+from .costs import QueryCosts, RemainingCosts, query_costs
 from .methods import Method, get_method
 from .targets import Prediction, Target
 
@@ -43,6 +43,9 @@ class Design:
     probs : ndarray of shape (n_docs, n_grades) or None
         The relevance model (document-level methods choose inclusion
         probabilities from it once the budget is known).
+    held : ndarray of shape (n_queries,), bool, or None
+        Queries of a query-level design whose every document to judge is held already (labels passed in):
+        known exactly, never sampled, free.  ``costs`` are then the costs of the documents not held.
     """
 
     target: Target
@@ -55,6 +58,7 @@ class Design:
     defensive: float = 0.1
     document_costs: np.ndarray | None = None
     probs: np.ndarray | None = None
+    held: np.ndarray | None = None
 
     @property
     def rankings(self) -> tuple:
@@ -89,9 +93,11 @@ class Design:
 
     @property
     def census(self) -> np.ndarray:
-        """Pool positions of the determined queries with ``p > 0``: every contrast exactly 0, never
-        sampled, never judged; they enter the estimate as an exactly known stratum."""
-        return np.flatnonzero(self.target.determined & (self.p > 0))
+        """Pool positions of the exactly known queries with ``p > 0``: determined ones (every contrast exactly
+        0, never judged) and, for query-level designs, those whose labels are all held; never sampled, they
+        enter the estimate as an exactly known stratum."""
+        known = self.target.determined if self.held is None else self.target.determined | self.held
+        return np.flatnonzero(known & (self.p > 0))
 
     def documents(self, x: int) -> np.ndarray:
         """Global rows to judge for pool query ``x`` (union of the top-k lists; with
@@ -106,7 +112,7 @@ class Design:
 
 def build_design(target: Target, probs: np.ndarray, *, method: Method, p: np.ndarray, doc_costs: np.ndarray,
                  cost_model: str, per_query_cost: bool, defensive: float,
-                 predicted: tuple | None = None) -> Design:
+                 predicted: tuple | None = None, judged: np.ndarray | None = None) -> Design:
     """Compute predictions, costs and ``q`` for validated inputs.
 
     Parameters
@@ -126,6 +132,10 @@ def build_design(target: Target, probs: np.ndarray, *, method: Method, p: np.nda
     defensive : float
     predicted : (mean, variance), optional
         Validated per-query predictions replacing the model's (one contrast only).
+    judged : ndarray of shape (n_docs,), bool, optional
+        Document rows whose labels are held already.  They cost nothing; a query-level design knows the
+        queries they cover in full exactly (a census stratum) and samples the others at the cost of their
+        documents not held.  Document-level and prefix designs reuse held labels themselves.
     """
     det = target.determined
     if target.changes is None:
@@ -136,6 +146,10 @@ def build_design(target: Target, probs: np.ndarray, *, method: Method, p: np.nda
         full = query_costs(doc_costs, target.full_document_sets(), model=cost_model, per_query=per_query_cost)
         qc = query_costs(doc_costs, target.document_sets(), model=cost_model, per_query=per_query_cost,
                          scale=full.scale, free=det)
+    held = None
+    if judged is not None and method.unit == "query" and np.any(judged):
+        qc, held = _held_costs(target, qc, doc_costs, judged)
+        det = det | held
     # determined queries are a census stratum (contrast exactly 0): q is chosen for the other queries
     p_live = np.where(det, 0.0, p)
     mass = float(p_live.sum())
@@ -156,12 +170,20 @@ def build_design(target: Target, probs: np.ndarray, *, method: Method, p: np.nda
         q = np.where(det, 0.0, q)
     else:  # every query with p > 0 is determined: the answer is known without a label
         q = np.zeros_like(p)
-    return Design(target, method.name, p, q, qc, prediction, probs.shape[1], defensive, doc_costs, probs)
+    return Design(target, method.name, p, q, qc, prediction, probs.shape[1], defensive, doc_costs, probs, held)
+
+
+def _held_costs(target, qc: QueryCosts, doc_costs, judged):
+    """Query costs of the documents not held, and the queries held in full (with documents to judge)."""
+    labels = np.where(np.asarray(judged, dtype=bool), 0, -1)
+    remaining = RemainingCosts(target, qc, doc_costs).remaining(labels)
+    held = (remaining == 0) & (qc.cost > 0)
+    return QueryCosts(cost=remaining, raw=remaining * qc.scale, model=qc.model, unit=qc.scale), held
 
 
 def prepare_design(pool, pool_, kind: str, rankings, probs, *, metric, k=None, method="active", costs="auto",
                    query_weights=None, defensive=0.1, predicted=None, names=None, methods=None,
-                   judge="changeable") -> Design:
+                   judge="changeable", judged=None) -> Design:
     """Validate the design inputs and build the design: the one path of every entry point.
 
     Parameters
@@ -203,4 +225,4 @@ def prepare_design(pool, pool_, kind: str, rankings, probs, *, metric, k=None, m
             raise ValueError("`predicted` is supported for one ranker or one comparison only.")
         predicted = predicted_iv(predicted, pool_.n_queries)
     return build_design(target, P, method=spec, p=p, doc_costs=doc_costs, cost_model=cost_name,
-                        per_query_cost=per_query, defensive=defensive, predicted=predicted)
+                        per_query_cost=per_query, defensive=defensive, predicted=predicted, judged=judged)

@@ -29,6 +29,7 @@ from ..inference.confidence_sequences import expected_draws, fixed_width_radius,
 from ..inference.mis import mixture
 from ..inference.model_assisted import tuned_coefficient
 from ..inference.sequences import _alpha, choose_t_opt, rho_for_time
+from ..design.costs import RemainingCosts
 from ..design.kinds.base import DesignFit
 from ..design.kinds.query import clamp_cost
 from .core import Draws, RunContext, Schedule
@@ -344,31 +345,6 @@ def _prior_q(q, pool, index) -> np.ndarray:
     return out
 
 
-class _Union:
-    """Every query's judged-document union and per-document costs in budget units."""
-
-    def __init__(self, d):
-        n_docs = d.document_costs.size
-        keys = np.unique(np.concatenate([r.query_index() * n_docs + r.items for r in d.target.document_sets()]))
-        self.rows = keys % n_docs
-        self.query = keys // n_docs
-        m = d.costs.cost.size
-        self.size = np.bincount(self.query, minlength=m)
-        if d.costs.model == "uniform":
-            self.cost = d.costs.cost[self.query] / self.size[self.query]
-        else:
-            self.cost = d.document_costs[self.rows] / d.costs.scale
-        self.full = d.costs.cost
-
-    def remaining(self, labels: np.ndarray) -> np.ndarray:
-        """Cost of judging each query's not-yet-judged documents (0 when complete)."""
-        m = self.size.size
-        open_ = labels[self.rows] < 0
-        n_open = np.bincount(self.query, weights=open_, minlength=m)
-        part = np.bincount(self.query, weights=self.cost * open_, minlength=m)
-        return np.where(n_open == self.size, self.full, np.where(n_open == 0, 0.0, part))
-
-
 class Adaptive(Schedule):
     """Batches with refitting, multiple-importance weights and reuse (see the module notes)."""
 
@@ -403,7 +379,7 @@ class Adaptive(Schedule):
 
         d, pool, store = ctx.design, ctx.pool, ctx.judgments
         budget, p, m = self.budget, d.p, d.p.size
-        union = _Union(d)
+        union = RemainingCosts(d.target, d.costs, d.document_costs)
         index = pool.query_index()
         # ---- reuse: load judgments, census set, earlier draw components
         census = np.zeros(m, dtype=bool)

@@ -109,27 +109,41 @@ FUNCTIONS = {
 }
 
 
-def _same_draws(r1, r2):
-    """Identical traces but for the ``new`` (bought) flags, and the same numbers."""
-    t1, t2 = r1.trace.drop(columns="new"), r2.trace.drop(columns="new")
-    return t1.equals(t2) and repr(r1) == repr(r2)
-
-
 @pytest.mark.parametrize("function", sorted(FUNCTIONS))
 @pytest.mark.parametrize("method", ["active_wor", "active", "model_assisted"])
-def test_round_trip_same_seed_same_draws_no_labeler(sample, function, method):
+def test_round_trip_held_labels_are_free_and_known_exactly(sample, function, method):
+    """Labels passed back cost nothing and are never asked for again: the queries they cover in full are a
+    census stratum, the budget buys other queries, and ``cost_spent`` counts only the labels bought now."""
     data, probs, lab = sample
     run = FUNCTIONS[function]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ar.LowEffectiveSampleSizeWarning)
-        first = run(data, lab, probs, budget=12, metric="err@5", method=method, rng=5)
-        again = run(data, _refuse, probs, budget=12, metric="err@5", method=method, rng=5,
-                    judgments=first.judgments)
-        as_dict = run(data, _refuse, probs, budget=12, metric="err@5", method=method, rng=5,
+        first = run(data, lab, probs, budget=8, metric="err@5", method=method, rng=5)
+        rec = Recording(lab)
+        again = run(data, rec, probs, budget=8, metric="err@5", method=method, rng=5, judgments=first.judgments)
+        as_dict = run(data, Recording(lab), probs, budget=8, metric="err@5", method=method, rng=5,
                       judgments=first.judgments.to_dict())
-    assert _same_draws(first, again) and _same_draws(first, as_dict)
-    assert again.judgments == first.judgments and again.judgments.bought.n_labels == 0
-    assert again.summary().attrs["run"]["labels_bought"] == 0
+    held = {(q, d) for q, d, _ in first.judgments.to_records()}
+    assert not held & set(rec.asked) and rec.asked  # new labels only
+    assert repr(again) == repr(as_dict)
+    assert not set(again.trace["query_id"]) & set(first.judgments)  # held queries are never drawn
+    assert again.judgments == (first.judgments | again.judgments.bought)
+    assert again.judgments.bought.n_labels == len(rec.asked)
+    assert again.cost_spent == pytest.approx(again.trace.drop_duplicates("query")["cost"].sum())
+    assert again.cost_spent <= 8 * (1 + 1e-9)
+
+
+@pytest.mark.parametrize("method", ["active_wor", "active", "doc_dyn", "prefix"])
+def test_every_label_held_costs_nothing_and_is_exact(sample, method):
+    data, probs, lab = sample
+    metric = "dcg@5" if method == "doc_dyn" else "err@5"
+    everything = ar.JudgmentSet.from_rows(ar.pool.pool_iv(data), data.labels, np.ones(data.labels.size, bool))
+    res = ar.compare(data, data.X[:, 0], data.X[:, 1], probs, _refuse, budget=8, metric=metric, method=method,
+                     rng=1, judgments=everything)
+    truth = ar.compare(data, data.X[:, 0], data.X[:, 1], probs, lab, budget=1e6, metric=metric, method=method,
+                       rng=1)
+    assert res.cost_spent == 0 and res.exact and res.standard_error == 0
+    assert res.difference == pytest.approx(truth.difference, abs=1e-12)
 
 
 @pytest.mark.parametrize("method, metric", [("prefix", "err@5"), ("doc_dyn", "dcg@5"), ("auto", "err@5"),
@@ -179,3 +193,29 @@ def test_bad_judgments_still_name_the_parameter(sample):
     data, probs, lab = sample
     with pytest.raises(ValueError, match="`judgments` names query 'nope', which is not in the pool"):
         ar.estimate(data, data.X[:, 0], probs, lab, budget=8, rng=0, judgments=JudgmentSet({"nope": {"d": 1}}))
+
+
+@pytest.mark.statistical
+@pytest.mark.parametrize("method", ["active_wor", "active"])
+def test_held_labels_keep_the_estimate_unbiased_with_nominal_coverage(method):
+    """Labels of an earlier comparison held (free, an exactly known stratum): the estimate of another
+    comparison stays unbiased with nominal coverage (200-query pool, about 25 queries bought)."""
+    from ..conftest import SyntheticPool, stat_reps
+
+    pool = SyntheticPool(np.random.default_rng(21), n_queries=200, max_docs=10)
+    labels = pool.sample_labels(np.random.default_rng(22))
+    lab = ar.KnownLabels(pool.query_ids, pool.offsets, labels)
+    s0, s1, s2 = pool.probs[:, 2], pool.probs[:, 1], pool.probs[:, 2] + 0.3 * pool.probs[:, 0]
+    truth = ar.compare(pool, s2, s1, pool.probs, lab, budget=1e6, metric="err@5", rng=0, judge="all").difference
+    reps = stat_reps(400)
+    err, se = np.empty(reps), np.empty(reps)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ar.LowEffectiveSampleSizeWarning)
+        for i in range(reps):
+            held = ar.compare(pool, s1, s0, pool.probs, lab, budget=20, metric="err@5", method=method,
+                              rng=10_000 + i).judgments
+            r = ar.compare(pool, s2, s1, pool.probs, lab, budget=25, metric="err@5", method=method, rng=i,
+                           judgments=held)
+            err[i], se[i] = r.difference - truth, r.standard_error
+    assert abs(err.mean()) <= 3 * err.std(ddof=1) / np.sqrt(reps)
+    assert 0.93 <= np.mean(np.abs(err) <= 1.96 * se) <= 0.98
