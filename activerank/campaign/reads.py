@@ -86,9 +86,11 @@ class _Reads:
         if target.changes is not None and (cost > 0).any():  # costs in the unit of judging whole queries
             i = int(np.flatnonzero(cost > 0)[0])
             unit = float(raw[i] / cost[i])
+        held = self._array("held_queries")
         self._design = Design(target, self.meta["method"], p, q,
                               QueryCosts(cost=cost, raw=raw, model=self.meta["cost_model"], unit=unit), prediction,
-                              int(self.meta["n_grades"]), float(self.meta.get("defensive", DEFAULT_DEFENSIVE)))
+                              int(self.meta["n_grades"]), float(self.meta.get("defensive", DEFAULT_DEFENSIVE)),
+                              held=None if held is None else held.astype(bool))
         d = np.array(db.execute("SELECT qx, new, charged FROM draws ORDER BY j").fetchall(),
                      dtype=np.float64).reshape(-1, 3)
         self._plan = DrawPlan(queries=d[:, 0].astype(np.int64), new=d[:, 1].astype(bool), charged=d[:, 2],

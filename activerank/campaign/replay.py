@@ -291,11 +291,25 @@ class _Replay:
             )
         plan = DrawPlan(queries=self._plan.queries[:prefix], new=self._plan.new[:prefix],
                         charged=self._plan.charged[:prefix], budget=self._plan.budget)
-        labels = np.full(int(self._offsets[-1]), -1, dtype=np.int64)
+        labels = self._held_labels(grades)
         for x in np.unique(plan.queries).tolist():
             rows = self._needed[x]
             labels[rows] = [grades[r] for r in rows.tolist()]
         return estimate_from_plan(self._design, self.pool(), plan, labels)
+
+    def _held_labels(self, grades) -> np.ndarray:
+        """Grades of the queries whose labels were held at creation (an exactly known stratum), -1 elsewhere."""
+        labels = np.full(int(self._offsets[-1]), -1, dtype=np.int64)
+        held = self._design.held
+        for x in ([] if held is None else np.flatnonzero(held).tolist()):
+            rows = self._design.documents(x)
+            missing = [r for r in rows.tolist() if r not in grades]
+            if missing:
+                raise ValueError(f"query {self._qkeys[x]!r} was planned as held (its labels given at creation) but "
+                                 f"{len(missing)} of its documents have no stored judgment: import the qrels file "
+                                 "given at creation (import_qrels, scope='pool').")
+            labels[rows] = [grades[r] for r in rows.tolist()]
+        return labels
 
     def _estimate_without_replacement(self, combine):
         grades, _, done, partial, pending, _ = self._progress(combine)
@@ -304,7 +318,7 @@ class _Replay:
                 f"the sample without replacement ({self.method!r}) is usable only whole: {len(partial)} of its "
                 f"{len(self._planned)} queries are partially judged and {len(pending)} not at all (module "
                 "activerank.campaign.without_replacement); the judgments stay stored.")
-        labels = np.full(int(self._offsets[-1]), -1, dtype=np.int64)
+        labels = self._held_labels(grades)
         for x in self._planned:
             rows = self._needed[x]
             labels[rows] = [grades[r] for r in rows.tolist()]

@@ -187,6 +187,24 @@ def _pool_ids(pool):
 # --------------------------------------------------------------------------- the campaign's part
 
 
+def _held_rows(path, pool, qkeys, dkeys) -> np.ndarray:
+    """Document rows of the pool that a qrels file names (``qid iter docid grade``).  Lenient: lines are
+    validated, with their reasons, when the file is imported; ids outside the pool are ignored here."""
+    held = np.zeros(pool.n_docs, dtype=bool)
+    qindex = {q: x for x, q in enumerate(qkeys)}
+    offsets = pool.offsets
+    by_query: dict = {}
+    with open(path, encoding="utf-8-sig") as f:
+        for line in f:
+            parts = line.split()
+            if len(parts) == 4 and parts[0] in qindex:
+                by_query.setdefault(qindex[parts[0]], set()).add(parts[2])
+    for x, docs in by_query.items():
+        rows = [r for r in range(int(offsets[x]), int(offsets[x + 1])) if dkeys[r] in docs]
+        held[rows] = True
+    return held
+
+
 class _Writes:
     """The writing part of :class:`activerank.campaign.Campaign` (a mixin; see the module docstring)."""
 
@@ -196,7 +214,7 @@ class _Writes:
     def create(cls: type[_C], path, pool, rankers, probs, *, budget, metric="err@10", k=None, method="active",
                costs="auto", query_weights=None, defensive=DEFAULT_DEFENSIVE, seed=None, names=None,
                target=None, query_text=None, combine="mean_gain", overwrite=False,
-               description="", judge="changeable", inputs=None) -> _C:
+               description="", judge="changeable", inputs=None, held_qrels=None) -> _C:
         """Create a campaign file: freeze the pool, compute the design and the draw sequence.
 
         Parameters
@@ -257,6 +275,12 @@ class _Writes:
             As in :func:`activerank.compare`: a comparison's tasks hold only
             the documents whose labels can change a difference (stored; the
             campaign's per-ranker estimates are then NaN).
+        held_qrels : str or os.PathLike, optional
+            A TREC qrels file of labels held already (``activerank campaign init --qrels``).  They cost
+            nothing and shape the design as ``judgments=`` does in :func:`activerank.estimate`: a query-level
+            design knows the queries they cover in full exactly and plans the others at the cost of their
+            documents not held.  Lines naming ids outside the pool are ignored here; import the file with
+            :meth:`import_qrels` (``scope="pool"``) before estimating -- the estimate needs the held grades.
         inputs : mapping str -> path or sequence of paths, optional
             The files the campaign was made from, by role (``{"pool": ...,
             "train": ...}``): recorded, and never replaced by the campaign's
@@ -299,6 +323,9 @@ class _Writes:
             extra = {"auto": choice.as_dict()}
         else:
             dsg = prepare_design(pool, pool_, target, rankings, probs, **design_args)
+        if held_qrels is not None:  # labels held are free: the design is planned around them
+            design_args["judged"] = _held_rows(held_qrels, pool_, qkeys, dkeys)
+            dsg = prepare_design(pool, pool_, target, rankings, probs, **dict(design_args, method=dsg.method))
         plan, documents, wor, prefix, kind_arrays = plan_family(dsg, pool_, budget, seed)
         return cls._write_new(path, dsg, pool_, plan, np.asarray(probs, dtype=np.float64), qkeys=qkeys, kind=kind,
                               dkeys=dkeys, texts=texts, names=names, target=target, seed=seed, budget=budget,
@@ -372,6 +399,8 @@ class _Writes:
                               ("prediction_output_variance", dsg.prediction.output_variance)):
                 if arr is not None:  # each ranking's own model-assisted mean; the small-sample prior
                     arrays.append((name, arr))
+            if dsg.held is not None:  # queries whose labels were held at creation: an exactly known stratum
+                arrays.append(("held_queries", dsg.held.astype(np.int8)))
             if dsg.target.judged is not None:  # ratio metrics: the judged pool beyond the top-k lists
                 arrays += [("judged_items", dsg.target.judged.items), ("judged_offsets", dsg.target.judged.offsets)]
             arrays += family_arrays(documents, wor, prefix, kind_arrays)

@@ -208,7 +208,8 @@ def _cmd_init(args):
     camp = Campaign.create(tmp, pool, rankers, probs, budget=args.budget, metric=args.metric, target=target,
                            method=args.method, costs=args.costs, defensive=args.defensive, seed=args.seed,
                            query_text=query_text, combine=args.combine, overwrite=True,
-                           description=args.description or "", judge=args.judge, inputs=inputs)
+                           description=args.description or "", judge=args.judge, inputs=inputs,
+                           held_qrels=args.qrels)
     try:
         with camp:
             lines = _init_qrels(camp, args) if args.qrels else []

@@ -120,3 +120,33 @@ def test_distributed_campaigns_accept_sampling_without_replacement(tmp_path, dat
     # distributed pools plan the sample on the driver (tests/distributed/test_campaign.py)
     path, budget, seed = _create_args_iv(tmp_path / "c.db", "mean_gain", False, 5, 0, method=METHOD, documents=False)
     assert budget == 5 and seed == 0
+
+
+@pytest.mark.filterwarnings("ignore::activerank.LowEffectiveSampleSizeWarning")
+@pytest.mark.parametrize("method", ["active_wor", "active"])
+def test_labels_held_at_creation_are_free_and_known_exactly(tmp_path, data, probs, labels, method):
+    """``init --qrels``: the queries the qrels cover in full are an exactly known stratum, never planned, and
+    nothing is spent before a task is judged; the estimate equals activerank's with the same labels held."""
+    a = data.X[:, 24]
+    held_q = [data.query_ids[i] for i in range(5)]
+    held = {q: {d: int(g) for d, g in zip(*_docs_and_grades(data, q))} for q in held_q}
+    qrels = tmp_path / "held.qrels"
+    qrels.write_text("".join(f"{q} 0 {d} {g}\n" for q, docs in held.items() for d, g in docs.items()))
+    ref = ar.estimate(data, a, probs, labels, budget=8, metric="err@10", method=method, rng=3, judgments=held)
+    with Campaign.create(tmp_path / "c.db", data, a, probs, budget=8, metric="err@10", method=method, seed=3,
+                         held_qrels=qrels) as c:
+        c.import_qrels(qrels)
+        st = c.status()
+        assert st.cost_spent == 0 and not set(map(str, held_q)) & set(map(str, c.plan().queries.tolist()))
+        assert not {str(c.query_ids[x]) for x in c.plan().queries.tolist()} & set(map(str, held_q))
+        _import(c, _answers(c, labels), tmp_path / "a.jsonl")
+        res = c.estimate()
+    assert res.estimate == pytest.approx(ref.estimate, rel=1e-12)
+    assert res.standard_error == pytest.approx(ref.standard_error, rel=1e-12)
+    assert res.cost_spent == pytest.approx(ref.cost_spent, rel=1e-12)
+
+
+def _docs_and_grades(data, qid):
+    x = int(np.flatnonzero(data.query_ids == qid)[0])
+    rows = np.arange(data.offsets[x], data.offsets[x + 1])
+    return data.doc_ids[rows].tolist(), data.labels[rows].tolist()
