@@ -1,6 +1,6 @@
 """Planning time of ``method="prefix"`` at MSLR-WEB30K scale (what ``estimate``/``compare`` and ``auto`` pay first).
 
-The ``prefix`` design (:mod:`activerank.design.prefix`) simulates 64 label
+The ``prefix`` design (:mod:`activerank.design.kinds.prefix`) simulates 64 label
 vectors per query and walks each through its judging order to choose every
 query's stopping scale and inclusion probability.  This script times that
 planning on the synthetic MSLR-shaped pool of ``benchmarks/_synthetic.py``
@@ -12,7 +12,7 @@ planning on the synthetic MSLR-shaped pool of ``benchmarks/_synthetic.py``
 For every task and scale it prints, measured in one run with one BLAS thread:
 
 * the median wall time of ``--repeats`` runs and the time per query, with the
-  NumPy kernels and with the numba twins (:mod:`activerank.design._prefix_numba`,
+  NumPy kernels and with the numba twins (:mod:`activerank.design.kinds.prefix._numba`,
   the ``fast`` extra; what ``auto`` takes at this size when numba is installed);
 * the ratio to a per-query loop: the same planning simulation (``judging_paths``)
   called once per query, timed on a random subsample of queries and extrapolated;

@@ -1,7 +1,7 @@
 """``method="auto"``: pick the design with the smaller predicted variance at the budget.
 
 Candidates: the query-level ``active_wor`` design (one budgeted sample
-without replacement, :mod:`activerank.design.wor_methods`; for comparisons with
+without replacement, :mod:`activerank.design.kinds.query_wor`; for comparisons with
 ``judge="changeable"`` paying only for documents that can change the
 difference) and, for metrics that add over documents, the document-level
 ``doc_dyn`` design (:mod:`activerank.design.kinds.documents`); for cascade metrics

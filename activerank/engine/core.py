@@ -202,7 +202,7 @@ def run(design, pool, labeler, schedule: Schedule, *, judgments: Judgments | Non
     ci : {"auto", "t", "t_draws", "bootstrap", "normal"}, default "auto"
         Interval of a fixed-budget or adaptive run (``ci_iv``; ``"auto"`` is ``"t_draws"``).
         ``"bootstrap"`` resamples with a generator derived from ``schedule.rng`` without touching it
-        (:func:`~activerank.engine.small_sample.bootstrap_generator`): the draws and the point estimate are
+        (:func:`~activerank.engine.core.bootstrap_generator`): the draws and the point estimate are
         those of any other ``ci``, and a seeded run is reproducible.
 
     Returns

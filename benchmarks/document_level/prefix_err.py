@@ -1,7 +1,7 @@
 """ERR@10 on the document-level harness's axis: ``prefix`` vs passive query sampling (issues 17 and 20).
 
 The document-level designs of ``run.py`` need an additive metric, so that
-harness measures DCG@10 only.  ``method="prefix"`` (:mod:`activerank.design.prefix`)
+harness measures DCG@10 only.  ``method="prefix"`` (:mod:`activerank.design.kinds.prefix`)
 judges random-length sequences of documents inside Poisson-sampled queries for
 cascade metrics; this script puts it on the same axis for ERR@10: same folds,
 tasks, relevance models, document cost models and budget unit (the mean cost of
@@ -14,7 +14,7 @@ changeable-document costs, determined queries a census).
 
 ``prefix`` runs through the engine's own design (:func:`activerank.make_design`
 with ``method="prefix"``: its layout, model predictions and costs) and is
-simulated by :meth:`~activerank.design.prefix.PrefixSampling.simulate`.
+simulated by :meth:`~activerank.design.kinds.prefix.PrefixSampling.simulate`.
 
 Run:  python benchmarks/document_level/prefix_err.py [--datasets mq2008,ohsumed,trec-news] [--reps 1000]
 Writes results/<dataset>/prefix_err_{savings,checks}.csv and results/prefix_err.md.
@@ -39,7 +39,7 @@ import activerank as ar  # noqa: E402
 from activerank.design.cancellation import census_distribution, changeable_costs, changeable_documents  # noqa: E402
 from activerank.design.costs import document_costs, query_costs  # noqa: E402
 from activerank.design.sampling import optimal_distribution  # noqa: E402
-from activerank.engine.prefix import _layout  # noqa: E402
+from activerank.design.kinds.prefix import design_layout as _layout  # noqa: E402
 from activerank.experiments.harness import DATASETS, fit_fold  # noqa: E402
 
 METRIC = "err@10"

@@ -6,7 +6,7 @@ measures the library's *registered* methods instead -- ``doc_dyn``,
 ``unit="document"``, or the ones named by ``--methods``) -- through the code
 path of ``ar.estimate`` / ``ar.compare`` / ``ar.compare_many`` /
 ``ar.rank_systems`` and of the experiment harness: the method's design plug-in
-(:meth:`activerank.design.document_methods.DocumentDesign.simulate`: the
+(:meth:`activerank.design.kinds.documents.DocumentDesign.simulate`: the
 design for the budget, then draw and estimate in every repetition on the
 pool's known grades).  Same tasks, truth, costs and budget grid as ``run.py``;
 passive query sampling (the savings reference) by ``run.py``'s kernel.

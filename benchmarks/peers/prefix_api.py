@@ -1,6 +1,6 @@
 """The registered ``prefix`` method on the peers benchmark's ERR@10 cells at equal documents (issues 20, 17).
 
-``prefix`` (:mod:`activerank.design.prefix`) samples queries (Poisson) and judges
+``prefix`` (:mod:`activerank.design.kinds.prefix`) samples queries (Poisson) and judges
 each sampled query top down to a random depth: document ``j`` is judged iff
 ``U <= P_j``, ``P_j`` non-increasing and computed from the labels seen, and the
 estimate is the model's pool mean plus the importance-weighted increments of the
@@ -9,7 +9,7 @@ more queries than a whole-query design.  (At equal *queries* -- one cost unit pe
 query -- it has nothing to gain and is not run.)
 
 Same tasks, seed layout and budgets as ``run.py``; simulated with the plug-in's
-batched path (:meth:`~activerank.design.prefix.PrefixSampling.simulate`, the
+batched path (:meth:`~activerank.design.kinds.prefix.PrefixSampling.simulate`, the
 engine's estimator on the same draws).  The peers are not rerun: the ratio is
 MSE(prefix) / the best peer's stored MSE in ``results/results.csv`` with a 95%
 bootstrap over prefix's runs; ``vs active_wor`` uses ``results/wor_api.csv``.

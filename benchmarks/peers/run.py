@@ -358,7 +358,7 @@ def run_ar_census(t, lam, budgets, reps, rng):
     out = {k: (np.empty((Y.shape[0],) + stops.shape), np.empty((Y.shape[0],) + stops.shape))
            for k in ("snis", "ma", "crossfit")}
     covered = {k: np.empty((Y.shape[0],) + stops.shape, dtype=bool) for k in ("snis", "crossfit")}
-    # the engine's gates and priors (activerank.engine.small_sample): the model's predicted per-draw
+    # the engine's gates and priors (activerank.design.kinds.query.small_sample): the model's predicted per-draw
     # variance and the design's expected number of distinct queries at each budget
     ed = np.array([expected_distinct(q, lam, float(B)) for B in budgets])
     slots = cluster_slots(x)
@@ -399,7 +399,7 @@ def run_ar_cancel_wor(t, lam, budgets, reps, rng):
 
 
 def run_doc_dyn(t, budgets, reps, rng, chunk=250):
-    """doc_dyn as the engine runs it (activerank.engine.documents.poisson_documents): Poisson pi-ps on the
+    """doc_dyn as the engine runs it (activerank.design.kinds.documents): Poisson pi-ps on the
     model's residual variance (defensive 0.1), units = pooled documents of the compared top-10 lists
     (cancelling ones have pi = 0), model total + Horvitz-Thompson of the residuals.  The budget is spent
     in expectation (unit: judging a whole query's union, as the documents mode)."""

@@ -1,12 +1,12 @@
 """The registered ``active_wor`` method on the peers benchmark's cells (issue 20).
 
 ``active_wor`` = the engine's without-replacement design as the public API runs it
-(:mod:`activerank.design.wor_methods`): budgeted sequential Poisson sample with
+(:mod:`activerank.design.kinds.query_wor`): budgeted sequential Poisson sample with
 scores ``p sqrt(Var[L|x] / lambda)`` (defensive 0.1) over the undetermined queries
 (comparisons: changeable-document costs, determined queries a census stratum),
 estimator ``beta M + HT(y - beta m)`` with ``beta`` tuned on the sample and shrunk
 towards 1, SE pooled with the model's predicted design variance, Student-t on n - 2.  Simulated by the plug-in's own batched path
-(:meth:`~activerank.design.wor_methods.WithoutReplacementDesign.simulate`, equal to
+(:meth:`~activerank.design.kinds.query_wor.WithoutReplacementDesign.simulate`, equal to
 the engine's fit sample by sample: tests/design/test_wor_methods.py).
 
 Same tasks, seeds layout, budgets and cost modes as ``run.py``; the peers are not
