@@ -22,14 +22,13 @@ reference and what the approximation costs the sampler:
   with q from the predicted moments vs passive sampling at the same budget.
 
 Run:  python benchmarks/approximate_moments.py [--data DIR] [--reps 4000]
-(``--data`` defaults to $ACTIVERANK_DATA or ../shared/data next to the repository.)
+(``--data`` defaults to $ACTIVERANK_DATA.)
 Writes benchmarks/results/approximate_moments.{csv,md}.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 import time
 from pathlib import Path
 
@@ -53,10 +52,9 @@ SAMPLES = (64, 256, 1024)
 
 
 def _data_root(arg):
-    if arg:
-        return Path(arg)
-    env = os.environ.get("ACTIVERANK_DATA")
-    return Path(env) if env else HERE.parent.parent / "shared" / "data"
+    from activerank.experiments.harness import default_data_root
+
+    return Path(arg) if arg else Path(default_data_root())
 
 
 def _load(root: Path, name: str):

@@ -311,7 +311,7 @@ def _md(df: pd.DataFrame) -> str:
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--data", default=None, help="data root (default $ACTIVERANK_DATA or ../shared/data)")
+    ap.add_argument("--data", default=None, help="data root (default $ACTIVERANK_DATA)")
     ap.add_argument("--reps", type=int, default=2000)
     ap.add_argument("--n-boot", type=int, default=199)
     ap.add_argument("--seed", type=int, default=0)

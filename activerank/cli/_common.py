@@ -190,9 +190,11 @@ def refuse_input_as_output(path, inputs, *, option: str) -> None:
 
 def write_trace(path, trace, *, protected=(), force=False, protected_name="the campaign store"):
     """Write a per-draw trace CSV atomically, under the output rule of
-    :func:`activerank.campaign.io.check_output_path` (never an input file)."""
-    from ..campaign.io import check_output_path, write_atomic
+    :func:`activerank.campaign.io.check_output_path` (never an input file), its text cells escaped against
+    spreadsheet formulas (:func:`activerank.campaign.io.escape_cell`)."""
+    from ..campaign.io import check_output_path
+    from ..campaign.io import write_trace as write_escaped
 
     path = check_output_path(path, kind="trace", protected=protected, force=force, header=list(trace.columns),
                              protected_name=protected_name)
-    write_atomic(path, lambda f: trace.to_csv(f, index=False, lineterminator="\n"))
+    write_escaped(path, trace)

@@ -704,7 +704,7 @@ def markdown(df: pd.DataFrame) -> str:
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--data", default=None, help="data root (default $ACTIVERANK_DATA or ../shared/data)")
+    ap.add_argument("--data", default=None, help="data root (default $ACTIVERANK_DATA)")
     ap.add_argument("--reps", type=int, default=1000)
     ap.add_argument("--n-boot", type=int, default=1000)
     ap.add_argument("--datasets", default="mq2008,ohsumed")
