@@ -315,6 +315,8 @@ class _Writes:
                            defensive=defensive, names=names, judge=judge,
                            methods=method_names(unit="query") + method_names(unit="document")
                            + method_names(unit="prefix"))
+        if held_qrels is not None:  # labels held are free: the design is planned around them
+            design_args["judged"] = _held_rows(held_qrels, pool_, qkeys, dkeys)
         extra = None
         if auto:  # chosen once, by the API's rule (activerank.design.auto), and stored
             from ..design.auto import auto_design
@@ -323,9 +325,6 @@ class _Writes:
             extra = {"auto": choice.as_dict()}
         else:
             dsg = prepare_design(pool, pool_, target, rankings, probs, **design_args)
-        if held_qrels is not None:  # labels held are free: the design is planned around them
-            design_args["judged"] = _held_rows(held_qrels, pool_, qkeys, dkeys)
-            dsg = prepare_design(pool, pool_, target, rankings, probs, **dict(design_args, method=dsg.method))
         plan, documents, wor, prefix, kind_arrays = plan_family(dsg, pool_, budget, seed)
         return cls._write_new(path, dsg, pool_, plan, np.asarray(probs, dtype=np.float64), qkeys=qkeys, kind=kind,
                               dkeys=dkeys, texts=texts, names=names, target=target, seed=seed, budget=budget,

@@ -56,7 +56,7 @@ import sys
 import numpy as np
 
 from ._common import (cli_warnings, n_grades_arg, nonneg_int, positive_float, positive_int, probability_closed,
-                      probability_open)
+                      probability_open, score_spec_path)
 
 __all__ = ["add_campaign_parser", "main", "run"]
 
@@ -153,21 +153,11 @@ def _init_trec(args):
     return runs.pool, {t: runs.rankings[t] for t in names}, probs
 
 
-def _spec_file(spec):
-    """The file a ``--ranker``/``--baseline`` SPEC reads (``file:PATH``, ``run:PATH[#TAG]``), else None."""
-    kind, _, arg = (spec or "").partition(":")
-    if kind == "file" and arg:
-        return arg
-    if kind == "run" and arg:
-        return arg.partition("#")[0] or None
-    return None
-
-
 def _init_inputs(args) -> dict:
     """Every file ``init`` reads, by role."""
     specs = (args.ranker or []) + ([args.baseline] if args.baseline and args.pool else [])
     roles = {"pool": [args.pool], "train": [args.train], "qrels": [args.qrels], "query_text": [args.query_text],
-             "run": list(args.run or []), "scores": [_spec_file(s) for s in specs]}
+             "run": list(args.run or []), "scores": [score_spec_path(s) for s in specs]}
     return {role: [p for p in paths if p] for role, paths in roles.items() if any(paths)}
 
 

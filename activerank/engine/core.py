@@ -260,15 +260,10 @@ def estimate_from_plan(design, pool, plan: DrawPlan, labels: np.ndarray, *, ci: 
     rng : None, int or numpy.random.Generator
         The bootstrap's randomness (``ci="bootstrap"`` only).
     """
-    from .assemble import assemble
+    from ..design.kinds.query import QueryPlan
 
-    ci = ci_iv(ci)
-    check_ci(ci, design, None)
-    store = Judgments(pool, design.n_grades)
-    store.labels[:] = labels
-    ci_rng = np.random.default_rng(rng) if ci == "bootstrap" else None
-    return assemble(RunContext(design, pool, None, store, ci=ci, ci_rng=ci_rng), Draws.from_plan(plan, design),
-                    method=design.method)
+    return estimate_sample(design, pool, QueryPlan(design.q, design.costs.cost, plan.budget), plan, labels, ci=ci,
+                           rng=rng)
 
 
 def estimate_sample(design, pool, plan, sample, labels: np.ndarray, *, held: np.ndarray | None = None,

@@ -12,6 +12,7 @@ judgments (a resumed run, reused campaigns) enter through
 from __future__ import annotations
 
 from collections.abc import Mapping
+from contextlib import contextmanager
 
 import numpy as np
 
@@ -89,16 +90,9 @@ class Judgments:
             return
         qid = self.pool.query_key(x)
         ids = self.pool.doc_keys(need)
-        try:
+        with self._keeping(f"labeling query {qid!r}{where}", trace):
             grades = check_grades(labeler(qid, ids), qid, ids, self.n_grades)
-        except Exception as exc:
-            raise LabelingError(f"labeling query {qid!r}{where} failed: {exc}", judgments=self.as_dict(),
-                                trace=None if trace is None else trace()) from exc
-        except BaseException as exc:  # Ctrl-C in a human-in-the-loop tool: keep what was bought
-            setattr(exc, "judgments", self.as_dict())
-            raise
-        self.labels[need] = grades
-        self.bought[need] = True
+        self._store(need, grades)
 
     def ask_batch(self, labeler, request, *, trace=None) -> None:
         """Ask ``labeler`` for a design's :class:`~activerank.design.kinds.base.LabelRequest`.
@@ -117,24 +111,31 @@ class Judgments:
             return
         qids = [self.pool.query_key(x) for x, _ in groups]
         ids = [self.pool.doc_keys(rows) for _, rows in groups]
-        try:
+        with self._keeping(f"labeling a batch of {len(groups)} queries", trace):
             answers = list(batch(list(zip(qids, ids))))
             if len(answers) != len(groups):
                 raise ValueError(f"label_batch answered {len(answers)} requests; {len(groups)} were asked.")
+        for (x, rows), qid, doc_ids, answer in zip(groups, qids, ids, answers):
+            with self._keeping(f"labeling query {qid!r}", trace):
+                grades = check_grades(answer, qid, doc_ids, self.n_grades)
+            self._store(rows, grades)
+
+    def _store(self, rows, grades) -> None:
+        self.labels[rows] = grades
+        self.bought[rows] = True
+
+    @contextmanager
+    def _keeping(self, what: str, trace):
+        """A labeler's failure becomes a LabelingError carrying every judgment acquired (and the trace); an
+        interrupt (Ctrl-C in a human-in-the-loop tool) keeps them too."""
+        try:
+            yield
         except Exception as exc:
-            raise LabelingError(f"labeling a batch of {len(groups)} queries failed: {exc}", judgments=self.as_dict(),
+            raise LabelingError(f"{what} failed: {exc}", judgments=self.as_dict(),
                                 trace=None if trace is None else trace()) from exc
-        except BaseException as exc:  # Ctrl-C in a human-in-the-loop tool: keep what was bought
+        except BaseException as exc:
             setattr(exc, "judgments", self.as_dict())
             raise
-        for (x, rows), qid, doc_ids, answer in zip(groups, qids, ids, answers):
-            try:
-                grades = check_grades(answer, qid, doc_ids, self.n_grades)
-            except Exception as exc:
-                raise LabelingError(f"labeling query {qid!r} failed: {exc}", judgments=self.as_dict(),
-                                    trace=None if trace is None else trace()) from exc
-            self.labels[rows] = grades
-            self.bought[rows] = True
 
     # ------------------------------------------------------------------ earlier judgments
 
