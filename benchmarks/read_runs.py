@@ -6,7 +6,7 @@ six-decimal scores, 5% of them tied) is read by
 
 ``columnar``   ``read_runs`` as shipped: numpy over the file's bytes;
 ``lines``      the line-by-line reader it falls back to on malformed input
-               (``activerank.io.trec._read_runs_lines``; the reader before the
+               (``activerank.io.trec.runs._read_runs_lines``; the reader before the
                columnar one);
 ``pandas``     ``pandas.read_csv(sep=r"\\s+", header=None)`` alone: parsing
                only, no validation, pool or rankings -- a yardstick.
@@ -37,7 +37,7 @@ CHILD = r"""
 import json, resource, sys, time
 import numpy as np, pandas as pd
 import activerank.api  # imported before timing: both readers build an activerank.Pool
-from activerank.io import trec
+from activerank.io.trec import runs as trec
 path, which = sys.argv[1], sys.argv[2]
 readers = {
     "columnar": lambda: trec.read_runs(path),

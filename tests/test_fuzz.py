@@ -27,7 +27,8 @@ from activerank.campaign import Campaign
 from activerank.cli.campaign import main as campaign_main
 from activerank.cli import main as ar_main
 from activerank.io.letor import load_letor
-from activerank.io.trec import _read_runs_lines, read_qrels, read_runs
+from activerank.io.trec import read_qrels, read_runs
+from activerank.io.trec.runs import _read_runs_lines
 from activerank.ragged import Rankings
 
 pytestmark = pytest.mark.filterwarnings("ignore::activerank.LowEffectiveSampleSizeWarning")

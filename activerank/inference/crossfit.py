@@ -67,15 +67,12 @@ from .small_sample import (
     DEFAULT_PRIOR_DOF,
     BatchIntervals,
     IntervalEstimate,
-    _check_distinct,
-    _shift,
-    _single_iv,
-    _squeeze,
     cluster_slots,
     cluster_sums,
     ratio_intervals,
     resolve_ci,
 )
+from .small_sample.snis_intervals import _check_distinct, _shift, _single_iv, _squeeze
 
 __all__ = [
     "MIN_DISTINCT_FOR_TUNING",

@@ -5,6 +5,7 @@ import pytest
 
 from activerank.datasets import DatasetNotFoundError
 from activerank.experiments import harness as ex
+from activerank.experiments.data import _deal_partitions
 
 from ..conftest import require_shared_data
 
@@ -22,12 +23,12 @@ def test_missing_trec_news_names_the_layout(tmp_path):
 
 def test_partitions_are_dealt_by_sorted_query_id():
     ids = np.array([825, 321, 408, 336, 999, 341, 100])
-    part = ex._deal_partitions(ids)
+    part = _deal_partitions(ids)
     # sorted: 100, 321, 336, 341, 408, 825, 999 -> partitions 1, 2, 3, 4, 5, 1, 2
     assert part.tolist() == [1, 2, 5, 3, 2, 4, 1]
     # the same whatever the file order
     perm = np.random.default_rng(0).permutation(ids.size)
-    assert ex._deal_partitions(ids[perm]).tolist() == part[perm].tolist()
+    assert _deal_partitions(ids[perm]).tolist() == part[perm].tolist()
 
 
 def test_trec_news_loads_into_five_partitions_of_ten():

@@ -198,7 +198,7 @@ def _random_run_files(tmp_path, rng, trial):
 
 
 def test_columnar_reader_equals_line_reader(tmp_path):
-    from activerank.io import trec
+    from activerank.io.trec import runs as trec
 
     rng = np.random.default_rng(7)
     n_fast = 0
@@ -232,7 +232,7 @@ def test_columnar_reader_equals_line_reader(tmp_path):
     "q1 Q0 d1 1 12345678901234567890.5 A\n",  # beyond the exact fast path for floats
 ])
 def test_unusual_spellings_read_as_the_line_reader_reads_them(tmp_path, text):
-    from activerank.io import trec
+    from activerank.io.trec import runs as trec
 
     p = _write(tmp_path, "u.run", text)
     got, ref = read_runs(p), trec._read_runs_lines([p], "split", "union")

@@ -50,13 +50,13 @@ from ....inference.small_sample import (
     MIN_RELIABLE_DISTINCT_NO_PRIOR,
     BootstrapPivots,
     FewDistinctQueriesWarning,
-    _kish_dof,
-    _ratio_moments,
     bootstrap_pivots,
     cluster_slots,
     contrast_intervals,
     predicted_variance,
 )
+from ....inference.small_sample.clusters import _kish_dof
+from ....inference.small_sample.ratio import _ratio_moments
 
 __all__ = ["SmallSample", "small_sample_estimates"]
 
