@@ -31,7 +31,7 @@ from ..inference.results import (
 )
 from ..inference.judgments import JudgmentSet
 from ..inference.sequences import INTERVAL_KIND
-from ..inference.snis import _user_stacklevel, kish_ess, warn_if_low_ess
+from ..inference.snis import kish_ess, warn_if_low_ess
 
 __all__ = ["assemble", "assemble_fit", "build_trace", "with_ids"]
 
@@ -194,7 +194,7 @@ def _caveats(common: dict, anytime: dict | None) -> None:
     common["few_labels"] = few
     if few:
         interval = interval_name(common["ci"], common["dof"], None if anytime is None else anytime["interval"])
-        warn_few_labels(common["n_queries"], None, interval, _user_stacklevel())
+        warn_few_labels(common["n_queries"], None, interval)
 
 
 def _ro(a):

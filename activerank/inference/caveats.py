@@ -42,11 +42,15 @@ def interval_name(ci: str, dof: float, interval: str | None = None) -> str:
     return f"Student-t interval with {dof:g} {unit} of freedom"
 
 
-def warn_few_labels(n_queries: int, n_labels: int | None, interval: str, stacklevel: int) -> None:
-    """Warn that an estimate rests on ``n_queries`` judged queries (fewer than :data:`MIN_LABELED_QUERIES`)."""
+def warn_few_labels(n_queries: int, n_labels: int | None, interval: str, stacklevel: int | None = None) -> None:
+    """Warn that an estimate rests on ``n_queries`` judged queries (fewer than :data:`MIN_LABELED_QUERIES`);
+    the warning names the user's call."""
+    from .snis import _user_stacklevel
+
     labels = "" if n_labels is None else f" ({n_labels} labels)"
     warnings.warn(
         f"the estimate rests on {n_queries} judged quer{'y' if n_queries == 1 else 'ies'}{labels}, fewer than "
         f"{MIN_LABELED_QUERIES}: its standard error comes from a handful of values and the {interval} may "
         "under-cover (result.few_labels is True). Raise the budget; pass judgments=result.judgments to reuse "
-        "the labels already bought.", FewLabelsWarning, stacklevel=stacklevel)
+        "the labels already bought.", FewLabelsWarning,
+        stacklevel=_user_stacklevel() if stacklevel is None else stacklevel)

@@ -72,6 +72,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .caveats import FewLabelsWarning
+
 __all__ = [
     "AUTO_RULE",
     "CI_KINDS",
@@ -123,8 +125,9 @@ DEFAULT_PRIOR_DOF = 2.0
 DEFAULT_N_BOOT = 999
 
 
-class FewDistinctQueriesWarning(UserWarning):
-    """Few distinct queries: the interval's coverage is not reliable."""
+class FewDistinctQueriesWarning(FewLabelsWarning):
+    """Few distinct queries: the interval's coverage is not reliable (a :class:`FewLabelsWarning`, so one
+    filter silences both)."""
 
 
 class TooFewQueriesError(ValueError):

@@ -77,7 +77,7 @@ def warn_if_low_ess(ess: float, n_draws: int, stacklevel: int | None = None, *, 
     if ess < MIN_EFFECTIVE_SAMPLE_SIZE * (1.0 - 1e-9) and ess < n_draws * (1.0 - 1e-9):
         warnings.warn(
             f"effective sample size {ess:.3g} (from {n_draws} draws) is below "
-            f"{MIN_EFFECTIVE_SAMPLE_SIZE:g}: the importance weights are uneven, and the {interval} may "
+            f"{MIN_EFFECTIVE_SAMPLE_SIZE:g}: the {interval} may "
             "under-cover. Increase the budget or the defensive mixture weight.",
             LowEffectiveSampleSizeWarning,
             stacklevel=_user_stacklevel() if stacklevel is None else stacklevel,
