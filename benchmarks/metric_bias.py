@@ -265,12 +265,13 @@ def _init():
 
 
 def _fill_auto(rows: list) -> list:
-    """``auto`` cells whose design is another cell's: that cell's numbers (``ran`` names it)."""
+    """``auto`` cells whose design is another cell's: that cell's numbers (``ran`` names it); those whose
+    cell is not done yet stay markers."""
     key = {(r["dataset"], r["scenario"], r["metric"], r["design"], r["budget"]): r for r in rows if "same_as" not in r}
     out = []
     for r in rows:
-        if "same_as" in r:
-            src = key[(r["dataset"], r["scenario"], r["metric"], r["same_as"], r["budget"])]
+        src = key.get((r["dataset"], r["scenario"], r["metric"], r.get("same_as"), r["budget"]))
+        if "same_as" in r and src is not None:
             r = {**src, "design": "auto", "ran": f"{r['same_as']} (= its cell)", "seconds": 0.0}
         out.append(r)
     return out
@@ -288,7 +289,7 @@ def verdict(row) -> str:
     return ",".join(miss)
 
 
-def markdown(df: pd.DataFrame, *, reps: int, seconds: float, command: str) -> str:
+def markdown(df: pd.DataFrame, *, reps: int, seconds: float, command: str, n_tasks: int) -> str:
     cols = ["dataset", "scenario", "metric", "design", "ran", "budget", "n_queries", "reps", "errors", "truth",
             "bias_se", "near_bound", "in_range", "coverage", "coverage_raw", "adjusted", "few", "miss"]
     t = df[cols].copy()
@@ -303,7 +304,8 @@ def markdown(df: pd.DataFrame, *, reps: int, seconds: float, command: str) -> st
     lines = [
         "# Bias, range and coverage per metric, scenario and design (benchmarks/metric_bias.py)",
         "",
-        f"`{command}`: {len(df)} cells, {reps} runs per cell (seeded), {seconds / 60:.1f} min on 2 shared cores.",
+        f"`{command}`: {len(df)} of {n_tasks} cells done, {reps} runs per cell (seeded), {seconds / 60:.1f} min "
+        "on 2 shared cores.",
         "Goals: every point estimate and interval end in range in 100% of runs; |bias| <= 3 Monte-Carlo SE where",
         "the truth is at least 2 SE inside its range; 95% coverage in 0.93-0.97 where the runs judge >= 10 queries",
         "on average. `coverage_raw` is the same interval without the range handling (`in_range=False`).",
@@ -355,8 +357,10 @@ def main(argv=None) -> int:
     cache_dir = os.path.join(args.out, "cache")
     todo = tasks(datasets, _metrics(args.metrics.split(",")), args.scenarios.split(","), budgets, args.reps,
                  args.seed, cache_dir, small_budget=args.small_budget)
-    # the slow cells (prefix, auto that may run prefix) first, so the two workers finish together
-    todo.sort(key=lambda t: (t[4] not in ("prefix", "auto"), t[0] == "sample"))
+    # cheap cells first and the slow prefix cells last, smallest pools first: an interrupted run (the table
+    # is rewritten every 10 cells) has the most cells; auto follows the designs it may copy
+    size = {"sample": 0, "ohsumed": 1, "mq2008": 2}
+    todo.sort(key=lambda t: (t[4] == "prefix", t[4] == "auto", size.get(t[0], 3)))
     for ds in datasets:  # fit (and cache) the relevance models once, before the workers start
         if ds != "sample":
             load(ds, cache_dir)
@@ -373,18 +377,24 @@ def main(argv=None) -> int:
                 continue
             print(f"{head}: bias {row['bias_se']:+.2f} SE, range {row['in_range']:.3f}, cov {row['coverage']:.3f} "
                   f"(raw {row['coverage_raw']:.3f}), {row['seconds']:.0f}s", flush=True)
-    seconds = time.perf_counter() - t0
-    rows = _fill_auto(rows)
-    df = pd.DataFrame(rows).sort_values(["dataset", "scenario", "metric", "design", "budget"]).reset_index(drop=True)
+            if (i + 1) % 10 == 0 or i + 1 == len(todo):
+                df = write(rows, args, len(todo), time.perf_counter() - t0, argv)
+    print(f"{len(df)} cells in {(time.perf_counter() - t0) / 60:.1f} min; misses: {int((df['miss'] != '').sum())}")
+    return 0
+
+
+def write(rows: list, args, n_tasks: int, seconds: float, argv) -> pd.DataFrame:
+    """The CSV and the markdown table of the cells done so far."""
+    done = [r for r in _fill_auto(rows) if "same_as" not in r]
+    df = pd.DataFrame(done).sort_values(["dataset", "scenario", "metric", "design", "budget"]).reset_index(drop=True)
     df["miss"] = df.apply(verdict, axis=1)
     suffix = "_quick" if args.quick else ""
     os.makedirs(args.out, exist_ok=True)
     df.to_csv(os.path.join(args.out, f"metric_bias{suffix}.csv"), index=False)
     command = "python benchmarks/metric_bias.py " + " ".join(argv if argv is not None else sys.argv[1:])
     with open(os.path.join(args.out, f"metric_bias{suffix}.md"), "w") as f:
-        f.write(markdown(df, reps=args.reps, seconds=seconds, command=command.strip()))
-    print(f"{len(df)} cells in {seconds / 60:.1f} min; misses: {int((df['miss'] != '').sum())}")
-    return 0
+        f.write(markdown(df, reps=args.reps, seconds=seconds, command=command.strip(), n_tasks=n_tasks))
+    return df
 
 
 if __name__ == "__main__":
