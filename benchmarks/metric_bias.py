@@ -357,10 +357,10 @@ def main(argv=None) -> int:
     cache_dir = os.path.join(args.out, "cache")
     todo = tasks(datasets, _metrics(args.metrics.split(",")), args.scenarios.split(","), budgets, args.reps,
                  args.seed, cache_dir, small_budget=args.small_budget)
-    # cheap cells first and the slow prefix cells last, smallest pools first: an interrupted run (the table
-    # is rewritten every 10 cells) has the most cells; auto follows the designs it may copy
+    # smallest pools first, and in each the slow prefix cells last: an interrupted run (the table is
+    # rewritten every 10 cells) has the most cells; auto follows the designs it may copy
     size = {"sample": 0, "ohsumed": 1, "mq2008": 2}
-    todo.sort(key=lambda t: (t[4] == "prefix", t[4] == "auto", size.get(t[0], 3)))
+    todo.sort(key=lambda t: (size.get(t[0], 3), t[4] == "prefix", t[4] == "auto"))
     for ds in datasets:  # fit (and cache) the relevance models once, before the workers start
         if ds != "sample":
             load(ds, cache_dir)
