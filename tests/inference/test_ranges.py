@@ -272,7 +272,8 @@ def test_coverage_with_the_range_handling(sample, method):
     estimates are no farther from the truth (nDCG@10 difference on the sample, budget 12)."""
     pool, probs, scores = sample
     lab = ar.KnownLabels.from_data(pool)
-    values = [ar.pool_metric_values(pool.labels, ar.relevance.rank_by_scores(s, pool.offsets), metric="ndcg(gain=linear)@10",
+    metric = "ndcg(gain=linear)@10"
+    values = [ar.pool_metric_values(pool.labels, ar.relevance.rank_by_scores(s, pool.offsets), metric=metric,
                                     ymax=pool.n_grades - 1, offsets=pool).mean() for s in scores[:2]]
     truth = values[0] - values[1]
     reps = stat_reps(300)
@@ -280,7 +281,7 @@ def test_coverage_with_the_range_handling(sample, method):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         for seed in range(reps):
-            res = ar.compare(pool, scores[0], scores[1], probs, lab, budget=12, metric="ndcg(gain=linear)@10", method=method,
+            res = ar.compare(pool, scores[0], scores[1], probs, lab, budget=12, metric=metric, method=method,
                              rng=seed)
             low, high = res.confidence_interval()
             raw_low, raw_high = res.confidence_interval(in_range=False)
