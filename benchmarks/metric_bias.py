@@ -132,7 +132,8 @@ def _design(dataset, scenario, metric, method, budget):
     kind = {"single": "mean", "pair": "difference", "index": "difference", "many": "baseline"}[scenario]
     r = rankings[scenario]
     if method == "auto":
-        args = dict(metric=metric, k=None, costs="auto", query_weights=None, defensive=ar.design.sampling.DEFAULT_DEFENSIVE,
+        args = dict(metric=metric, k=None, costs="auto", query_weights=None,
+                    defensive=ar.design.sampling.DEFAULT_DEFENSIVE,
                     predicted=None, judge="changeable", names=None)
         if kind == "baseline":
             args["names"] = ("a", "b", "baseline")
@@ -187,12 +188,14 @@ def cell(task) -> dict:
             return dict(dataset=dataset, scenario=scenario, metric=metric, spellings="/".join(spellings),
                         design=method, ran=dsg.method, budget=budget, same_as=dsg.method)
         true = truth(pool, rankings[scenario], metric)
-        est, cover, cover_raw, inside, inside_raw, adjusted, few, errors, ses, nq = [], [], [], [], [], [], [], 0, [], []
+        est, cover, cover_raw, inside, inside_raw, adjusted, few, ses, nq = ([] for _ in range(9))
+        errors = 0
         chosen = set()
         for rep in range(reps):
             rng = rng_iv(np.random.SeedSequence([seed, rep]))
             try:
-                res = run(dsg, pool_, labeler, FixedBudget(float(budget), rng), judgments=Judgments(pool_, dsg.n_grades),
+                res = run(dsg, pool_, labeler, FixedBudget(float(budget), rng),
+                          judgments=Judgments(pool_, dsg.n_grades),
                           ci="auto")
             except ValueError:  # fewer than 2 queries bought: no standard error (a clear error, counted)
                 errors += 1
@@ -225,7 +228,8 @@ def cell(task) -> dict:
     bounds = (lo, hi) if scenario == "single" else contrast_bounds((lo, hi))
     margin = np.minimum(true - bounds[0], bounds[1] - true) / np.where(sd > 0, sd, np.inf)
     return dict(dataset=dataset, scenario=scenario, metric=metric, spellings="/".join(spellings), design=method,
-                ran="/".join(sorted(chosen)), budget=budget, reps=n, errors=errors, n_queries=float(np.mean(nq)) if nq else np.nan,
+                ran="/".join(sorted(chosen)), budget=budget, reps=n, errors=errors,
+                n_queries=float(np.mean(nq)) if nq else np.nan,
                 truth=float(true[worst]), bias=float(bias[worst]), mc_se=float(mc_se[worst]), bias_se=float(z[worst]),
                 sd=float(sd[worst]), mean_se=float(np.mean([s[worst] for s in ses])) if ses else np.nan,
                 near_bound=bool(np.any(margin < 2)), in_range=float(np.mean(inside)) if inside else np.nan,

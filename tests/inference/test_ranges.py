@@ -32,7 +32,8 @@ def lightgbm_sample():
 @pytest.fixture(scope="module")
 def sample():
     train, pool = ar.load_sample("train"), ar.load_sample("test")
-    probs = ar.relevance.make_relevance_model("logistic", pool.n_grades).fit(train.X, train.labels).predict_proba(pool.X)
+    model = ar.relevance.make_relevance_model("logistic", pool.n_grades)
+    probs = model.fit(train.X, train.labels).predict_proba(pool.X)
     scores = (ar.relevance.expected_gain_scores(probs), pool.X[:, 24], pool.X[:, 10])
     return pool, probs, scores
 
