@@ -29,7 +29,7 @@ _EXPORTS = {
     "MultiComparisonResult": "inference.results", "SystemRankingResult": "inference.results",
     "SequentialEstimateResult": "inference.results", "SequentialComparisonResult": "inference.results",
     "ConfidenceInterval": "inference.intervals", "JudgmentSet": "inference.judgments",
-    "LowEffectiveSampleSizeWarning": "inference.snis",
+    "LowEffectiveSampleSizeWarning": "inference.snis", "FewLabelsWarning": "inference.caveats",
     "CallableLabeler": "labelers", "KnownLabels": "labelers", "LabelingError": "labelers",
     "LetorData": "io.letor", "letor_fold": "io.letor", "load_letor": "io.letor",
     "load_partitions": "io.letor", "load_sample": "io.letor",
@@ -84,6 +84,7 @@ if TYPE_CHECKING:  # pragma: no cover - for static analysis only
         SequentialEstimateResult,
         SystemRankingResult,
     )
+    from .inference.caveats import FewLabelsWarning
     from .inference.snis import LowEffectiveSampleSizeWarning
     from .io.letor import LetorData, letor_fold, load_letor, load_partitions, load_sample
     from .labelers import CallableLabeler, KnownLabels, LabelingError

@@ -17,8 +17,10 @@ import math
 import numpy as np
 
 from ..design.kinds.query import draws_trace, exact_estimate, judged_count, value_columns, weighted_estimate
+from ..inference.caveats import MIN_LABELED_QUERIES, interval_name, warn_few_labels
 from ..inference.estimators import Estimate
 from ..inference.intervals import prob_positive
+from ..inference.ranges import clip, contrast_bounds, relative_bounds
 from ..inference.results import (
     ComparisonResult,
     EstimateResult,
@@ -29,7 +31,7 @@ from ..inference.results import (
 )
 from ..inference.judgments import JudgmentSet
 from ..inference.sequences import INTERVAL_KIND
-from ..inference.snis import warn_if_low_ess
+from ..inference.snis import kish_ess, warn_if_low_ess
 
 __all__ = ["assemble", "assemble_fit", "build_trace", "with_ids"]
 
@@ -90,7 +92,7 @@ def _anytime(d, draws, system_values, outputs):
         sigma = float(z[:, -1].std()) if n else np.nan
         se = float(z[:, -1].std(ddof=1) / np.sqrt(n)) if n > 1 else np.nan
         hw = float(a["radius"][-1]) if n else np.inf
-    ess = float(w.sum() ** 2 / np.dot(w, w)) if n else 0.0
+    ess = kish_ess(w)
     fields = dict(stopping_reason=a["reason"], confidence_level=a["confidence_level"], window=a.get("window"),
                   interval=_interval_kind(a), sequence=a.get("sequence", "mixture"),
                   target_half_width=a["target"], half_width=float(hw), rho=float(a["rho"]), sigma=float(sigma),
@@ -129,7 +131,7 @@ def assemble(ctx, draws, *, method: str):
                                                           system_values, outputs, ctx.ci, ctx.ci_rng,
                                                           sampled=draws.sampled)
         n_sampled = int(x.size if draws.sampled is None else draws.sampled.sum())
-        warn_if_low_ess(main.effective_sample_size, n_sampled)
+        warn_if_low_ess(main.effective_sample_size, n_sampled, interval=interval_name(ci_used, dof))
     if target.changes is not None:
         # only documents that can change a contrast were judged: a single ranking's value is unknown
         own = Estimate(np.full_like(own.estimate, np.nan), np.full_like(own.covariance, np.nan),
@@ -140,7 +142,7 @@ def assemble(ctx, draws, *, method: str):
     common = dict(metric=str(d.metric), method=method, n_draws=int(x.size), n_queries=judged_count(d, judged),
                   cost_spent=draws.cost_spent, budget=draws.budget, exact=exact,
                   effective_sample_size=float(main.effective_sample_size), trace=trace, ci=ci_used, dof=dof,
-                  bootstrap=boot, judgments=held)
+                  bootstrap=boot, judgments=held, metric_range=_metric_range(d))
     return _build(target, main, own, common, anytime_fields)
 
 
@@ -156,8 +158,43 @@ def assemble_fit(ctx, fit, *, method: str):
                   cost_spent=fit.cost_spent, budget=fit.budget, exact=fit.exact,
                   effective_sample_size=float(main.effective_sample_size), trace=with_ids(ctx.pool, fit.trace),
                   ci=fit.ci, dof=float(fit.dof), bootstrap=fit.bootstrap,
-                  judgments=JudgmentSet.from_rows(ctx.pool, ctx.judgments.labels, ctx.judgments.bought))
+                  judgments=JudgmentSet.from_rows(ctx.pool, ctx.judgments.labels, ctx.judgments.bought),
+                  metric_range=_metric_range(d))
     return _build(d.target, main, own, common, None)
+
+
+def _metric_range(design) -> tuple:
+    """The range of one query's metric value on the design's grade scale (the metric registry's bounds)."""
+    return tuple(design.metric.bounds(design.n_grades))
+
+
+class _InRange:
+    """Moves point estimates into their ranges and records the raw values of those it moved."""
+
+    def __init__(self, bounds: tuple):
+        self.bounds = bounds
+        self.moved: dict = {}
+
+    def __call__(self, name: str, value, bounds: tuple | None = None):
+        bounds = self.bounds if bounds is None else bounds
+        out = clip(value, bounds)
+        if np.ndim(value) == 0:
+            if out != value and not math.isnan(out):
+                self.moved[name] = float(value)
+            return out
+        raw = np.asarray(value, dtype=np.float64)
+        if np.any((out != raw) & ~np.isnan(raw)):
+            self.moved[name] = _ro(raw)
+        return _ro(out)
+
+
+def _caveats(common: dict, anytime: dict | None) -> None:
+    """``few_labels``, and its warning naming the interval the result reports."""
+    few = not common["exact"] and common["n_queries"] < MIN_LABELED_QUERIES
+    common["few_labels"] = few
+    if few:
+        interval = interval_name(common["ci"], common["dof"], None if anytime is None else anytime["interval"])
+        warn_few_labels(common["n_queries"], None, interval)
 
 
 def _ro(a):
@@ -167,29 +204,43 @@ def _ro(a):
 
 
 def _build(target, main: Estimate, own: Estimate, common: dict, anytime: dict | None):
+    """The result object of the target's kind, its point estimates moved into their ranges
+    (:mod:`activerank.inference.ranges`: the raw values go to ``unadjusted``)."""
+    _caveats(common, anytime)
+    fit = _InRange(common["metric_range"])
+    return _result(target, main, own, common, anytime, fit, contrast_bounds(fit.bounds))
+
+
+def _result(target, main, own, common, anytime, fit, contrast):
     se = main.standard_error
     beta = None if main.coefficient is None else float(main.coefficient[0])
+
+    def done(cls, **fields):
+        return cls(**fields, **common, range_adjusted=bool(fit.moved), unadjusted=fit.moved)
+
     if target.kind == "mean":
+        point = fit("estimate", float(main.estimate[0]))
         if anytime is not None:
-            return SequentialEstimateResult(estimate=float(main.estimate[0]), standard_error=float(se[0]),
-                                            **anytime, **common)
-        return EstimateResult(estimate=float(main.estimate[0]), standard_error=float(se[0]),
-                              control_coefficient=beta, **common)
+            return done(SequentialEstimateResult, estimate=point, standard_error=float(se[0]), **anytime)
+        return done(EstimateResult, estimate=point, standard_error=float(se[0]), control_coefficient=beta)
     if target.kind == "difference":
-        fields = dict(difference=float(main.estimate[0]), estimate_a=float(own.estimate[0]),
-                      estimate_b=float(own.estimate[1]), standard_error=float(se[0]), **common)
+        fields = dict(difference=fit("difference", float(main.estimate[0]), contrast),
+                      estimate_a=fit("estimate_a", float(own.estimate[0])),
+                      estimate_b=fit("estimate_b", float(own.estimate[1])), standard_error=float(se[0]))
         if anytime is not None:
-            return SequentialComparisonResult(**anytime, **fields)
-        return ComparisonResult(control_coefficient=beta, **fields)
+            return done(SequentialComparisonResult, **anytime, **fields)
+        return done(ComparisonResult, control_coefficient=beta, **fields)
     names = target.names
     if target.kind == "baseline":
-        return MultiComparisonResult(
-            names=names[:-1], baseline=names[-1], differences=_ro(main.estimate), standard_errors=_ro(se),
-            covariance=_ro(main.covariance), estimates=_ro(own.estimate[:-1]),
-            baseline_estimate=float(own.estimate[-1]), **common)
+        return done(MultiComparisonResult,
+                    names=names[:-1], baseline=names[-1], differences=fit("differences", main.estimate, contrast),
+                    standard_errors=_ro(se), covariance=_ro(main.covariance),
+                    estimates=fit("estimates", own.estimate[:-1]),
+                    baseline_estimate=fit("baseline_estimate", float(own.estimate[-1])))
     est, cov = own.estimate, own.covariance
     # R_i - R_j = theta_i - theta_j: without per-system estimates (judge="changeable") the pairwise
-    # comparisons come from the contrasts to the mean system
+    # comparisons come from the contrasts to the mean system.  The order and the win probabilities use the
+    # raw estimates: moving two of them into range separately would distort their difference
     rel, rel_cov = (est, cov) if not np.isnan(est).any() else (main.estimate, main.covariance)
     diff = rel[:, None] - rel[None, :]
     var = np.diag(rel_cov)[:, None] + np.diag(rel_cov)[None, :] - 2 * rel_cov
@@ -198,8 +249,9 @@ def _build(target, main: Estimate, own: Estimate, common: dict, anytime: dict | 
     order = np.argsort(-rel, kind="stable")
     import pandas as pd
 
-    return SystemRankingResult(
-        names=names, estimates=_ro(est), covariance=_ro(cov), relative=_ro(main.estimate),
-        relative_covariance=_ro(main.covariance), standard_errors=_ro(se),
-        ranking=tuple(names[i] for i in order),
-        win_probabilities=pd.DataFrame(win, index=pd.Index(names, name="system"), columns=list(names)), **common)
+    return done(SystemRankingResult,
+                names=names, estimates=fit("estimates", est),
+                covariance=_ro(cov), relative=fit("relative", main.estimate, relative_bounds(fit.bounds, len(names))),
+                relative_covariance=_ro(main.covariance), standard_errors=_ro(se),
+                ranking=tuple(names[i] for i in order),
+                win_probabilities=pd.DataFrame(win, index=pd.Index(names, name="system"), columns=list(names)))

@@ -40,7 +40,7 @@ sampling distribution from the problem's predictions and runs its estimator on
 every repetition at once (:meth:`~activerank.inference.estimators.Estimator.prefix`).
 Document-level methods (``unit="document"``: ``doc_dyn``, ``doc_uniform``,
 ``doc_hh``, ``two_stage``, ...; additive metrics) run through their design
-plug-in (:meth:`activerank.design.document_methods.DocumentDesign.simulate`) on
+plug-in (:meth:`activerank.design.kinds.documents.designs.DocumentDesign.simulate`) on
 the same budget grid and cost unit (documents judged, in units of the mean
 query cost); their analytic (query-level) variance is NaN.
 

@@ -20,7 +20,8 @@ __all__ = ["RUN_COLUMNS", "auto_note", "decimals", "fmt", "jsonable", "result_di
            "summary_frame"]
 
 #: the columns every summary table ends with, one value per run
-RUN_COLUMNS = ("n_queries", "labels_bought", "cost_spent", "budget", "method", "chosen_because")
+RUN_COLUMNS = ("n_queries", "labels_bought", "cost_spent", "budget", "method", "chosen_because", "few_labels",
+               "range_adjusted")
 
 # fields that are not plain data: the per-draw trace, the bootstrap distribution, the judgments (as records)
 _NOT_PLAIN = ("trace", "bootstrap", "judgments", "win_probabilities")
@@ -78,7 +79,8 @@ def labels_bought(result) -> int | None:
 def run_facts(result) -> dict:
     """What the run did, whatever it estimated: :data:`RUN_COLUMNS` as a dict."""
     return dict(n_queries=result.n_queries, labels_bought=labels_bought(result), cost_spent=result.cost_spent,
-                budget=result.budget, method=result.method, chosen_because=auto_note(result))
+                budget=result.budget, method=result.method, chosen_because=auto_note(result),
+                few_labels=result.few_labels, range_adjusted=result.range_adjusted)
 
 
 def summary_frame(result, rows: "pd.DataFrame", confidence_level: float, extra: dict, columns: bool) -> "pd.DataFrame":
@@ -117,6 +119,10 @@ def result_html(result, table: "pd.DataFrame") -> str:
              f"{run.get('labels_bought')} labels bought, method {result.method}"]
     if run.get("chosen_because"):
         notes.append(run["chosen_because"])
+    if result.few_labels:
+        notes.append(f"few labels: the estimate rests on {result.n_queries} judged queries")
+    if result.range_adjusted:
+        notes.append(f"moved into the metric's range {tuple(result.metric_range)}: {result.unadjusted}")
     if result.judgments is not None:
         notes.append(f"judgments: {result.judgments!r} (pass result.judgments as judgments= to reuse them)")
     items = "".join(f"<li>{html.escape(str(n))}</li>" for n in notes)

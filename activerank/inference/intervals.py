@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, NamedTuple
 import numpy as np
 
 from .._validation import confidence_level_iv
+from .ranges import trim
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -218,13 +219,18 @@ class SimultaneousIntervals:
     simultaneous: str
 
     @classmethod
-    def build(cls, names, estimate, covariance, confidence_level, *, simultaneous=True, dof=math.inf):
+    def build(cls, names, estimate, covariance, confidence_level, *, simultaneous=True, dof=math.inf,
+              bounds=None):
+        """The intervals ``estimate +- c SE``; with ``bounds = (low, high)`` each intersected with that range
+        (:func:`activerank.inference.ranges.trim`)."""
         mode = simultaneous_iv(simultaneous)
         c = max_abs_t_critical_value(covariance, confidence_level, simultaneous=mode, dof=dof)
         se = np.sqrt(np.clip(np.diag(covariance), 0.0, None))
         est = np.asarray(estimate, dtype=np.float64)
-        return cls(tuple(names), _ro(est), _ro(se), _ro(est - c * se), _ro(est + c * se), c,
-                   float(confidence_level), mode)
+        low, high = est - c * se, est + c * se
+        if bounds is not None:
+            low, high = trim(low, high, bounds)
+        return cls(tuple(names), _ro(est), _ro(se), _ro(low), _ro(high), c, float(confidence_level), mode)
 
     def __getitem__(self, name) -> ConfidenceInterval:
         try:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .snis import BatchEstimate, SNISEstimate, _gather_prefix
+from .snis import BatchEstimate, SNISEstimate, _gather_prefix, kish_ess
 
 __all__ = ["ModelAssistedEstimate", "model_assisted", "model_assisted_joint", "model_assisted_prefix",
            "tuned_coefficient"]
@@ -102,7 +102,7 @@ def model_assisted(values, predictions, weights, pool_prediction: float, *,
         informative = mm > 1e-12 * max(np.dot(w2, m * m), np.finfo(float).tiny)
         beta = float(tuned_coefficient(np.dot(w2, dv * dm), mm, np.dot(w2, dv * dv), n, informative))
     est = float(v_bar + beta * (pool_prediction - m_bar))
-    ess = float(total**2 / np.dot(w, w))
+    ess = kish_ess(w)
     dof = n - 1 - int(tuned)
     if dof < 1 or (n_distinct is not None and n_distinct < 2 + int(tuned)):
         return ModelAssistedEstimate(est, np.nan, ess, beta)

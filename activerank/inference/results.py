@@ -26,6 +26,7 @@ from .intervals import (
     prob_positive,
 )
 from .judgments import JudgmentSet
+from .ranges import UNBOUNDED, contrast_bounds, relative_bounds, trim
 from .sequences import INTERVAL_KIND, _alpha, cs_radius
 from .small_sample import BootstrapPivots
 
@@ -87,6 +88,19 @@ class RunInfo:
     #: every label the run held when it ended (given with ``judgments=`` or bought: ``judgments.bought``);
     #: pass it as ``judgments=`` to a later call to reuse them
     judgments: JudgmentSet | None = field(default=None, repr=False)
+    #: ``(low, high)``: the range of one ranker's metric (``inf``: unbounded; nDCG, ERR, P@k ... ``(0, 1)``,
+    #: DCG ``(0, inf)``).  Every estimate and interval of the result lies inside the range of what it
+    #: estimates: this one for a ranker's mean, ``(low - high, high - low)`` for a difference
+    #: (:mod:`activerank.inference.ranges`)
+    metric_range: tuple = UNBOUNDED
+    #: a point estimate lay outside its range and was moved to the nearest bound (closer to every possible
+    #: true value); :attr:`unadjusted` keeps the raw values
+    range_adjusted: bool = False
+    #: the raw values of the point estimates moved into range, by field name (empty when none was)
+    unadjusted: dict = field(default_factory=dict, repr=False)
+    #: the estimate rests on fewer than 5 judged queries (a ``FewLabelsWarning`` said so): its standard error
+    #: and interval are not reliable
+    few_labels: bool = False
 
     # ------------------------------------------------------------------ presentation (one family)
 
@@ -155,17 +169,38 @@ class _Result(RunInfo):
     def _point(self) -> float:  # pragma: no cover - overridden
         raise NotImplementedError
 
-    def confidence_interval(self, confidence_level: float = 0.95) -> ConfidenceInterval:
-        """Interval ``point +- c * standard_error``: ``c`` the Student-t quantile with :attr:`dof`
-        degrees of freedom (``ci="t"``, ``"t_draws"``), or the normal one (``ci="normal"``, ``dof = inf``);
-        with ``ci="bootstrap"`` the asymmetric ``[point - t_hi SE, point - t_lo SE]`` from the quantiles of
-        the studentized bootstrap replicates (:class:`~activerank.inference.small_sample.BootstrapPivots`)."""
+    def _bounds(self) -> tuple:  # pragma: no cover - overridden
+        raise NotImplementedError
+
+    #: the field :meth:`_point` reads (its raw value is ``unadjusted[_point_field]`` when it was moved)
+    _point_field = ""
+
+    def confidence_interval(self, confidence_level: float = 0.95, *, in_range: bool = True) -> ConfidenceInterval:
+        """Interval ``point +- c * standard_error``, intersected with the range of the estimated quantity.
+
+        ``c`` is the Student-t quantile with :attr:`dof` degrees of freedom (``ci="t"``, ``"t_draws"``), or
+        the normal one (``ci="normal"``, ``dof = inf``); with ``ci="bootstrap"`` the interval is the
+        asymmetric ``[point - t_hi SE, point - t_lo SE]`` from the quantiles of the studentized bootstrap
+        replicates (:class:`~activerank.inference.small_sample.BootstrapPivots`).  The true value lies in
+        the range (:attr:`metric_range`), so intersecting never loses it; ``in_range=False`` gives the raw
+        interval around the unadjusted point estimate.
+        """
+        level = confidence_level_iv(confidence_level)
         point = self._point()
+        raw = float(self.unadjusted.get(self._point_field, point))
+        if not in_range:
+            return ConfidenceInterval(*self._raw_interval(raw, level))
+        low, high = self._raw_interval(point, level)
+        if raw != point and not np.isnan(raw):  # moved into range: keep the raw interval's part too
+            raw_low, raw_high = self._raw_interval(raw, level)
+            low, high = min(low, raw_low), max(high, raw_high)
+        return ConfidenceInterval(*trim(low, high, self._bounds()))
+
+    def _raw_interval(self, point: float, level: float) -> tuple:
         if self.bootstrap is not None:
-            return ConfidenceInterval(*self.bootstrap.interval(point, self.standard_error,
-                                                               confidence_level_iv(confidence_level)))
-        z = _critical(confidence_level, self.dof)
-        return ConfidenceInterval(point - z * self.standard_error, point + z * self.standard_error)
+            return self.bootstrap.interval(point, self.standard_error, level)
+        z = _critical(level, self.dof)
+        return point - z * self.standard_error, point + z * self.standard_error
 
     def _scalar_headline(self, label: str, sign: bool) -> str:
         """``label = 0.281 ± 0.021, 95% CI [0.240, 0.322]``, to two significant digits of the SE."""
@@ -211,8 +246,13 @@ class EstimateResult(_Result):
 
     estimate: float
 
+    _point_field = "estimate"
+
     def _point(self) -> float:
         return self.estimate
+
+    def _bounds(self) -> tuple:
+        return tuple(self.metric_range)
 
     def _rows(self, level: float, simultaneous) -> pd.DataFrame:
         df = self._scalar_rows(self.metric, level, {})
@@ -243,8 +283,13 @@ class ComparisonResult(_Result):
     estimate_a: float
     estimate_b: float
 
+    _point_field = "difference"
+
     def _point(self) -> float:
         return self.difference
+
+    def _bounds(self) -> tuple:
+        return contrast_bounds(self.metric_range)
 
     def prob_a_better(self) -> float:
         """Probability that ``Delta > 0`` (Student-t with :attr:`dof`, normal for ``inf``, the bootstrap-t
@@ -306,7 +351,8 @@ class MultiComparisonResult(RunInfo):
     estimates: np.ndarray
     baseline_estimate: float
 
-    def confidence_intervals(self, confidence_level: float = 0.95, simultaneous=True) -> SimultaneousIntervals:
+    def confidence_intervals(self, confidence_level: float = 0.95, simultaneous=True, *,
+                             in_range: bool = True) -> SimultaneousIntervals:
         """Intervals for every ``Delta_j``; by default jointly valid (max-|t|).
 
         Parameters
@@ -317,9 +363,17 @@ class MultiComparisonResult(RunInfo):
             (max-|t| of the joint normal with :attr:`covariance`); False:
             each one separately (= ``activerank.compare``'s interval);
             ``"bonferroni"``: conservative joint coverage.
+        in_range : bool, default True
+            Intersect each interval with the range of a difference, ``(low - high, high - low)`` of
+            :attr:`metric_range` (False: the raw intervals around the unadjusted differences).
         """
+        if not in_range:
+            return SimultaneousIntervals.build(self.names, self.unadjusted.get("differences", self.differences),
+                                               self.covariance, confidence_level, simultaneous=simultaneous,
+                                               dof=self.dof)
         return SimultaneousIntervals.build(self.names, self.differences, self.covariance,
-                                           confidence_level, simultaneous=simultaneous, dof=self.dof)
+                                           confidence_level, simultaneous=simultaneous, dof=self.dof,
+                                           bounds=contrast_bounds(self.metric_range))
 
     def prob_better(self) -> np.ndarray:
         """Probability that each ``Delta_j > 0`` (Student-t with :attr:`dof`, normal for ``inf``), shape (m,)."""
@@ -380,15 +434,26 @@ class SystemRankingResult(RunInfo):
     ranking: tuple
     win_probabilities: "pd.DataFrame" = field(repr=False)
 
-    def confidence_intervals(self, confidence_level: float = 0.95, simultaneous=True) -> SimultaneousIntervals:
+    def confidence_intervals(self, confidence_level: float = 0.95, simultaneous=True, *,
+                             in_range: bool = True) -> SimultaneousIntervals:
         """Intervals for every ``R_i - mean R`` (jointly valid by default; see
-        :meth:`MultiComparisonResult.confidence_intervals`)."""
+        :meth:`MultiComparisonResult.confidence_intervals`), intersected with the range of a distance to
+        the mean of ``k`` systems, ``+-(high - low)(k - 1)/k`` of :attr:`metric_range` unless ``in_range``
+        is False."""
+        if not in_range:
+            return SimultaneousIntervals.build(self.names, self.unadjusted.get("relative", self.relative),
+                                               self.relative_covariance, confidence_level,
+                                               simultaneous=simultaneous, dof=self.dof)
         return SimultaneousIntervals.build(self.names, self.relative, self.relative_covariance,
-                                           confidence_level, simultaneous=simultaneous, dof=self.dof)
+                                           confidence_level, simultaneous=simultaneous, dof=self.dof,
+                                           bounds=relative_bounds(self.metric_range, len(self.names)))
 
-    def pairwise_intervals(self, confidence_level: float = 0.95, simultaneous=True) -> SimultaneousIntervals:
+    def pairwise_intervals(self, confidence_level: float = 0.95, simultaneous=True, *,
+                           in_range: bool = True) -> SimultaneousIntervals:
         """Intervals for all ``k(k-1)/2`` differences ``R_i - R_j`` (``i < j``), named ``"i - j"``;
-        simultaneous over all pairs by default (a Tukey-type max-|t| interval)."""
+        simultaneous over all pairs by default (a Tukey-type max-|t| interval), intersected with the range
+        of a difference unless ``in_range`` is False.  They rest on the unadjusted estimates: moving two
+        estimates into range separately would distort their difference."""
         k = len(self.names)
         i, j = np.triu_indices(k, 1)
         A = np.zeros((i.size, k))
@@ -397,14 +462,15 @@ class SystemRankingResult(RunInfo):
         labels = [f"{self.names[a]} - {self.names[b]}" for a, b in zip(i, j)]
         est, cov = self._pairwise_basis()
         return SimultaneousIntervals.build(labels, A @ est, A @ cov @ A.T, confidence_level,
-                                           simultaneous=simultaneous, dof=self.dof)
+                                           simultaneous=simultaneous, dof=self.dof,
+                                           bounds=contrast_bounds(self.metric_range) if in_range else None)
 
     def _pairwise_basis(self) -> tuple:
-        """``estimates`` and ``covariance``, or -- when only differences were judged (NaN estimates) --
-        ``relative`` and its covariance, which have the same pairwise differences."""
+        """The unadjusted ``estimates`` and ``covariance``, or -- when only differences were judged (NaN
+        estimates) -- ``relative`` and its covariance, which have the same pairwise differences."""
         if np.isnan(self.estimates).any():
-            return self.relative, self.relative_covariance
-        return self.estimates, self.covariance
+            return self.unadjusted.get("relative", self.relative), self.relative_covariance
+        return self.unadjusted.get("estimates", self.estimates), self.covariance
 
     def kendall_tau(self, truth) -> float:
         """Kendall's tau-b between the estimated and a given true ordering.
@@ -460,32 +526,43 @@ class _Anytime:
     #: the stopping interval: ``"windowed"``, ``"mixture"`` (confidence sequences) or ``"fixed_width"``
     sequence: str = "mixture"
 
-    def confidence_interval(self, confidence_level: float | None = None) -> ConfidenceInterval:
+    def confidence_interval(self, confidence_level: float | None = None, *,
+                            in_range: bool = True) -> ConfidenceInterval:
         """The stopping rule's interval at the stopping time (not the Wald interval).
 
         Anytime-valid for the confidence sequences; for ``sequence="fixed_width"``
         the Chow-Robbins interval, valid at this stop.  ``confidence_level``
         defaults to the level the run stopped on; any other level gives the
         same kind of interval at that level (same window, or same ``rho``).
+        It is intersected with the range of the estimated quantity (which
+        holds the true value at every time, so validity is kept) unless
+        ``in_range`` is False.
         """
         level = self.confidence_level if confidence_level is None else confidence_level
         _alpha(level)
         point = self._point()  # type: ignore[attr-defined]  # of the result class this is mixed into
+        raw = float(self.unadjusted.get(self._point_field, point))  # type: ignore[attr-defined]
         if self.stopping_reason == "all_judged":
             return ConfidenceInterval(point, point)
+        r = self._radius(level)
+        if not in_range:
+            return ConfidenceInterval(raw - r, raw + r)
+        return ConfidenceInterval(*trim(min(point, raw) - r, max(point, raw) + r,
+                                        self._bounds()))  # type: ignore[attr-defined]
+
+    def _radius(self, level: float) -> float:
+        """Half-width of the stopping rule's interval at ``level``."""
         n = self.n_draws  # type: ignore[attr-defined]
         if self.sequence == "fixed_width":
             from .confidence_sequences import fixed_width_radius
 
-            r = float(fixed_width_radius(n, self.sigma, level))
-        elif self.window is not None:
+            return float(fixed_width_radius(n, self.sigma, level))
+        if self.window is not None:
             from .confidence_sequences import windowed_cs
 
             t_min, t_max = self.window
-            r = float(windowed_cs(t_min, t_max, level).radius(n, self.sigma))
-        else:
-            r = float(cs_radius(n, self.sigma, level, rho=self.rho))
-        return ConfidenceInterval(point - r, point + r)
+            return float(windowed_cs(t_min, t_max, level).radius(n, self.sigma))
+        return float(cs_radius(n, self.sigma, level, rho=self.rho))
 
     def _level(self, confidence_level: float | None) -> float:
         return self.confidence_level if confidence_level is None else confidence_level_iv(confidence_level)

@@ -25,6 +25,7 @@ __all__ = [
     "MIN_EFFECTIVE_SAMPLE_SIZE",
     "SNISEstimate",
     "joint_snis",
+    "kish_ess",
     "mean_batch",
     "snis",
     "snis_batch",
@@ -53,13 +54,31 @@ def _user_stacklevel() -> int:
     return level
 
 
-def warn_if_low_ess(ess: float, n_draws: int, stacklevel: int | None = None):
-    """Warn that few effective samples leave the normal interval shaky (the warning names the user's call)."""
-    if ess < MIN_EFFECTIVE_SAMPLE_SIZE:
+def kish_ess(weights) -> float:
+    """Kish's effective sample size ``(sum w)^2 / sum w^2`` of ``n`` weights: exactly ``n`` when the weights
+    are equal, never above ``n`` (rounding would otherwise give ``n - 1e-15``).
+
+    Examples
+    --------
+    >>> kish_ess(np.full(10, 0.1)), kish_ess([1.0, 3.0])
+    (10.0, 1.6)
+    """
+    w = np.asarray(weights, dtype=np.float64)
+    n = w.size
+    if n == 0:
+        return 0.0
+    ess = float(w.sum() ** 2 / np.dot(w, w))
+    return float(n) if ess >= n * (1.0 - 1e-12) else ess
+
+
+def warn_if_low_ess(ess: float, n_draws: int, stacklevel: int | None = None, *, interval: str = "confidence interval"):
+    """Warn that few effective samples leave ``interval`` (the interval the result reports, in words) shaky;
+    the warning names the user's call.  It fires only below the threshold, not on rounding noise."""
+    if ess < MIN_EFFECTIVE_SAMPLE_SIZE * (1.0 - 1e-9) and ess < n_draws * (1.0 - 1e-9):
         warnings.warn(
-            f"effective sample size {ess:.1f} (from {n_draws} draws) is below "
-            f"{MIN_EFFECTIVE_SAMPLE_SIZE:g}; the normal confidence interval may under-cover. "
-            "Increase the budget or the defensive mixture weight.",
+            f"effective sample size {ess:.3g} (from {n_draws} draws) is below "
+            f"{MIN_EFFECTIVE_SAMPLE_SIZE:g}: the {interval} may "
+            "under-cover. Increase the budget or the defensive mixture weight.",
             LowEffectiveSampleSizeWarning,
             stacklevel=_user_stacklevel() if stacklevel is None else stacklevel,
         )
@@ -99,7 +118,7 @@ def snis(values, weights, *, n_distinct=None) -> SNISEstimate:
         return SNISEstimate(np.nan, np.nan, 0.0)
     total = w.sum()
     est = float(np.dot(w, v) / total)
-    ess = float(total**2 / np.dot(w, w))
+    ess = kish_ess(w)
     if n < 2 or (n_distinct is not None and n_distinct < 2):
         return SNISEstimate(est, np.nan, ess)
     se2 = n / (n - 1) * np.dot(w * w, (v - est) ** 2) / total**2
@@ -141,7 +160,7 @@ def joint_snis(values, weights, *, n_distinct=None):
     total = w.sum()
     # column by column with np.dot, exactly as snis() does (bitwise-identical estimates)
     est = np.array([np.dot(w, v[:, j]) for j in range(s)]) / total
-    ess = float(total**2 / np.dot(w, w))
+    ess = kish_ess(w)
     if n < 2 or (n_distinct is not None and n_distinct < 2):
         return est, np.full((s, s), np.nan), ess
     r = (v - est) * w[:, None]

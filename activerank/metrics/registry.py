@@ -238,6 +238,18 @@ def _rbp_discount(positions, opts):
 # --------------------------------------------------------------------------- definitions
 
 
+def bounds_iv(bounds, name: str) -> tuple[float, float]:
+    """``(low, high)`` as floats with ``low <= high`` (NaN refused; ``inf`` means unbounded)."""
+    try:
+        low, high = (float(v) for v in bounds)
+    except (TypeError, ValueError):
+        raise TypeError(f"`{name}` must be a pair of numbers (low, high), got {bounds!r}.") from None
+    if not low <= high or low == np.inf or high == -np.inf:
+        raise ValueError(f"`{name}` must be (low, high) with low <= high and finite or outward infinite ends, "
+                         f"got {bounds!r}.")
+    return low, high
+
+
 @dataclass(frozen=True, eq=False)
 class MetricDef:
     """Declarative definition of one metric.
@@ -268,6 +280,11 @@ class MetricDef:
         The per-grade value is 0/1 (a cascade then can stop with certainty,
         which the exact pair kernel handles separately); RBP with
         ``rel=graded`` is not (:attr:`Metric.binary`).
+    bounds : tuple of two floats, or callable, optional
+        The range ``(low, high)`` of one query's value (``-inf``/``inf``: no
+        bound), or ``bounds(opts) -> (low, high)`` when it depends on the
+        options (``opts`` as for ``values``).  Estimates and intervals are kept
+        inside it (:meth:`Metric.bounds`).  Default: unbounded.
     """
 
     name: str
@@ -279,11 +296,14 @@ class MetricDef:
     function: Callable | None = None
     needs_cutoff: bool = False
     binary: bool = False
+    bounds: tuple | Callable = (-np.inf, np.inf)
 
     def __post_init__(self):
         if self.family not in FAMILIES:
             raise ValueError(f"`family` must be one of {list(FAMILIES)}, got {self.family!r}.")
         object.__setattr__(self, "params", MappingProxyType(dict(self.params)))
+        if not callable(self.bounds):
+            object.__setattr__(self, "bounds", bounds_iv(self.bounds, "bounds"))
 
     @property
     def moments(self) -> str:
@@ -303,35 +323,46 @@ class MetricDef:
         return f"MetricDef({self.name!r}, family={self.family!r})"
 
 
+def _rbp_bounds(opts):
+    """RBP without the residual: the discounts sum to at most 1, so the value is at most the top gain."""
+    return 0.0, 1.0 if opts["rel"] is not None else float(opts["ymax"])
+
+
+_UNIT = (0.0, 1.0)
+_NONNEGATIVE = (0.0, np.inf)
+
+
 def _defs():
     rel_only = {"rel": _REL}
     return (
         MetricDef("dcg", "additive", "Discounted cumulative gain: sum_i g(y_i) / log2(i + 1).",
-                  {"gain": _GAIN_EXP}, _gain_values, _log_discount),
+                  {"gain": _GAIN_EXP}, _gain_values, _log_discount, bounds=_NONNEGATIVE),
         MetricDef("ndcg", "ratio",
                   "Normalized DCG: DCG@k over the ideal DCG@k of the query's judged documents (all documents of "
                   "its pool by default; 0 if none is relevant).", {"gain": _GAIN_LINEAR, "depth": _DEPTH},
-                  _gain_values, _log_discount),
+                  _gain_values, _log_discount, bounds=_UNIT),
         MetricDef("err", "cascade",
                   "Expected reciprocal rank, R(y) = (2^y - 1) / 2^ymax, c(i) = 1/i (Chapelle et al. 2009).",
-                  {"ymax": _YMAX}, _err_values, _reciprocal_discount),
+                  {"ymax": _YMAX}, _err_values, _reciprocal_discount, bounds=_UNIT),
         MetricDef("p", "additive", "Precision at k: the fraction of the top k with grade >= rel "
                   "(a list shorter than k counts the missing ranks as non-relevant, as trec_eval).",
-                  rel_only, _binary_values, _precision_discount, needs_cutoff=True, binary=True),
+                  rel_only, _binary_values, _precision_discount, needs_cutoff=True, binary=True, bounds=_UNIT),
         MetricDef("rr", "cascade", "Reciprocal rank of the first document with grade >= rel (0 if none).",
-                  rel_only, _binary_values, _reciprocal_discount, binary=True),
+                  rel_only, _binary_values, _reciprocal_discount, binary=True, bounds=_UNIT),
         MetricDef("rbp", "additive", "Rank-biased precision (Moffat & Zobel 2008): "
                   "(1 - p) sum_i p^(i-1) r(y_i), r = 1[y >= rel] or the grade (rel=graded), without the residual.",
-                  {"p": _PERSISTENCE, "rel": _REL_RBP}, _rbp_values, _rbp_discount, binary=True),
+                  {"p": _PERSISTENCE, "rel": _REL_RBP}, _rbp_values, _rbp_discount, binary=True,
+                  bounds=_rbp_bounds),
         MetricDef("ap", "ratio", "Average precision: sum over relevant ranked documents in the top k of "
                   "precision at their rank, over the number of relevant judged documents (trec_eval's map).",
-                  {"rel": _REL, "depth": _DEPTH}, _binary_values, None, binary=True),
+                  {"rel": _REL, "depth": _DEPTH}, _binary_values, None, binary=True, bounds=_UNIT),
         MetricDef("r", "ratio", "Recall at k: relevant documents in the top k over the relevant judged "
                   "documents (trec_eval's recall_k; 0 if none is relevant).",
-                  {"rel": _REL, "depth": _DEPTH}, _binary_values, None, needs_cutoff=True, binary=True),
+                  {"rel": _REL, "depth": _DEPTH}, _binary_values, None, needs_cutoff=True, binary=True,
+                  bounds=_UNIT),
         MetricDef("success", "cascade", "Success at k: 1 if a document with grade >= rel is in the top k "
                   "(trec_eval's success_k).", rel_only, _binary_values, _unit_discount, needs_cutoff=True,
-                  binary=True),
+                  binary=True, bounds=_UNIT),
     )
 
 
@@ -420,6 +451,21 @@ class Metric:
         if d.values is None:
             raise ValueError(f"metric {str(self)!r} has no per-grade values.")
         return d.values(np.arange(n_grades, dtype=np.float64), self.resolved(n_grades - 1))
+
+    def bounds(self, n_grades: int) -> tuple[float, float]:
+        """The range ``(low, high)`` of one query's value on grades ``0..n_grades - 1`` (``inf``: unbounded).
+
+        Examples
+        --------
+        >>> parse_metric("ndcg@10").bounds(3), parse_metric("dcg@10").bounds(3)
+        ((0.0, 1.0), (0.0, inf))
+        >>> parse_metric("rbp(rel=graded)").bounds(5)
+        (0.0, 4.0)
+        """
+        b = self.definition.bounds
+        if callable(b):
+            return bounds_iv(b(self.resolved(int(n_grades) - 1)), f"bounds of metric {str(self)!r}")
+        return b
 
     def discounts(self, n_positions: int) -> np.ndarray:
         """Discount of 0-based ranks ``0..n_positions - 1``."""
@@ -512,7 +558,7 @@ def register_metric(definition: MetricDef, *, replace: bool = False) -> MetricDe
 
 
 def custom_metric(name: str, function: Callable, *, description: str = "", vectorized: bool = True,
-                  register: bool = False) -> MetricDef:
+                  register: bool = False, bounds=None) -> MetricDef:
     """A user-defined metric: any per-query function of the labels in ranked order.
 
     Parameters
@@ -535,6 +581,9 @@ def custom_metric(name: str, function: Callable, *, description: str = "", vecto
     vectorized : bool, default True
     register : bool, default False
         Also :func:`register_metric` it, so ``"name@k"`` strings parse.
+    bounds : tuple of two floats, optional
+        The range ``(low, high)`` of the function's values, e.g. ``(0, 1)``:
+        estimates and intervals are then kept inside it.  Default: unbounded.
 
     Returns
     -------
@@ -560,7 +609,7 @@ def custom_metric(name: str, function: Callable, *, description: str = "", vecto
         raise TypeError(f"`function` must be callable, got {type(function).__name__}.")
     fn = function if vectorized else _per_list(function)
     d = MetricDef(name.strip().lower(), "custom", description or f"user-defined metric {name!r}", {},
-                  function=fn)
+                  function=fn, bounds=(-np.inf, np.inf) if bounds is None else bounds)
     if not _NAME.fullmatch(d.name):
         raise ValueError(f"metric name {name!r} must match {_NAME.pattern!r}.")
     if register:

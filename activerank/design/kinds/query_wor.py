@@ -55,6 +55,7 @@ import numpy as np
 from ..._validation import sample_budget_iv
 from ...inference.estimators import Estimate
 from ...inference.horvitz_thompson import _estimate, hajek_kernel
+from ...inference.snis import kish_ess
 from .base import NO_LABELS, DesignFit, DesignKind, LabelRequest
 from ..without_replacement import (
     WORSample,
@@ -331,7 +332,7 @@ class WithoutReplacementDesign(DesignKind):
                       prior_coefficient=self.prior_coefficient if tuned is True else None)
         n_par = 2 if coefficient is None or fitted else 1
         g = p / pi
-        ess = float(g.sum() ** 2 / np.dot(g, g)) if n else 0.0
+        ess = kish_ess(g)
         inflate = _fitted_coefficient_factor(n, n_par, self.normalize)
         cov = r.covariance * inflate
         own = np.diag(cov).copy()

@@ -8,6 +8,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..caveats import FewLabelsWarning
+
 CI_KINDS = ("auto", "t", "t_draws", "bootstrap", "normal", "fieller", "t_draws_distinct", "bootstrap_prior", "bca")
 #: kinds whose standard error pools the model's predicted variance (``prior``)
 MODERATED = ("t", "t_draws", "t_draws_distinct", "bootstrap_prior")
@@ -35,8 +37,11 @@ DEFAULT_PRIOR_DOF = 2.0
 DEFAULT_N_BOOT = 999
 
 
-class FewDistinctQueriesWarning(UserWarning):
-    """Few distinct queries: the interval's coverage is not reliable."""
+class FewDistinctQueriesWarning(FewLabelsWarning):
+    """Few distinct queries: the interval's coverage is not reliable.
+
+    A :class:`FewLabelsWarning`, so one filter silences both.
+    """
 
 
 class TooFewQueriesError(ValueError):

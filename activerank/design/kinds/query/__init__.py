@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ....inference.caveats import interval_name
 from ....inference.estimators import Estimate, Estimator, ModelAssisted, SelfNormalized
 from ....inference.snis import warn_if_low_ess
 from ...sampling import DrawPlan, draw_budgeted
@@ -139,7 +140,7 @@ class QueryDraws(DesignKind):
         else:
             main, own, dof, ci_used, boot = weighted_estimate(d, x, w, census, plan.budget, system_values, outputs,
                                                               ci, ci_rng)
-            warn_if_low_ess(main.effective_sample_size, int(x.size))
+            warn_if_low_ess(main.effective_sample_size, int(x.size), interval=interval_name(ci_used, dof))
         if d.target.changes is not None:
             # only documents that can change a contrast were judged: a single ranking's value is unknown
             own = Estimate(np.full_like(own.estimate, np.nan), np.full_like(own.covariance, np.nan),

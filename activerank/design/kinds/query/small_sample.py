@@ -39,6 +39,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ....inference.caveats import MIN_LABELED_QUERIES
 from ....inference.crossfit import (
     crossfit_terms,
     expected_distinct,
@@ -213,7 +214,8 @@ def small_sample_estimates(d, budget, xs, w, outputs, system_values, main: Estim
     dof = float(_kish_dof(xs.size**2 / (k * k).sum(), n_distinct)) if per_draw else float(n_distinct - 1)
     boot = None
     if terms is not None:
-        if n_distinct < MIN_RELIABLE_DISTINCT_NO_PRIOR:
+        # below MIN_LABELED_QUERIES the result's FewLabelsWarning says it (once, naming this interval)
+        if MIN_LABELED_QUERIES <= n_distinct < MIN_RELIABLE_DISTINCT_NO_PRIOR:
             warnings.warn(
                 f"only {n_distinct} distinct queries: the bootstrap interval sees only the sample, and its "
                 f"coverage is not reliable below {MIN_RELIABLE_DISTINCT_NO_PRIOR} (measured down to 0.54 on pools "
