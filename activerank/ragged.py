@@ -70,12 +70,10 @@ def rank_rows_by_scores(scores: np.ndarray, offsets: np.ndarray, doc_ids=None) -
     scores = np.asarray(scores, dtype=np.float64)
     offsets = np.asarray(offsets, dtype=np.int64)
     keys = descending_keys(scores)  # 1. the order: score descending (-0.0 = 0.0, NaN last)
-    # 2. the tie-break: every query's rows in reverse (higher row first), then ids descending as text
-    q = segment_ids(offsets)
-    ties = offsets[q] + offsets[q + 1] - 1 - np.arange(scores.size, dtype=np.int64)
-    order = segment_argsort(keys, offsets, ties=ties)
+    # 2. the tie-break: higher row first, then ids descending as text
+    order = segment_argsort(keys, offsets, reverse_ties=True)
     if doc_ids is not None and order.size > 1:
-        _order_ties_by_id(order, scores, q, np.asarray(doc_ids, dtype=object).reshape(-1))
+        _order_ties_by_id(order, scores, segment_ids(offsets), np.asarray(doc_ids, dtype=object).reshape(-1))
     return Rankings(order, offsets)
 
 
@@ -98,9 +96,12 @@ def descending_keys(scores) -> np.ndarray:
     """
     s = np.asarray(scores, dtype=np.float64) + 0.0          # + 0.0 turns -0.0 into 0.0
     u = s.view(np.uint64)
-    # IEEE order as unsigned integers: negatives have every bit flipped, positives the sign bit set;
-    # the complement of that reverses the order
-    keys = np.where(u >= _SIGN, u, ~(u | _SIGN))
+    # descending IEEE order as unsigned integers: negatives keep their bits (sign set, larger
+    # magnitude later), positives flip every bit but the sign; in place to keep the passes few
+    keys = u >> np.uint64(63)
+    keys -= np.uint64(1)                                    # 0 for negatives, all ones for positives
+    keys >>= np.uint64(1)
+    keys ^= u
     nan = np.isnan(s)
     if nan.any():
         keys[nan] = _NAN_KEY
@@ -116,11 +117,12 @@ def _width_classes(max_len: int) -> np.ndarray:
     return np.asarray(widths, dtype=np.int64)
 
 
-def segment_argsort(keys: np.ndarray, offsets: np.ndarray, *, ties=None) -> np.ndarray:
+def segment_argsort(keys: np.ndarray, offsets: np.ndarray, *, ties=None, reverse_ties: bool = False) -> np.ndarray:
     """Rows of every segment ordered by ascending ``keys``, equal keys in row order (a stable sort).
 
     ``ties``, if given, holds every segment's rows in another order (rows stay
     in their segment); equal keys then keep that order instead.
+    ``reverse_ties=True`` puts equal keys in reverse row order (higher row first).
 
     Segments are sorted in buckets of similar length, each one 2-d row-wise
     sort of packed ``key | position`` integers (no global sort, no stable
@@ -135,11 +137,14 @@ def segment_argsort(keys: np.ndarray, offsets: np.ndarray, *, ties=None) -> np.n
     >>> segment_argsort(np.array([3, 1, 1, 2, 0], dtype=np.uint64), np.array([0, 3, 5]),
     ...                 ties=np.array([2, 1, 0, 3, 4])).tolist()
     [2, 1, 0, 4, 3]
+    >>> segment_argsort(np.array([3, 1, 1, 2, 0], dtype=np.uint64), np.array([0, 3, 5]),
+    ...                 reverse_ties=True).tolist()
+    [2, 1, 0, 4, 3]
     """
     keys = np.asarray(keys, dtype=np.uint64)
     if ties is not None:
         ties = np.asarray(ties, dtype=np.int64)
-        return ties[segment_argsort(keys[ties], offsets)]
+        return ties[segment_argsort(keys[ties], offsets, reverse_ties=reverse_ties)]
     offsets = np.asarray(offsets, dtype=np.int64)
     order = np.arange(keys.size, dtype=np.int64)
     lengths = np.diff(offsets)
@@ -154,25 +159,29 @@ def segment_argsort(keys: np.ndarray, offsets: np.ndarray, *, ties=None) -> np.n
         if width < 2:
             continue
         queries = by_class[bounds[c]:bounds[c + 1]]
-        _sort_bucket(keys, offsets[queries], lengths[queries], width, order)
-    _repair(keys, offsets, order)
+        _sort_bucket(keys, offsets[queries], lengths[queries], width, order, reverse_ties)
+    _repair(keys, offsets, order, reverse_ties)
     return order
 
 
-def _sort_bucket(keys, starts, lengths, width, order):
+def _sort_bucket(keys, starts, lengths, width, order, reverse_ties=False):
     """Sort segments (``starts``, ``lengths`` <= ``width``) as rows of a padded (k, width) matrix."""
     bits = np.uint64((width - 1).bit_length())
     pos = np.arange(width, dtype=np.int64)
     valid = pos < lengths[:, None]
     rows = (starts[:, None] + pos)[valid]
+    # the low bits break ties: the position, or its complement for reverse row order
+    tie = (np.uint64(width - 1) - pos.astype(np.uint64)) if reverse_ties else pos.astype(np.uint64)
     packed = np.full((starts.size, width), _PAD, dtype=np.uint64)
-    packed[valid] = ((keys[rows] >> bits) << bits) | np.broadcast_to(pos.astype(np.uint64), valid.shape)[valid]
+    packed[valid] = ((keys[rows] >> bits) << bits) | np.broadcast_to(tie, valid.shape)[valid]
     packed.sort(axis=1)                        # padding last: the first ``length`` of each row are real
     local = (packed[valid] & ((np.uint64(1) << bits) - np.uint64(1))).astype(np.int64)
+    if reverse_ties:
+        local = (width - 1) - local
     order[rows] = np.repeat(starts, lengths) + local
 
 
-def _repair(keys, offsets, order):
+def _repair(keys, offsets, order, reverse_ties=False):
     """Re-sort exactly the segments where truncated keys tied although the full keys differ."""
     n = order.size
     if n < 2:
@@ -181,14 +190,15 @@ def _repair(keys, offsets, order):
     inner = np.ones(n - 1, dtype=bool)
     ends = offsets[1:-1]
     inner[ends[(ends > 0) & (ends < n)] - 1] = False
-    bad = inner & ((k[1:] < k[:-1]) | ((k[1:] == k[:-1]) & (order[1:] < order[:-1])))
+    step = (order[1:] > order[:-1]) if reverse_ties else (order[1:] < order[:-1])
+    bad = inner & ((k[1:] < k[:-1]) | ((k[1:] == k[:-1]) & step))
     if not bad.any():
         return
     segs = np.unique(np.searchsorted(offsets, np.flatnonzero(bad), side="right") - 1)
     lengths = np.diff(offsets)[segs]
     rows = np.repeat(offsets[segs] - offsets_from_lengths(lengths)[:-1], lengths) + np.arange(lengths.sum())
     seg = np.repeat(segs, lengths)
-    order[rows] = rows[np.lexsort((rows, keys[rows], seg))]
+    order[rows] = rows[np.lexsort((-rows if reverse_ties else rows, keys[rows], seg))]
 
 
 def _order_ties_by_id(order: np.ndarray, scores: np.ndarray, q: np.ndarray, doc_ids: np.ndarray) -> None:

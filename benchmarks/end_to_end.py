@@ -31,7 +31,8 @@ every task it prints
   ``query_moments``/``pair_moments`` called once per query -- for estimate and
   compare the moments they need, a lower bound of a per-query implementation --
   timed on a random subsample and extrapolated);
-* the ratio to the memory floor: one read of the probability matrix (``np.sum``);
+* the ratio to the memory floor: one read of the probability matrix (``np.sum``), best of 7, against
+  the task's best run (both best-of-N, so a shared machine's preemption inflates neither);
 * the peak RSS of a process that runs the task once (pool included).
 
 Implementations run in separate worker processes, one per implementation,
@@ -370,7 +371,7 @@ def _time_task(task, workers, repeats, args, rows) -> None:
                    spread=max(wall) / min(wall), cpu_median_s=statistics.median(cpu),
                    cpu_spread=max(cpu) / max(min(cpu), 1e-9),
                    us_per_query=1e6 * med / info["n_queries"], loop_s=loop, x_loop=loop / med,
-                   floor_s=w.floor, x_floor=med / w.floor, peak_rss_gib=mem,
+                   floor_s=w.floor, x_floor=min(wall) / w.floor, peak_rss_gib=mem,
                    load_avg=os.getloadavg()[0])
         rows.append(row)
         print(f"  {task:15s} {w.scale:g}x {w.name:22s} {med:8.3f} s (cpu {row['cpu_median_s']:.3f}, spread "
@@ -391,7 +392,8 @@ def write(rows, args, loads) -> None:
         f"End to end from probabilities on the synthetic MSLR-WEB30K-shaped pool (5 grades), full-list "
         f"ERR (DCG + ERR for moments_single), budget {BUDGET:g}. Median of {max(5, args.repeats)} runs, "
         f"implementations alternating run by run, BLAS pinned to one thread; loop = per-query Python loop "
-        f"(extrapolated from {args.loop_queries} queries); floor = one np.sum over the probabilities; peak = "
+        f"(extrapolated from {args.loop_queries} queries); floor = one np.sum over the probabilities, best "
+        f"of 7 (x floor = the task's best run / floor); peak = "
         f"max RSS of a process running the task once, pool included. 1-min load average "
         f"{min(loads):.1f}-{max(loads):.1f} on {os.cpu_count()} CPUs (a shared machine: wall times are "
         f"inflated, compare rows side by side). Regenerate with `python benchmarks/end_to_end.py`.",

@@ -77,6 +77,17 @@ def test_segment_argsort_ties_follow_the_given_order():
     np.testing.assert_array_equal(got, np.lexsort((-np.arange(q.size), keys, q)))
 
 
+@pytest.mark.parametrize("shift", [0, 40, 62])
+def test_segment_argsort_reverse_ties_equals_a_lexsort(shift):
+    # shift 0: keys that differ only in their low bits, so the packed keys tie and the repair re-sorts
+    rng = np.random.default_rng(shift)
+    offsets = offsets_from_lengths(rng.integers(0, 300, 40))
+    q = segment_ids(offsets)
+    keys = rng.integers(0, 2**63, q.size).astype(np.uint64) >> np.uint64(shift)
+    got = segment_argsort(keys, offsets, reverse_ties=True)
+    np.testing.assert_array_equal(got, np.lexsort((-np.arange(q.size), keys, q)))
+
+
 def test_position_major_walk_matches_a_loop():
     rng = np.random.default_rng(0)
     lengths = rng.integers(0, 6, 20)
