@@ -23,7 +23,8 @@ from ._version import __version__
 # public name -> module that defines it (loaded on first access, PEP 562)
 _EXPORTS = {
     "estimate": "api", "compare": "api", "compare_many": "api", "rank_systems": "api",
-    "estimate_sequential": "api", "estimate_adaptive": "api", "make_design": "api",
+    "estimate_sequential": "api", "estimate_adaptive": "api", "make_design": "api", "plan_budget": "api",
+    "BudgetPlan": "design.planning",
     "Design": "design.design", "Pool": "pool", "PriorJudgments": "engine.schedules",
     "EstimateResult": "inference.results", "ComparisonResult": "inference.results",
     "MultiComparisonResult": "inference.results", "SystemRankingResult": "inference.results",
@@ -69,9 +70,11 @@ if TYPE_CHECKING:  # pragma: no cover - for static analysis only
         estimate_adaptive,
         estimate_sequential,
         make_design,
+        plan_budget,
         rank_systems,
     )
     from .design.design import Design
+    from .design.planning import BudgetPlan
     from .design.methods import METHODS, Method, register_method
     from .engine.schedules import PriorJudgments
     from .inference.intervals import ConfidenceInterval

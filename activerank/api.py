@@ -16,6 +16,9 @@ function                    target                schedule
 :func:`estimate_sequential` one ranker or a pair  target precision
 :func:`estimate_adaptive`   one ranker or a pair  adaptive batches
 ==========================  ====================  ======================
+
+:func:`plan_budget` buys nothing: each design's predicted precision at a budget, and the budget a target
+precision needs.
 """
 
 from __future__ import annotations
@@ -51,7 +54,7 @@ from .pool import Pool
 from .ragged import Rankings
 
 __all__ = ["Design", "Pool", "compare", "compare_many", "estimate", "estimate_adaptive", "estimate_sequential",
-           "make_design", "rank_systems"]
+           "make_design", "plan_budget", "rank_systems"]
 
 REFIT_MODES = ("each_batch", "never")
 
@@ -101,6 +104,15 @@ def make_design(pool, rankings, probs, *, metric, k=None, method="active", costs
 # --------------------------------------------------------------------------- fixed budget
 
 
+def _held(pool_, probs, judgments):
+    """The labels passed in (free, and used by the design) as a judgments store, or None."""
+    if judgments is None or len(np.shape(probs)) != 2:
+        return None
+    store = Judgments(pool_, np.shape(probs)[1])
+    store.load(judgments, name="judgments")
+    return store
+
+
 def _fixed(pool, pool_, kind, rankings, probs, labeler, *, budget, rng, judgments=None, ci="auto",
            **design_args):
     budget = budget_iv(budget)
@@ -108,10 +120,8 @@ def _fixed(pool, pool_, kind, rankings, probs, labeler, *, budget, rng, judgment
     rng = rng_iv(rng)
     labeler = labeler_iv(labeler)
     grade_count_iv(probs, pool=pool, labeler=labeler)
-    store = None
-    if judgments is not None and len(np.shape(probs)) == 2:  # labels held are free, and used by the design
-        store = Judgments(pool_, np.shape(probs)[1])
-        store.load(judgments, name="judgments")
+    store = _held(pool_, probs, judgments)
+    if store is not None:
         design_args = dict(design_args, judged=store.labels >= 0)
     auto = None
     if isinstance(design_args.get("method"), str) and design_args["method"] == "auto":
@@ -262,6 +272,91 @@ def compare(pool, scores_a, scores_b, probs, labeler, *, budget, metric="err@10"
     return _fixed(pool, pool_, "difference", rankings, probs, labeler, budget=budget, rng=rng,
                   judgments=judgments, ci=ci, metric=metric, k=k, method=method, costs=costs,
                   query_weights=query_weights, defensive=defensive, predicted=predicted, judge=judge)
+
+
+def plan_budget(pool, scores, probs, *, scores_b=None, budget=None, target_half_width=None, metric="err@10",
+                k=None, methods=None, costs="auto", query_weights=None, confidence_level=0.95, judgments=None,
+                judge="changeable"):
+    """Each design's predicted precision at a budget, and the budget a target precision needs; buys nothing.
+
+    The relevance model predicts every design's variance at a budget (the rule ``method="auto"`` chooses
+    by); the plan reports it as a standard error and a normal-interval half-width, and bisects the budget
+    whose predicted half-width meets ``target_half_width``.  These are the model's expectations: a
+    miscalibrated model misjudges them (``docs/planning.md``).
+
+    Parameters
+    ----------
+    pool, scores, probs, metric, k, costs, query_weights, judgments
+        As in :func:`estimate`; with ``scores_b`` (and ``judge``, as in :func:`compare`) the plan is for the
+        difference ``scores - scores_b``.
+    budget : float, optional
+        The budget to predict the precision at, in units of the pool's mean query cost.
+    target_half_width : float, optional
+        The interval half-width wanted; at least one of ``budget`` and ``target_half_width`` is needed.
+    methods : sequence of str, optional
+        Registered methods to plan; default ``active_wor``, ``active`` and the design ``method="auto"``
+        weighs against ``active_wor`` for the metric (``doc_dyn`` for additive, ``prefix`` for cascade
+        metrics).
+    confidence_level : float, default 0.95
+
+    Returns
+    -------
+    BudgetPlan
+        ``summary()`` is a table: per method the predicted SE and half-width at ``budget`` and the
+        ``budget_needed`` for ``target_half_width``; ``auto`` is what ``method="auto"`` runs at ``budget``.
+
+    Examples
+    --------
+    >>> import activerank as ar
+    >>> data = ar.load_sample()
+    >>> probs = ar.relevance.UniformRelevanceModel(data.n_grades).fit(data.X, data.labels).predict_proba(data.X)
+    >>> plan = ar.plan_budget(data, data.X[:, 0], probs, budget=10, target_half_width=0.05, metric="err@10")
+    >>> plan.methods
+    ('active_wor', 'active', 'prefix')
+    >>> plan.budget_needed[0] <= data.n_queries
+    True
+    """
+    from .design.auto import choose_method
+    from .design.planning import plan_designs
+
+    pool_ = pool_iv(pool)
+    if budget is None and target_half_width is None:
+        raise ValueError("plan_budget needs `budget`, `target_half_width` or both; got neither.")
+    budget = None if budget is None else budget_iv(budget)
+    if target_half_width is not None:
+        target_half_width = positive_real_iv(target_half_width, "target_half_width")
+    level = confidence_level_iv(confidence_level)
+    rankings = (scores_iv(scores, pool_, "scores"),)
+    if scores_b is not None:
+        rankings += (scores_iv(scores_b, pool_, "scores_b"),)
+    grade_count_iv(probs, pool=pool)
+    known = method_names()
+    if methods is not None:
+        methods = [methods] if isinstance(methods, str) else list(methods)
+        for m in methods:
+            choice_iv(m, "methods", known)
+    store = _held(pool_, probs, judgments)
+    kind = "mean" if len(rankings) == 1 else "difference"
+    args = dict(metric=metric, k=k, costs=costs, query_weights=query_weights,
+                judged=None if store is None else store.labels >= 0, judge=judge)
+    query = prepare_design(pool, pool_, kind, rankings, probs, method="active_wor", **args)
+    alternative = {"additive": "doc_dyn", "cascade": "prefix"}.get(query.metric.family)
+    if methods is None:
+        methods = ["active_wor", "active"] + ([alternative] if alternative else [])
+    designs: dict = {}
+    for m in methods:
+        try:
+            designs[m] = query if m == "active_wor" else prepare_design(pool, pool_, kind, rankings, probs,
+                                                                         method=m, **args)
+        except ValueError as exc:  # e.g. a document design asked for a metric that does not add up
+            designs[m] = exc
+    auto = None
+    if budget is not None:
+        doc = designs.get(alternative) if alternative in designs else (
+            prepare_design(pool, pool_, kind, rankings, probs, method=alternative, **args) if alternative else None)
+        auto = choose_method(query, None if isinstance(doc, Exception) else doc, budget)
+    return plan_designs(designs, metric=str(query.metric), target=kind, budget=budget,
+                        target_half_width=target_half_width, confidence_level=level, auto=auto)
 
 
 def compare_many(pool, candidate_scores, baseline_scores, probs, labeler, *, budget, metric="err@10",

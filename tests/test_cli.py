@@ -176,6 +176,19 @@ def test_cli_defaults_are_the_apis():
         assert inspect.signature(f).parameters["method"].default == cli.DEFAULT_METHOD
 
 
+def test_plan_text_and_json(capsys):
+    rc = main(["plan", SAMPLE, "--model", "uniform", "--budget", "10", "--half-width", "0.05", "--grades", "3"])
+    text = capsys.readouterr().out
+    assert rc == 0 and "active_wor" in text and "needs budget" in text and "--method auto would run" in text
+    rc = main(["plan", SAMPLE, "--model", "uniform", "--scores-b", "feature:25", "--metric", "dcg@10",
+               "--half-width", "0.5", "--methods", "active_wor,prefix", "--grades", "3", "--json"])
+    out = json.loads(capsys.readouterr().out)
+    assert rc == 0 and out["target"] == "difference" and out["budget"] is None and out["auto"] is None
+    assert out["budget_needed"][0] > 0 and out["notes"][1]          # prefix takes cascade metrics only
+    assert main(["plan", SAMPLE, "--model", "uniform"]) == 2
+    assert "needs --budget, --half-width or both" in capsys.readouterr().err
+
+
 def _help(*command):
     import contextlib
     import io
@@ -194,9 +207,9 @@ def test_help_texts_are_plain_and_complete():
 
     top = _help()
     assert "``" not in top and "activerank demo" in top and "COMMAND --help" in top
-    for cmd in ("demo", "estimate", "compare", "campaign", "experiment"):
+    for cmd in ("demo", "estimate", "compare", "plan", "campaign", "experiment"):
         assert f"    {cmd}" in top
-    for cmd in ("demo", "estimate", "compare"):
+    for cmd in ("demo", "estimate", "compare", "plan"):
         text = _help(cmd)
         assert "``" not in text and ":func:" not in text
         parser = {a.dest: a for a in _subparser(cmd)._actions}

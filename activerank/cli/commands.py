@@ -1,4 +1,4 @@
-"""Command line: ``activerank demo | estimate | compare | campaign ... | experiment ...``.
+"""Command line: ``activerank demo | estimate | compare | plan | campaign ... | experiment ...``.
 
 ``estimate``/``compare`` work on LETOR files (or Parquet pools) and answer
 judgments from the pool's own labels (a simulation of the labeling process:
@@ -73,6 +73,19 @@ COMPARE_EPILOG = """\
 examples:
   activerank compare pool.txt --train train.txt --scores-a model --scores-b feature:25 --budget 20
   activerank compare pool.txt --model uniform --scores-a run:new.run --scores-b run:old.run --budget 20"""
+
+PLAN_DESCRIPTION = """\
+Plan before buying any label: each design's predicted standard error and
+interval half-width at a budget (--budget), and the budget a target half-width
+needs (--half-width), from the relevance model's predicted variance (what
+--method auto chooses by).  These are the model's expectations: a
+miscalibrated model misjudges them.  With --scores-b the plan is for the
+difference --scores minus --scores-b.  LETOR pools; nothing is judged."""
+
+PLAN_EPILOG = """\
+examples:
+  activerank plan pool.txt --train train.txt --budget 20 --half-width 0.02
+  activerank plan pool.txt --train train.txt --scores-b feature:25 --metric dcg@10 --half-width 0.5 --json"""
 
 DEMO_DESCRIPTION = """\
 A real active estimate on the MQ2008 sample shipped with activerank: a relevance
@@ -363,6 +376,76 @@ def _cmd_compare(args):
     _report(res, args, "difference")
 
 
+def _cmd_plan(args):
+    from ..api import plan_budget
+
+    if _is_parquet(args.pool):
+        raise CLIError("plan takes LETOR pools; a Parquet pool's per-query table is planned through "
+                       "activerank.distributed.")
+    if args.budget is None and args.half_width is None:
+        raise CLIError("plan needs --budget, --half-width or both.")
+    data = load_letor_file(args.pool, args.grades, length_feature=args.length_feature)
+    probs = _model(args, data).predict_proba(data.X)
+    methods = None if not args.methods else [m.strip() for m in args.methods.split(",") if m.strip()]
+    scores_b = None if args.scores_b is None else scores_from_spec(args.scores_b, data, probs, option="--scores-b")
+    plan = plan_budget(data, scores_from_spec(args.scores, data, probs), probs, scores_b=scores_b,
+                       budget=args.budget, target_half_width=args.half_width, metric=args.metric,
+                       methods=methods, costs=args.costs, confidence_level=args.confidence,
+                       judge=args.judge or "changeable")
+    if args.json:
+        print(json.dumps(plan.to_dict(), indent=2))
+        return
+    what = f"{plan.metric} {'difference' if scores_b is not None else 'mean'}"
+    print(f"plan for the {what} ({args.confidence:.0%} normal intervals, predicted by the relevance model):")
+    for i, m in enumerate(plan.methods):
+        if plan.notes[i]:
+            print(f"  {m:12s} no prediction: {plan.notes[i]}")
+            continue
+        parts = []
+        if plan.budget is not None:
+            parts.append(f"SE {plan.predicted_se[i]:.4g}, half-width {plan.half_width[i]:.4g} at budget "
+                         f"{plan.budget:g}")
+        if plan.target_half_width is not None:
+            need = plan.budget_needed[i]
+            parts.append(f"half-width {plan.target_half_width:g} needs budget "
+                         f"{need:.3g}" if math.isfinite(need) else "target out of reach")
+        print(f"  {m:12s} " + "; ".join(parts))
+    if plan.auto is not None:
+        print(f"  --method auto would run {plan.auto} ({plan.auto_reason})")
+
+
+def _plan_parser(sub) -> None:
+    from ..relevance.models import MODEL_NAMES
+
+    p = sub.add_parser("plan", help="predicted precision per design at a budget, and the budget a target needs",
+                       description=PLAN_DESCRIPTION, epilog=PLAN_EPILOG, formatter_class=_formatter)
+    p.add_argument("pool", metavar="POOL", help="the queries to evaluate: a LETOR/SVMlight file")
+    p.add_argument("--scores", metavar="SPEC", default="model", help="the ranker (default model): " + SCORES_HELP)
+    p.add_argument("--scores-b", metavar="SPEC", default=None,
+                   help="a second ranker, as --scores: plan the difference (scores - scores-b)")
+    p.add_argument("--judge", default=None, choices=("changeable", "all"), help="with --scores-b, as in compare")
+    p.add_argument("--model", metavar="NAME", default=DEFAULT_MODEL, choices=MODEL_NAMES,
+                   help=f"relevance model, one of {', '.join(MODEL_NAMES)} (default {DEFAULT_MODEL})")
+    p.add_argument("--train", metavar="FILE", help="labeled LETOR file to fit the model on (unless --model uniform)")
+    p.add_argument("--grades", metavar="N", type=n_grades_arg, default=None,
+                   help="size of the grade scale 0..N-1 (default: the largest label in the pool + 1)")
+    p.add_argument("--budget", metavar="B", type=positive_float, default=None,
+                   help="the budget to predict the precision at, in mean query costs")
+    p.add_argument("--half-width", metavar="H", type=positive_float, default=None,
+                   help="the interval half-width wanted: print the budget each design needs for it")
+    p.add_argument("--metric", default="err@10", help=_metric_help())
+    p.add_argument("--methods", metavar="M1,M2", default=None,
+                   help="methods to plan (default: active_wor, active and the design auto weighs for the metric)")
+    p.add_argument("--costs", default="auto", choices=COSTS, metavar="MODEL", help="cost model, as in estimate")
+    p.add_argument("--length-feature", metavar="N", type=positive_int, default=None,
+                   help="the feature (1-based) holding the document length")
+    p.add_argument("--seed", type=nonneg_int, default=0, help="seed of the model fit (default 0)")
+    p.add_argument("--confidence", metavar="LEVEL", type=probability_open, default=0.95,
+                   help="confidence level of the intervals (default 0.95)")
+    p.add_argument("--json", action="store_true", help="print the plan as JSON")
+    p.set_defaults(func=_cmd_plan)
+
+
 def _cmd_demo(args):
     from ..demo import run_demo
 
@@ -403,6 +486,7 @@ def build_parser() -> argparse.ArgumentParser:
                          description=COMPARE_DESCRIPTION, epilog=COMPARE_EPILOG, formatter_class=_formatter)
     _common(cmp, _compare_scores)
     cmp.set_defaults(func=_cmd_compare)
+    _plan_parser(sub)
 
     try:
         from .campaign import add_campaign_parser

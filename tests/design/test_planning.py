@@ -1,0 +1,98 @@
+"""activerank.plan_budget (activerank.design.planning): predicted precision per design, and the budget a
+target half-width needs."""
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+import activerank as ar
+from activerank.design.auto import predicted_variance
+from activerank.design.planning import budget_for_half_width
+
+
+@pytest.fixture(scope="module")
+def sample():
+    data = ar.load_sample()
+    rng = np.random.default_rng(0)
+    probs = rng.dirichlet(np.ones(data.n_grades), size=data.n_docs)
+    return data, probs
+
+
+def _ranking(data):
+    return ar.relevance.rank_by_scores(data.X[:, 0], data.offsets, doc_ids=data.doc_ids)
+
+
+def test_plan_predicts_each_design_at_the_budget(sample):
+    data, probs = sample
+    plan = ar.plan_budget(data, data.X[:, 0], probs, budget=10, metric="dcg@10")
+    assert plan.methods == ("active_wor", "active", "doc_dyn")
+    for m, se, hw in zip(plan.methods, plan.predicted_se, plan.half_width):
+        design = ar.make_design(data, [_ranking(data)], probs,
+                                metric="dcg@10", method=m)
+        assert se == pytest.approx(math.sqrt(predicted_variance(design, 10)), rel=1e-12)
+        assert hw == pytest.approx(1.959963984540054 * se, rel=1e-12)
+    assert all(math.isnan(n) for n in plan.budget_needed)       # no target given
+    # auto chooses as estimate(method="auto") does
+    res = ar.estimate(data, data.X[:, 0], probs, ar.KnownLabels.from_data(data), budget=10, metric="dcg@10",
+                      method="auto", rng=0)
+    assert plan.auto == res.method
+
+
+@pytest.mark.parametrize("method", ["active_wor", "active", "prefix"])
+def test_budget_needed_is_the_smallest_that_reaches_the_target(sample, method):
+    data, probs = sample
+    plan = ar.plan_budget(data, data.X[:, 0], probs, target_half_width=0.04, metric="err@10", methods=[method],
+                          confidence_level=0.9)
+    need = plan.budget_needed[0]
+    design = ar.make_design(data, [_ranking(data)], probs, metric="err@10",
+                            method=method)
+    z = 1.6448536269514722
+    assert z * math.sqrt(predicted_variance(design, need)) <= 0.04
+    assert z * math.sqrt(predicted_variance(design, need / 1.002)) > 0.04
+    if method != "active":  # without replacement a census has no variance: never more than the pool's cost
+        assert need <= data.n_queries
+
+
+def test_a_target_out_of_reach_is_infinite(sample):
+    data, probs = sample
+    design = ar.make_design(data, [_ranking(data)], probs, metric="err@10",
+                            method="active")
+    assert budget_for_half_width(design, 1e-9) == math.inf
+
+
+def test_held_labels_make_the_plan_exact(sample):
+    data, probs = sample
+    everything = {q: {d: 0 for d in data.doc_ids[lo:hi]} for q, lo, hi in
+                  zip(data.query_ids, data.offsets[:-1], data.offsets[1:])}
+    plan = ar.plan_budget(data, data.X[:, 0], probs, budget=5, metric="dcg@10", methods=["active_wor"],
+                          judgments=everything)
+    assert plan.predicted_se == (0.0,)
+
+
+def test_a_difference_and_designs_that_do_not_apply(sample):
+    data, probs = sample
+    plan = ar.plan_budget(data, data.X[:, 0], probs, scores_b=data.X[:, 1], budget=8, target_half_width=0.05,
+                          metric="err@10", methods=["active_wor", "doc_dyn"])
+    assert plan.target == "difference" and plan.notes[0] == ""
+    assert "adds over documents" in plan.notes[1] and math.isnan(plan.predicted_se[1])
+    d = plan.to_dict()
+    assert json.loads(json.dumps(d)) == d and d["predicted_se"][1] is None
+    table = plan.summary()
+    assert list(table["method"]) == ["active_wor", "doc_dyn"] and table.attrs["auto"] == plan.auto
+    assert repr(plan).startswith("BudgetPlan(err(ymax=scale)@10 difference at budget 8") and len(repr(plan)) < 120
+    assert "<table" in plan._repr_html_()
+
+
+@pytest.mark.parametrize("kwargs, error, message", [
+    (dict(), ValueError, "needs `budget`, `target_half_width` or both"),
+    (dict(budget=5, methods=["nope"]), ValueError, "methods"),
+    (dict(target_half_width=-1.0), ValueError, "target_half_width"),
+    (dict(target_half_width="x"), TypeError, "target_half_width"),
+    (dict(budget=0), ValueError, "budget"),
+])
+def test_bad_input(sample, kwargs, error, message):
+    data, probs = sample
+    with pytest.raises(error, match=message):
+        ar.plan_budget(data, data.X[:, 0], probs, metric="err@10", **kwargs)
