@@ -48,6 +48,7 @@ References
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import dataclass
 
 import numpy as np
@@ -73,6 +74,9 @@ from .query import (
 )
 
 __all__ = ["WORFit", "WithoutReplacementDesign"]
+
+#: pools with at most this many queries that can be sampled are "small" (fixed coefficient, Satterthwaite t)
+SMALL_POOL = 200
 
 
 @dataclass(frozen=True, eq=False)
@@ -140,15 +144,18 @@ class WithoutReplacementDesign(DesignKind):
     uses_predictions = True
 
     def __init__(self, *, coefficient: float | None = 1.0, normalize: bool = False, prior_coefficient: float = 1.0,
-                 prior_dof: float = 2.0):
+                 prior_dof: float = 2.0, small_pool: int = SMALL_POOL):
         if coefficient is not None and not math.isfinite(coefficient):
             raise ValueError(f"`coefficient` must be a finite number or None; got {coefficient!r}.")
         if not (math.isfinite(prior_coefficient) and math.isfinite(prior_dof) and prior_dof >= 0):
             raise ValueError("`prior_coefficient` must be finite and `prior_dof` finite and >= 0.")
+        if isinstance(small_pool, bool) or not isinstance(small_pool, numbers.Integral) or small_pool < 0:
+            raise ValueError(f"`small_pool` must be an integer >= 0; got {small_pool!r}.")
         self.coefficient = None if coefficient is None else float(coefficient)
         self.normalize = bool(normalize)
         self.prior_coefficient = float(prior_coefficient)
         self.prior_dof = float(prior_dof)
+        self.small_pool = int(small_pool)
 
     # ------------------------------------------------------------------ the design-kind protocol
 
@@ -217,6 +224,7 @@ class WithoutReplacementDesign(DesignKind):
         d = design
         costs = d.costs.cost
         x, pi, charged = sample.indices, sample.pi, sample.cost
+        small = self.is_small(d.q)
         census = d.census
         p_rest = d.p.copy()
         p_rest[census] = 0.0
@@ -235,7 +243,8 @@ class WithoutReplacementDesign(DesignKind):
         pred = d.prediction
         model_var = self.model_variance(d.q, costs, budget, p_norm, pred.output_variance) if ci != "normal" \
             else None
-        fit = self.fit(outputs, pred.mean[x], pi, p_norm[x], pred.pool_mean(p_norm), model_variance=model_var, ci=ci)
+        fit = self.fit(outputs, pred.mean[x], pi, p_norm[x], pred.pool_mean(p_norm), model_variance=model_var, ci=ci,
+                       coefficient=self._small_coefficient() if small else None, satterthwaite=small)
         main = fit.estimate
         if census.size:
             exact = pool_outputs[census].T @ d.p[census]
@@ -247,7 +256,7 @@ class WithoutReplacementDesign(DesignKind):
             # estimates are the contrast estimates (estimate_a - estimate_b = difference)
             coef = np.asarray(main.coefficient, dtype=np.float64)
             beta = float(coef[0]) if coef.size and np.all(coef == coef[0]) else None
-            own = self._own(ci, system_values, pred.system_mean, x, pi, p_norm, beta)
+            own = self._own(ci, system_values, pred.system_mean, x, pi, p_norm, beta, small=small)
             if census.size:
                 own = Estimate(pool_values[census].T @ d.p[census] + share * own.estimate,
                                share**2 * own.covariance, own.effective_sample_size)
@@ -260,6 +269,7 @@ class WithoutReplacementDesign(DesignKind):
                             value_columns(target, system_values, outputs))
         trace.insert(trace.columns.get_loc("q") + 1, "pi", pi)
         trace.attrs.update(design="budgeted sequential Poisson sampling without replacement (scores = q)",
+                           small_pool=small,
                            threshold=float(sample.threshold), coefficient=np.asarray(main.coefficient).tolist(),
                            sample_variance=(share**2 * fit.sample_variance).tolist())
         if fit.model_variance is not None:
@@ -269,7 +279,7 @@ class WithoutReplacementDesign(DesignKind):
                          clamp_cost(float(charged.sum()), float(budget)), float(budget), complete, trace,
                          ci="normal" if math.isinf(fit.dof) else "t")
 
-    def _own(self, ci, system_values, system_mean, x, pi, p_norm, beta) -> Estimate:
+    def _own(self, ci, system_values, system_mean, x, pi, p_norm, beta, *, small=False) -> Estimate:
         """Every ranking's own mean: GREG on the model's per-system predictions with coefficient ``beta``
         (tuned per ranking when None), Hájek without predictions."""
         if system_mean is None:
@@ -277,7 +287,17 @@ class WithoutReplacementDesign(DesignKind):
             return self.fit(system_values, zeros, pi, p_norm[x], np.zeros(system_values.shape[1]), ci=ci,
                             coefficient=0.0).estimate
         return self.fit(system_values, system_mean[x], pi, p_norm[x], system_mean.T @ p_norm, ci=ci,
-                        coefficient=beta, fitted=beta is not None and self.coefficient is None).estimate
+                        coefficient=beta, fitted=beta is not None and self.coefficient is None and not small).estimate
+
+    # ------------------------------------------------------------------ small pools
+
+    def is_small(self, scores) -> bool:
+        """At most ``small_pool`` queries can be sampled (positive scores)."""
+        return 0 < int(np.count_nonzero(np.asarray(scores) > 0)) <= self.small_pool
+
+    def _small_coefficient(self) -> float:
+        """The coefficient on small pools: a fixed one (a coefficient tuned on 10-20 queries is biased there)."""
+        return self.prior_coefficient if self.coefficient is None else self.coefficient
 
     def model_variance(self, scores, costs, budget: float, p, output_variance) -> np.ndarray | None:
         """``sum p_i^2 (1/pi_i - 1) Var_theta[L_j | x_i]`` per output ``j`` with planning ``pi``
@@ -295,7 +315,8 @@ class WithoutReplacementDesign(DesignKind):
         return f @ np.asarray(output_variance, dtype=np.float64)
 
     def fit(self, values, predictions, pi, p, pool_prediction, *, model_variance=None,
-            ci: str = "auto", coefficient: float | None = None, fitted: bool = False) -> WORFit:
+            ci: str = "auto", coefficient: float | None = None, fitted: bool = False,
+            satterthwaite: bool = False) -> WORFit:
         """Difference (GREG) estimate of the sampled stratum's ``t`` outputs.
 
         Parameters
@@ -319,6 +340,9 @@ class WithoutReplacementDesign(DesignKind):
             ``coefficient`` was fitted on this sample (e.g. the contrasts'
             tuned coefficient reused for each ranking's own mean): its degree
             of freedom is spent as if tuned here.
+        satterthwaite : bool, default False
+            Student-t on Satterthwaite's degrees of freedom of the variance estimate
+            (:func:`_satterthwaite_dof`) instead of ``n - k`` (small pools).
         """
         values = np.asarray(values, dtype=np.float64)
         n, t = values.shape
@@ -338,10 +362,17 @@ class WithoutReplacementDesign(DesignKind):
         own = np.diag(cov).copy()
         dof = math.inf
         if ci != "normal":
-            dof_hat = max(n - n_par, 0)
+            dof_hat: float | np.ndarray = max(n - n_par, 0)
+            dof = float(max(n - n_par, 1))
+            if satterthwaite and n >= 2:
+                # the sample's variance weighs (against the prior) and counts (in the t quantile) as many
+                # degrees of freedom as its terms carry: few when one or two queries dominate it
+                beta = np.broadcast_to(np.asarray(r.coefficient, dtype=np.float64), (t,))
+                e = values - beta[None, :] * np.asarray(predictions, dtype=np.float64)
+                dof_hat = _satterthwaite_dof(g * g * (1.0 - pi), e, n_par)
+                dof = float(np.min(dof_hat))
             var = _pooled(own, dof_hat, model_variance, self.prior_dof)
             cov = _with_variances(r.covariance, var)
-            dof = float(max(n - n_par, 1))
         return WORFit(Estimate(r.estimate, cov, ess, r.coefficient), dof, own, model_variance)
 
     def simulate(self, values, predictions, p, scores, costs, budgets, n_reps: int, rng, *,
@@ -371,6 +402,9 @@ class WithoutReplacementDesign(DesignKind):
         batch = draw_without_replacement_batch(scores, costs, budgets, n_reps, rng)
         pi, mask, o = batch.pi(), batch.mask(), batch.order[None]
         coef = self.coefficient
+        small = self.is_small(scores)
+        if small:  # as fit_sample: a fixed coefficient, Satterthwaite's degrees of freedom
+            coef = self._small_coefficient()
         n = mask.sum(-1)
         n_par = 2 if coef is None else 1
         values = np.asarray(values, dtype=np.float64)
@@ -389,18 +423,34 @@ class WithoutReplacementDesign(DesignKind):
                      for j in range(t)]
             e, v = np.stack([q[0] for q in parts]), np.stack([q[1] for q in parts])
         v = v * _fitted_coefficient_factor(n, n_par, self.normalize)
+        dof_hat = np.broadcast_to(np.maximum(n - n_par, 0).astype(np.float64), v.shape)
+        dof = np.broadcast_to(np.maximum(n - n_par, 1).astype(np.float64), n.shape)
+        if small:
+            dof_hat = self._batch_dof(Y, Mx, p, pi, mask, batch.order, float(coef), n)  # (t, n_budgets, n_reps)
+            dof_hat = np.where(n - n_par > 0, dof_hat, 0.0)
+            dof = np.maximum(dof_hat.min(axis=0), 1.0)
         if output_variance is not None and self.prior_dof > 0:
             ov = np.asarray(output_variance, dtype=np.float64).reshape(Y.shape)
             model = np.array([self._planned_variance(scores, costs, float(b), p, ov)
                               for b in np.asarray(budgets, dtype=np.float64)]).T  # (t, n_budgets)
-            dof_hat = np.maximum(n - n_par, 0)
             ok = np.isfinite(v) & (dof_hat > 0)
             v = (self.prior_dof * model[:, :, None] + np.where(ok, dof_hat * v, 0.0)) / \
                 (self.prior_dof + np.where(ok, dof_hat, 0))
         cost = np.where(mask, costs[o], 0.0).sum(-1)
         if not several:
             e, v = e[0], v[0]
-        return {"estimate": e, "standard_error": np.sqrt(v), "n": n, "cost": cost}
+        return {"estimate": e, "standard_error": np.sqrt(v), "n": n, "cost": cost, "dof": dof}
+
+    @staticmethod
+    def _batch_dof(Y, Mx, p, pi, mask, order, coef: float, n):
+        """Satterthwaite's degrees of freedom of every run's variance, shape (t, n_budgets, n_reps)."""
+        safe = np.where(mask, pi, 1.0)
+        g = np.where(mask, p[order][None] / safe, 0.0)
+        omega = g * g * (1.0 - safe)  # (n_budgets, n_reps, n_cols)
+        res2 = (Y[order] - coef * Mx[order]) ** 2  # (n_reps, n_cols, t)
+        a = omega[..., None] * res2[None]
+        dof = _satterthwaite(a, mask[..., None], n[..., None], 1, axis=2)  # (n_budgets, n_reps, t)
+        return np.moveaxis(dof, -1, 0)
 
     def _shared_batch(self, Y, Mx, p, pi, mask, order):
         """Batched :func:`_shared_coefficient` estimates: (t, n_budgets, n_reps) estimates and raw variances."""
@@ -426,7 +476,32 @@ class WithoutReplacementDesign(DesignKind):
 
     def __repr__(self) -> str:
         return (f"{type(self).__name__}(coefficient={self.coefficient!r}, normalize={self.normalize}, "
-                f"prior_coefficient={self.prior_coefficient:g}, prior_dof={self.prior_dof:g})")
+                f"prior_coefficient={self.prior_coefficient:g}, prior_dof={self.prior_dof:g}, "
+                f"small_pool={self.small_pool})")
+
+
+def _satterthwaite_dof(omega, resid, n_par: int) -> np.ndarray:
+    """``2 V^2 / Var-hat(V)`` for ``V = sum_S a_i``, ``a_i = omega_i e_i^2``, ``Var-hat(V) = n / (n - 1)
+    sum_S (a_i - mean a)^2``, in ``[1, n - n_par]``, for every output (column of ``resid``).
+
+    ``n - 1`` for equal normal terms; a few dominant terms (skewed residuals, unequal weights) give few
+    degrees of freedom and a wider Student-t interval (benchmarks/results/wor_small_pool.md)."""
+    omega = np.asarray(omega, dtype=np.float64)
+    a = omega[:, None] * np.asarray(resid, dtype=np.float64).reshape(omega.size, -1) ** 2
+    return _satterthwaite(a, np.ones(a.shape, dtype=bool), np.full(a.shape[1:], float(omega.size)), n_par, axis=0)
+
+
+def _satterthwaite(a, mask, n, n_par: int, *, axis: int):
+    """Batched :func:`_satterthwaite_dof` of the terms ``a`` (sampled where ``mask``; ``n`` per batch)."""
+    a = np.where(mask, a, 0.0)
+    n = np.asarray(n, dtype=np.float64)
+    V = a.sum(axis=axis)
+    dev = np.where(mask, a - np.expand_dims(V / np.maximum(n, 1.0), axis), 0.0)
+    ss = (dev**2).sum(axis=axis) * n / np.maximum(n - 1.0, 1.0)
+    hi = np.maximum(n - n_par, 1.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        dof = np.where(ss > 0, 2.0 * V**2 / np.where(ss > 0, ss, 1.0), hi)
+    return np.clip(dof, 1.0, hi)
 
 
 def _shared_coefficient(values, predictions, pi, p, prior: float) -> float:
@@ -458,14 +533,15 @@ def _fitted_coefficient_factor(n, n_par: int, normalize: bool):
     return np.where(n > 1, n / np.maximum(n - 1.0, 1.0), 1.0)
 
 
-def _pooled(own: np.ndarray, dof_hat: int, model: np.ndarray | None, prior_dof: float) -> np.ndarray:
+def _pooled(own: np.ndarray, dof_hat, model: np.ndarray | None, prior_dof: float) -> np.ndarray:
     """``(prior_dof V_model + dof_hat V_hat) / (prior_dof + dof_hat)``; the sample's variance alone when
     there is no model variance, the model's alone when the sample has none (n <= 2)."""
+    dof_hat = np.asarray(dof_hat, dtype=np.float64)
     ok = np.isfinite(own) & (dof_hat > 0)
     if model is None or prior_dof == 0:
         return np.where(ok, own, np.nan)
     mine = np.where(ok, own, 0.0)
-    w_own = np.where(ok, float(dof_hat), 0.0)
+    w_own = np.where(ok, dof_hat, 0.0)
     return (prior_dof * model + w_own * mine) / (prior_dof + w_own)
 
 
