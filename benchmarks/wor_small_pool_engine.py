@@ -5,6 +5,7 @@ exactly as ``metric_bias.py`` does, and writes ``benchmarks/results/wor_small_po
 after-numbers of the small-pool fix, to set against the ``active_wor`` rows of ``metric_bias.csv``.
 
 Run:  python benchmarks/wor_small_pool_engine.py [--reps 500] [--datasets sample] [--budgets 12] [--workers 2]
+      [--before]   (``--before``: ``small_pool=0``, the estimator before the fix, on the same seeds)
 """
 
 from __future__ import annotations
@@ -23,6 +24,14 @@ sys.path.insert(0, HERE)
 import metric_bias as mb  # noqa: E402
 
 
+def _init(before: bool) -> None:
+    mb._init()
+    if before:
+        from activerank.design.methods import get_method
+
+        get_method("active_wor").kind.small_pool = 0
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--reps", type=int, default=500)
@@ -33,6 +42,8 @@ def main(argv=None) -> int:
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--seed", type=int, default=20240531)
     ap.add_argument("--out", default=os.path.join(HERE, "results", "wor_small_pool_engine.csv"))
+    ap.add_argument("--before", action="store_true",
+                    help="the large-pool path on every pool (small_pool=0: the behaviour before the fix)")
     args = ap.parse_args(argv)
     cache_dir = os.path.join(HERE, "results", "cache")
     todo = [t for t in mb.tasks(args.datasets.split(","), mb._metrics(args.metrics.split(",")),
@@ -44,7 +55,7 @@ def main(argv=None) -> int:
             mb.load(ds, cache_dir)
     t0 = time.perf_counter()
     rows = []
-    with Pool(args.workers, initializer=mb._init) as workers:
+    with Pool(args.workers, initializer=_init, initargs=(args.before,)) as workers:
         for row in workers.imap_unordered(mb.cell, todo):
             rows.append(row)
             print(row["dataset"], row["scenario"], row["metric"], row["budget"], f"n={row['n_queries']:.1f}",
