@@ -56,6 +56,15 @@ def sample_pool():
     return pool, probs, ar.relevance.expected_gain_scores(probs), lin
 
 
+def ohsumed_pool():
+    """OHSUMED fold 1's pool (106 queries) with benchmarks/metric_bias.py's LightGBM model and rankers."""
+    sys.path.insert(0, HERE)
+    from _coverage_setup import fit_fold_lightgbm
+
+    fm = fit_fold_lightgbm("ohsumed", 1, cache_dir=os.path.join(HERE, "results", "cache"))
+    return fm.pool, fm.probs["lightgbm"], fm.scores["lightgbm"], fm.scores["linear"]
+
+
 def synthetic_pool(n_queries=40, seed=0):
     """5 grades, ~120 docs/query (lognormal lengths), skewed per-query relevance, a weak model.
 
@@ -136,6 +145,26 @@ def _satt(a_i, mask, n, k):
     ss = (np.where(mask, a_i - abar[:, None], 0.0) ** 2).sum(-1) * n / np.maximum(n - 1, 1)
     dof = 2 * V**2 / np.maximum(ss, 1e-300)
     return np.clip(dof, 1, np.maximum(n - k, 1))
+
+
+def _shrunk(vm, mm, vv, n, b0=1.0):
+    ok = (mm > 1e-300) & (n > 2)
+    bh = np.where(ok, vm / np.where(ok, mm, 1.0), b0)
+    rss = np.maximum(vv - bh * vm, 0.0)
+    var_b = np.where(ok, rss / np.maximum((n - 2.0) * np.where(ok, mm, 1.0), 1e-300), np.inf)
+    s = np.clip(1.0 - var_b / np.maximum((bh - b0) ** 2, 1e-300), 0.0, 1.0)
+    return np.where(ok, b0 + s * (bh - b0), b0)
+
+
+def _loo_coefficients(om, yy, mm, mask, n, shrink=True):
+    """Full-sample and leave-one-out coefficients (omega-weighted, through 0, shrunk towards 1)."""
+    w = np.where(mask, om, 0.0)
+    vm, m2, vv = (w * yy * mm).sum(-1), (w * mm * mm).sum(-1), (w * yy * yy).sum(-1)
+    lvm, lm2, lvv = vm[:, None] - w * yy * mm, m2[:, None] - w * mm * mm, vv[:, None] - w * yy * yy
+    if shrink:
+        return _shrunk(vm, m2, vv, n), _shrunk(lvm, lm2, lvv, n[:, None] - 1)
+    full = np.where(m2 > 1e-300, vm / np.maximum(m2, 1e-300), 1.0)
+    return full, np.where(lm2 > 1e-300, lvm / np.maximum(lm2, 1e-300), 1.0)
 
 
 def diagnose(name, d, y, m, v, budget, reps, pi_reps, seed):
@@ -228,6 +257,20 @@ def diagnose(name, d, y, m, v, budget, reps, pi_reps, seed):
     est = bbar * M + (g * (e + (b_loo - bbar[:, None]) * 0)).sum(-1)
     est = (g * e).sum(-1) + bbar * M
     ec = np.where(mask, yy - bbar[:, None] * mm, 0)
+    # leave-one-out GREG: unit i's residual uses the coefficient fitted without it, the pool term uses
+    # b_i on sampled queries and the full-sample b elsewhere (exactly unbiased under Poisson sampling)
+    for shrink in (True, False):
+        bf, bl = _loo_coefficients(om, yy, mm, mask, n, shrink)
+        el2 = np.where(mask, yy - bl * mm, 0.0)
+        est_l = bf * M + (g * el2).sum(-1) + np.where(mask, pp * mm * (bl - bf[:, None]), 0.0).sum(-1)
+        a_l = om * el2 * el2
+        lab = "loo-greg" + (" shrunk" if shrink else "")
+        out[lab] = _moments(est_l, a_l.sum(-1), n, truth_s, n - 1)
+        out[lab + " satt"] = _moments(est_l, a_l.sum(-1), n, truth_s, _satt(a_l, mask, n, 1))
+        if v is not None:
+            vmod1 = float(np.sum(np.where(target > 0, p**2 * (1 / np.maximum(target, 1e-12) - 1), 0) * v))
+            ds = _satt(a_l, mask, n, 1)
+            out[lab + " + prior satt"] = _moments(est_l, (2 * vmod1 + ds * a_l.sum(-1)) / (2 + ds), n, truth_s, ds)
     el = np.where(mask, e, 0.0)
     out["cross (loo, clip 0..2)"] = _moments(est, (om * el * el).sum(-1), n, truth_s, n - 2)
     # (d') Satterthwaite degrees of freedom of the variance estimate (its terms a_i = omega_i e_i^2)
@@ -251,12 +294,18 @@ def diagnose(name, d, y, m, v, budget, reps, pi_reps, seed):
         a_i = np.where(mask, om * (yy - mm) ** 2, 0.0)
         ds = _satt(a_i, mask, n, 1)
         out["b=1 + prior, satt weight, t(satt)"] = _moments(ee, (2 * vmod + ds * vh) / (2 + ds), n, truth_s, ds)
+        out["b=1 + prior as floor, satt weight, t(satt)"] = _moments(
+            ee, np.maximum(vh, (2 * vmod + ds * vh) / (2 + ds)), n, truth_s, ds)
         out["b=1 + prior, satt weight, t(satt+2)"] = _moments(ee, (2 * vmod + ds * vh) / (2 + ds), n, truth_s,
                                                              np.minimum(ds + 2, n - 1))
+        a_t = np.where(mask, om * (yy - beta_t[:, None] * mm) ** 2, 0.0) * (n / np.maximum(n - 1, 1))[:, None]
+        dt = _satt(a_t, mask, n, 2)
+        out["tuned + prior, satt weight, t(satt)"] = _moments(e_t, (2 * vmod + dt * v_t) / (2 + dt), n, truth_s, dt)
         out["_vmodel"] = vmod
     rows = []
     rows.append(f"\n### {name}\n")
-    rows.append(f"N = {q.size}, budget {budget:g}, mean n = {n.mean():.1f} (n/N {n.mean() / q.size:.2f}), "
+    rows.append(f"N = {q.size}, budget {budget:g}, mean n = {n.mean():.1f} (n/N {n.mean() / q.size:.2f}, "
+                f"planned fraction {target.sum() / max(int((q > 0).sum()), 1):.2f}), "
                 f"reps {reps}; truth {truth_s:.5g}; true coefficient-free SD of b=1: {out['b=1']['sd']:.3g}; "
                 f"model-predicted variance / empirical variance of tuned: "
                 f"{out.get('_vmodel', np.nan) / out['tuned']['sd'] ** 2:.2f}\n")
@@ -276,6 +325,7 @@ def diagnose(name, d, y, m, v, budget, reps, pi_reps, seed):
 
 
 CELLS = [
+    ("ohsumed", "single", "dcg@10", 12.0), ("ohsumed", "pair", "dcg@10", 12.0), ("ohsumed", "single", "ap", 12.0),
     ("sample", "single", "ap", 12.0), ("sample", "single", "rr", 12.0), ("sample", "index", "dcg@10", 12.0),
     ("sample", "index", "err@10", 12.0), ("sample", "pair", "err@10", 12.0), ("sample", "pair", "dcg@10", 12.0),
     ("sample", "index", "ndcg@10", 12.0), ("sample", "index", "ap", 12.0),
@@ -293,9 +343,13 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
     pools = {"sample": sample_pool(), "synthetic": synthetic_pool()}
+    if os.environ.get("ACTIVERANK_DATA"):
+        pools["ohsumed"] = ohsumed_pool()
     parts = [__doc__.split("\n\n")[0], "", f"Command: `python benchmarks/wor_small_pool.py --reps {args.reps} "
              f"--pi-reps {args.pi_reps} --seed {args.seed}`"]
     for ds, scen, metric, budget in CELLS:
+        if ds not in pools:
+            continue
         pool, probs, sa, sb = pools[ds]
         # the sample's index update is metric_bias.py's (seed [7, len("sample")])
         d, y, m, v = cell_arrays(pool, probs, sa, sb, scen, metric, (7, 6) if ds == "sample" else (7, 40))

@@ -14,8 +14,10 @@ with the model's per-query predictions ``m`` and their exact pool value
 ``M = sum_pool p_i m_i``: the model's answer corrected by the Horvitz--Thompson
 sum of the residuals.  With a fixed coefficient it is exactly unbiased, and
 ``sum_S (1 - pi_i) (p_i / pi_i)^2 (y_i - m_i)^2`` is an unbiased estimate of
-its variance (the priority-sampling property of the design,
-:mod:`activerank.design.without_replacement`).  The plug-in also offers the
+its variance, at any pool size (the priority-sampling property of the design,
+:mod:`activerank.design.without_replacement`: the weights ``1{i in S} / pi_i``
+have mean 1 and are uncorrelated, checked by simulation in
+``tests/design/test_without_replacement.py``).  The plug-in also offers the
 Hájek-normalized form and a coefficient tuned on the sample (consistent, not
 unbiased; :func:`activerank.inference.horvitz_thompson.hajek_kernel`).
 
@@ -31,6 +33,31 @@ is pooled in as ``prior_dof`` pseudo degrees of freedom,
 ``SE^2 = (prior_dof V_model + (n - k) SE_hat^2) / (prior_dof + n - k)``, with
 Student-t quantiles on ``n - k`` degrees of freedom (``k`` = 1, 2 with a tuned
 coefficient; ``ci="normal"``: the sample's own variance and ``z``).
+
+Small pools (issue 30).  When the budget buys a large share of a small pool
+(at most ``small_pool`` = 200 queries that can be sampled, planned sampling
+fraction >= ``SMALL_FRACTION`` = 0.2), a coefficient tuned on the sample is
+biased -- by 10-12 Monte-Carlo SE with coverage 0.79 on the shipped 30-query
+sample at budget 12 (17 of 30 queries) -- and the variance sum of 10-20 skewed
+terms is unbiased but so noisy that Student-t on ``n - 1`` under-covers
+(``benchmarks/results/wor_small_pool.md``).  There the plug-in
+
+* fixes the coefficient at ``prior_coefficient`` (1 by default; a fixed
+  ``coefficient`` is kept): the estimate and its variance estimate are exactly
+  unbiased;
+* gives the sample's variance Satterthwaite's degrees of freedom
+  ``d = 2 V^2 / Var-hat(V)`` of its terms ``omega_i e_i^2`` (``n - 1`` for equal
+  terms, about 1 when one query dominates), which set both its weight against
+  the model's variance, ``(prior_dof V_model + d V_hat) / (prior_dof + d)``, and
+  the Student-t quantile (on ``d``);
+* uses the model's variance as a floor only: the reported variance is never
+  below the sample's own, unbiased, one.
+
+The inclusion probabilities stay the conditional ones (exact for the
+estimator); the unconditional ones of the sampler, estimated by simulation
+(:func:`~activerank.design.without_replacement.simulated_inclusion_probabilities`),
+lowered the SD by 4-32% in the same benchmark, but neither the Poisson nor the
+fixed-cost form of their variance estimate was right on every cell.
 
 The engine runs every such method through one function,
 :func:`activerank.engine.without_replacement.wor_sample`.
@@ -48,7 +75,6 @@ References
 from __future__ import annotations
 
 import math
-import numbers
 from dataclasses import dataclass
 
 import numpy as np
@@ -75,8 +101,12 @@ from .query import (
 
 __all__ = ["WORFit", "WithoutReplacementDesign"]
 
-#: pools with at most this many queries that can be sampled are "small" (fixed coefficient, Satterthwaite t)
+#: pools with at most this many queries that can be sampled are small when the budget buys at least
+#: SMALL_FRACTION of them: a fixed coefficient, Satterthwaite's degrees of freedom
+#: (benchmarks/results/wor_small_pool.md: the tuned coefficient is biased by up to 12 Monte-Carlo SE at
+#: sampling fractions 0.4-0.7 and unbiased, and 20-35% more efficient, at 0.14 on OHSUMED)
 SMALL_POOL = 200
+SMALL_FRACTION = 0.2
 
 
 @dataclass(frozen=True, eq=False)
@@ -121,6 +151,11 @@ class WithoutReplacementDesign(DesignKind):
     prior_dof : float, default 2.0
         Pseudo degrees of freedom of the model's predicted variance in the
         standard error (0: the sample's variance alone).
+    small_pool : int, default 200
+        Pools with at most this many queries that can be sampled are small
+        when the budget buys at least ``SMALL_FRACTION`` (0.2) of them: a fixed
+        coefficient and Satterthwaite's degrees of freedom there (module
+        notes; 0: never).
 
     Notes
     -----
@@ -137,7 +172,9 @@ class WithoutReplacementDesign(DesignKind):
     registered ``active_wor`` uses since 0.3) was never worse than 1 by more
     than 2% and better by more than 5% in 27 of 64 cells, mostly at 5-10
     queries, with no bias beyond 2.6 Monte-Carlo SE; its variance estimate
-    is inflated by ``n / (n - 1)`` for the fitted coefficient.
+    is inflated by ``n / (n - 1)`` for the fitted coefficient.  Those pools
+    are sampled at fractions below 0.2; above it, on small pools, the tuned
+    coefficient is biased and not used (module notes).
     """
 
     name = "wor_difference"
@@ -149,7 +186,7 @@ class WithoutReplacementDesign(DesignKind):
             raise ValueError(f"`coefficient` must be a finite number or None; got {coefficient!r}.")
         if not (math.isfinite(prior_coefficient) and math.isfinite(prior_dof) and prior_dof >= 0):
             raise ValueError("`prior_coefficient` must be finite and `prior_dof` finite and >= 0.")
-        if isinstance(small_pool, bool) or not isinstance(small_pool, numbers.Integral) or small_pool < 0:
+        if isinstance(small_pool, bool) or not isinstance(small_pool, (int, np.integer)) or small_pool < 0:
             raise ValueError(f"`small_pool` must be an integer >= 0; got {small_pool!r}.")
         self.coefficient = None if coefficient is None else float(coefficient)
         self.normalize = bool(normalize)
@@ -224,7 +261,7 @@ class WithoutReplacementDesign(DesignKind):
         d = design
         costs = d.costs.cost
         x, pi, charged = sample.indices, sample.pi, sample.cost
-        small = self.is_small(d.q)
+        small = self.is_small(d.q, costs, sample.budget)
         census = d.census
         p_rest = d.p.copy()
         p_rest[census] = 0.0
@@ -291,9 +328,15 @@ class WithoutReplacementDesign(DesignKind):
 
     # ------------------------------------------------------------------ small pools
 
-    def is_small(self, scores) -> bool:
-        """At most ``small_pool`` queries can be sampled (positive scores)."""
-        return 0 < int(np.count_nonzero(np.asarray(scores) > 0)) <= self.small_pool
+    def is_small(self, scores, costs, budget: float) -> bool:
+        """A small pool for this budget: at most ``small_pool`` queries can be sampled (positive scores) and
+        the budget buys at least ``SMALL_FRACTION`` of them (planning ``pi``, expected sampling fraction)."""
+        live = np.asarray(scores) > 0
+        n_live = int(np.count_nonzero(live))
+        if not 0 < n_live <= self.small_pool:
+            return False
+        pi = approximate_inclusion_probabilities(scores, costs, float(budget))
+        return float(pi[live].sum()) >= SMALL_FRACTION * n_live
 
     def _small_coefficient(self) -> float:
         """The coefficient on small pools: a fixed one (a coefficient tuned on 10-20 queries is biased there)."""
@@ -372,6 +415,8 @@ class WithoutReplacementDesign(DesignKind):
                 dof_hat = _satterthwaite_dof(g * g * (1.0 - pi), e, n_par)
                 dof = float(np.min(dof_hat))
             var = _pooled(own, dof_hat, model_variance, self.prior_dof)
+            if satterthwaite:  # the model's variance is a floor: it never shrinks the sample's unbiased one
+                var = np.where(np.isfinite(own), np.maximum(var, own), var)
             cov = _with_variances(r.covariance, var)
         return WORFit(Estimate(r.estimate, cov, ess, r.coefficient), dof, own, model_variance)
 
@@ -400,21 +445,35 @@ class WithoutReplacementDesign(DesignKind):
             queries) and ``cost`` of shape (n_budgets, n_reps).
         """
         batch = draw_without_replacement_batch(scores, costs, budgets, n_reps, rng)
-        pi, mask, o = batch.pi(), batch.mask(), batch.order[None]
-        coef = self.coefficient
-        small = self.is_small(scores)
-        if small:  # as fit_sample: a fixed coefficient, Satterthwaite's degrees of freedom
-            coef = self._small_coefficient()
-        n = mask.sum(-1)
-        n_par = 2 if coef is None else 1
+        pi, mask = batch.pi(), batch.mask()
         values = np.asarray(values, dtype=np.float64)
         predictions = np.asarray(predictions, dtype=np.float64)
         several = values.ndim == 2
         Y = values if several else values[:, None]
         Mx = predictions if several else predictions[:, None]
+        ov = None if output_variance is None else np.asarray(output_variance, dtype=np.float64).reshape(Y.shape)
+        bud = np.asarray(budgets, dtype=np.float64).reshape(-1)
+        if bud.size != pi.shape[0]:  # one budget per run: no per-budget rule, the large-pool path
+            bud = np.full(pi.shape[0], np.nan)
+        parts = [self._simulate_one(Y, Mx, p, scores, costs, float(b), pi[i:i + 1], mask[i:i + 1], batch.order, ov)
+                 for i, b in enumerate(bud)]
+        e, v, dof = (np.concatenate([q[k] for q in parts], axis=-2 if k < 2 else 0) for k in range(3))
+        n = mask.sum(-1)
+        cost = np.where(mask, costs[batch.order[None]], 0.0).sum(-1)
+        if not several:
+            e, v = e[0], v[0]
+        return {"estimate": e, "standard_error": np.sqrt(v), "n": n, "cost": cost, "dof": dof}
+
+    def _simulate_one(self, Y, Mx, p, scores, costs, budget: float, pi, mask, order, ov):
+        """:meth:`simulate` for one budget: estimates and variances (t, 1, n_reps), dof (1, n_reps)."""
+        o = order[None]
+        small = bool(np.isfinite(budget)) and self.is_small(scores, costs, budget)
+        coef = self._small_coefficient() if small else self.coefficient
+        n = mask.sum(-1)
+        n_par = 2 if coef is None else 1
         t = Y.shape[1]
         if coef is None and t > 1 and not self.normalize:
-            e, v = self._shared_batch(Y, Mx, p, pi, mask, batch.order)
+            e, v = self._shared_batch(Y, Mx, p, pi, mask, order)
         else:
             parts = [hajek_kernel(Y[:, j][o], pi, p[o], mask, predictions=Mx[:, j][o],
                                   pool_prediction=float(p @ Mx[:, j]), tuned=True if coef is None else coef,
@@ -424,22 +483,20 @@ class WithoutReplacementDesign(DesignKind):
             e, v = np.stack([q[0] for q in parts]), np.stack([q[1] for q in parts])
         v = v * _fitted_coefficient_factor(n, n_par, self.normalize)
         dof_hat = np.broadcast_to(np.maximum(n - n_par, 0).astype(np.float64), v.shape)
-        dof = np.broadcast_to(np.maximum(n - n_par, 1).astype(np.float64), n.shape)
-        if small:
-            dof_hat = self._batch_dof(Y, Mx, p, pi, mask, batch.order, float(coef), n)  # (t, n_budgets, n_reps)
+        dof = np.maximum(n - n_par, 1).astype(np.float64)
+        if small and coef is not None:  # small: coef is the fixed small-pool coefficient
+            dof_hat = self._batch_dof(Y, Mx, p, pi, mask, order, coef, n)  # (t, 1, n_reps)
             dof_hat = np.where(n - n_par > 0, dof_hat, 0.0)
             dof = np.maximum(dof_hat.min(axis=0), 1.0)
-        if output_variance is not None and self.prior_dof > 0:
-            ov = np.asarray(output_variance, dtype=np.float64).reshape(Y.shape)
-            model = np.array([self._planned_variance(scores, costs, float(b), p, ov)
-                              for b in np.asarray(budgets, dtype=np.float64)]).T  # (t, n_budgets)
+        if ov is not None and self.prior_dof > 0:
+            if not np.isfinite(budget):
+                raise ValueError("`output_variance` needs one budget per grid point (1-d `budgets`).")
+            model = self._planned_variance(scores, costs, budget, p, ov)[:, None]  # (t, 1)
             ok = np.isfinite(v) & (dof_hat > 0)
-            v = (self.prior_dof * model[:, :, None] + np.where(ok, dof_hat * v, 0.0)) / \
+            pooled = (self.prior_dof * model[:, :, None] + np.where(ok, dof_hat * v, 0.0)) / \
                 (self.prior_dof + np.where(ok, dof_hat, 0))
-        cost = np.where(mask, costs[o], 0.0).sum(-1)
-        if not several:
-            e, v = e[0], v[0]
-        return {"estimate": e, "standard_error": np.sqrt(v), "n": n, "cost": cost, "dof": dof}
+            v = np.where(np.isfinite(v), np.maximum(v, pooled), pooled) if small else pooled
+        return e, v, dof
 
     @staticmethod
     def _batch_dof(Y, Mx, p, pi, mask, order, coef: float, n):
