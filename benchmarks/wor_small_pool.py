@@ -271,6 +271,36 @@ def diagnose(name, d, y, m, v, budget, reps, pi_reps, seed):
             vmod1 = float(np.sum(np.where(target > 0, p**2 * (1 / np.maximum(target, 1e-12) - 1), 0) * v))
             ds = _satt(a_l, mask, n, 1)
             out[lab + " + prior satt"] = _moments(est_l, (2 * vmod1 + ds * a_l.sum(-1)) / (2 + ds), n, truth_s, ds)
+    # cross-fitted in random halves (K splits averaged): unit i's residual uses the coefficient of the half
+    # without it, the pool term the halves' mean coefficient (exactly unbiased under Poisson sampling)
+    crng = np.random.default_rng([seed, 3])
+    K = 8
+    coin = crng.random((K,) + mask.shape) < 0.5
+    ests, bsum = [], np.zeros(mask.shape)
+    w = np.where(mask, om, 0.0)
+    for k in range(K):
+        h = coin[k]
+        bh = []
+        for side in (h, ~h):
+            sm = mask & side
+            ww = np.where(sm, w, 0.0)
+            bh.append(_shrunk((ww * yy * mm).sum(-1), (ww * mm * mm).sum(-1), (ww * yy * yy).sum(-1),
+                              sm.sum(-1)))
+        b_other = np.where(h, bh[1][:, None], bh[0][:, None])
+        bsum += b_other
+        ek = np.where(mask, yy - b_other * mm, 0.0)
+        ests.append(0.5 * (bh[0] + bh[1]) * M + (g * ek).sum(-1))
+    est_c = np.mean(ests, axis=0)
+    ec = np.where(mask, yy - (bsum / K) * mm, 0.0)
+    a_c = om * ec * ec
+    out["cross-fit halves"] = _moments(est_c, a_c.sum(-1), n, truth_s, n - 1)
+    out["cross-fit halves satt"] = _moments(est_c, a_c.sum(-1), n, truth_s, _satt(a_c, mask, n, 1))
+    if v is not None:
+        vmod2 = float(np.sum(np.where(target > 0, p**2 * (1 / np.maximum(target, 1e-12) - 1), 0) * v))
+        dc = _satt(a_c, mask, n, 1)
+        vc = a_c.sum(-1)
+        out["cross-fit halves + prior floor satt"] = _moments(est_c, np.maximum(vc, (2 * vmod2 + dc * vc) / (2 + dc)),
+                                                             n, truth_s, dc)
     el = np.where(mask, e, 0.0)
     out["cross (loo, clip 0..2)"] = _moments(est, (om * el * el).sum(-1), n, truth_s, n - 2)
     # (d') Satterthwaite degrees of freedom of the variance estimate (its terms a_i = omega_i e_i^2)

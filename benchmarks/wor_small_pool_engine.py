@@ -32,6 +32,24 @@ def _init(before: bool) -> None:
         get_method("active_wor").kind.small_pool = 0
 
 
+def compare_table(before_csv: str, after_csv: str) -> str:
+    """Markdown: bias / MC SE, coverage, mean SE / SD and SD of every cell, before and after."""
+    b, a = pd.read_csv(before_csv), pd.read_csv(after_csv)
+    keys = ["dataset", "scenario", "metric", "budget"]
+    if "design" in b:
+        b = b[b["design"] == "active_wor"]
+    m = b.merge(a, on=keys, suffixes=("_b", "_a"))
+    rows = ["| data | scenario | metric | n | reps | bias/SE before | after | coverage before | after | "
+            "SE/SD before | after | SD after / before |", "|" + "---|" * 12]
+    for _, r in m.sort_values(keys).iterrows():
+        rows.append(f"| {r.dataset} | {r.scenario} | {r.metric} | {r.n_queries_a:.1f} | {int(r.reps_a)} | "
+                    f"{r.bias_se_b:+.1f} | {r.bias_se_a:+.1f} | {r.coverage_b:.3f} | {r.coverage_a:.3f} | "
+                    f"{r.mean_se_b / r.sd_b if r.sd_b else float('nan'):.2f} | "
+                    f"{r.mean_se_a / r.sd_a if r.sd_a else float('nan'):.2f} | "
+                    f"{r.sd_a / r.sd_b if r.sd_b else float('nan'):.2f} |")
+    return "\n".join(rows) + "\n"
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--reps", type=int, default=500)
@@ -44,7 +62,12 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default=os.path.join(HERE, "results", "wor_small_pool_engine.csv"))
     ap.add_argument("--before", action="store_true",
                     help="the large-pool path on every pool (small_pool=0: the behaviour before the fix)")
+    ap.add_argument("--table", nargs=2, metavar=("BEFORE_CSV", "AFTER_CSV"),
+                    help="only print the before/after Markdown table of two result files")
     args = ap.parse_args(argv)
+    if args.table:
+        print(compare_table(*args.table), end="")
+        return 0
     cache_dir = os.path.join(HERE, "results", "cache")
     todo = [t for t in mb.tasks(args.datasets.split(","), mb._metrics(args.metrics.split(",")),
                                 args.scenarios.split(","), [float(b) for b in args.budgets.split(",")],
