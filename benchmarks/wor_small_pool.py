@@ -8,17 +8,21 @@ the budgeted sequential Poisson sampler is run ``--reps`` times (vectorized,
 :func:`activerank.design.without_replacement.draw_without_replacement_batch`).  On the same samples it compares
 
 * ``b=1`` / ``b=0`` / ``b=oracle``: the difference estimator with a fixed coefficient (1, 0, the pool's
-  variance-optimal one), the conditional inclusion probabilities ``pi = min(1, a tau)`` of the sample;
-* ``b=1 uncond``: the same with the unconditional inclusion probabilities of the sampler estimated by
-  simulation (``--pi-reps`` runs) -- cause (a);
-* ``tuned``: the library's tuned, shrunk coefficient (cause (b)); ``cross``: a leave-one-out coefficient;
-* the variance estimate ``sum_S (1 - pi) (p/pi)^2 e^2`` against the empirical variance (cause (c));
-* the interval: the sample's variance with ``z`` / Student-t, and pooled with the model's predicted variance
-  (``prior_dof = 2``, what ``active_wor`` reports) -- cause (d).
+  variance-optimal one) and the conditional inclusion probabilities ``pi = min(1, a tau)`` of the sample;
+* ``uncond pi``: the unconditional inclusion probabilities of the sampler (and their joint ones), estimated by
+  simulation (``--pi-reps`` runs), with the Poisson, fixed-cost and Horvitz-Thompson variance forms -- cause (a);
+* ``tuned``: the library's tuned, shrunk coefficient; ``loo-greg`` / ``cross-fit halves``: cross-fitted
+  coefficients -- cause (b);
+* the variance estimate ``sum_S (1 - pi) (p/pi)^2 e^2`` against the empirical variance -- cause (c);
+* the interval: Student-t on ``n - k`` or on Satterthwaite's dof, alone or pooled with the model's predicted
+  variance (``prior_dof = 2``), pooled or as a floor -- cause (d).
 
-Run:  python benchmarks/wor_small_pool.py [--reps 4000] [--pi-reps 100000] [--seed 0] [--library]
-Writes benchmarks/results/wor_small_pool.md (``--library``: also the engine-equivalent numbers of the
-library's current ``active_wor`` through :meth:`WithoutReplacementDesign.simulate`).
+Columns: SD relative to ``b=1``, bias / Monte-Carlo SE, mean variance estimate / empirical variance, mean SE /
+SD, coverage of the 95% interval with ``z`` and with Student-t.  Conclusions and the engine's before/after:
+``benchmarks/results/wor_small_pool_notes.md``.
+
+Run:  python benchmarks/wor_small_pool.py [--reps 4000] [--pi-reps 50000] [--seed 0]
+Writes benchmarks/results/wor_small_pool.md (OHSUMED cells need ACTIVERANK_DATA).
 """
 
 from __future__ import annotations
@@ -248,15 +252,13 @@ def diagnose(name, d, y, m, v, budget, reps, pi_reps, seed):
     v_t = v_t * n / np.maximum(n - 1, 1)
     out["tuned"] = _moments(e_t, v_t, n, truth_s, n - 2)
     # leave-one-out coefficient (cross-fitted): unit i's residual uses the coefficient fitted without it
-    vm, mmm, vv = (om * yy * mm).sum(-1, keepdims=True), (om * mm * mm).sum(-1, keepdims=True), None
+    vm, mmm = (om * yy * mm).sum(-1, keepdims=True), (om * mm * mm).sum(-1, keepdims=True)
     loo_vm, loo_mm = vm - om * yy * mm, mmm - om * mm * mm
     b_loo = np.where(loo_mm > 1e-300, loo_vm / np.maximum(loo_mm, 1e-300), 1.0)
     b_loo = np.clip(b_loo, 0.0, 2.0)
     bbar = np.where(mask, b_loo, 0).sum(-1) / n
     e = yy - b_loo * mm
-    est = bbar * M + (g * (e + (b_loo - bbar[:, None]) * 0)).sum(-1)
-    est = (g * e).sum(-1) + bbar * M
-    ec = np.where(mask, yy - bbar[:, None] * mm, 0)
+    est_x = (g * e).sum(-1) + bbar * M  # the pool term with the mean coefficient (not unbiased: see loo-greg)
     # leave-one-out GREG: unit i's residual uses the coefficient fitted without it, the pool term uses
     # b_i on sampled queries and the full-sample b elsewhere (exactly unbiased under Poisson sampling)
     for shrink in (True, False):
@@ -302,15 +304,14 @@ def diagnose(name, d, y, m, v, budget, reps, pi_reps, seed):
         out["cross-fit halves + prior floor satt"] = _moments(est_c, np.maximum(vc, (2 * vmod2 + dc * vc) / (2 + dc)),
                                                              n, truth_s, dc)
     el = np.where(mask, e, 0.0)
-    out["cross (loo, clip 0..2)"] = _moments(est, (om * el * el).sum(-1), n, truth_s, n - 2)
+    out["cross (loo, clip 0..2)"] = _moments(est_x, (om * el * el).sum(-1), n, truth_s, n - 2)
     # (d') Satterthwaite degrees of freedom of the variance estimate (its terms a_i = omega_i e_i^2)
     for beta, label in ((1.0, "b=1"), (b_or, "b=oracle")):
         est, var = fixed(beta)
         a_i = np.where(mask, om * (yy - beta * mm) ** 2, 0.0)
         out[f"{label} satt-dof"] = _moments(est, var, n, truth_s, _satt(a_i, mask, n, 1))
     a_i = om * el * el
-    out["cross satt-dof"] = _moments(out_est := (g * e).sum(-1) + bbar * M, a_i.sum(-1), n, truth_s,
-                                     _satt(a_i, mask, n, 2))
+    out["cross satt-dof"] = _moments(est_x, a_i.sum(-1), n, truth_s, _satt(a_i, mask, n, 2))
     a_i = np.where(mask, om * (yy - beta_t[:, None] * mm) ** 2, 0.0) * (n / np.maximum(n - 1, 1))[:, None]
     out["tuned satt-dof"] = _moments(e_t, v_t, n, truth_s, _satt(a_i, mask, n, 2))
     # (d) pooled with the model's predicted variance, prior_dof = 2, t on n - 2
@@ -349,8 +350,8 @@ def diagnose(name, d, y, m, v, budget, reps, pi_reps, seed):
     for k, r in out.items():
         if k.startswith("_"):
             continue
-        rows.append(f"| {k} | {r['sd'] / out['b=1']['sd']:.2f} | {r['bias_se']:+.1f} | {r['var_ratio']:.2f} | {r['se_sd']:.2f} | {r['cov_z']:.3f} | "
-                    f"{r['cov_t']:.3f} |")
+        rows.append(f"| {k} | {r['sd'] / out['b=1']['sd']:.2f} | {r['bias_se']:+.1f} | {r['var_ratio']:.2f} | "
+                    f"{r['se_sd']:.2f} | {r['cov_z']:.3f} | {r['cov_t']:.3f} |")
     return "\n".join(rows), out
 
 
