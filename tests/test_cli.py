@@ -26,8 +26,9 @@ def test_estimate_json_and_trace(capsys, tmp_path):
     assert rc == 0
     out = json.loads(capsys.readouterr().out)
     assert out["metric"] == "dcg@5" and out["ci_low"] <= out["estimate"] <= out["ci_high"]
-    # the default method samples without replacement, tuned coefficient: Student-t on n - 2 degrees of freedom
-    assert out["method"] == "active_wor" and out["ci"] == "t" and out["dof"] == out["n_queries"] - 2
+    # the default method samples without replacement; 10 of 30 queries is a small pool's share: coefficient 1
+    # and Student-t on Satterthwaite's degrees of freedom (at most n - 1)
+    assert out["method"] == "active_wor" and out["ci"] == "t" and 1 <= out["dof"] <= out["n_queries"] - 1
     assert out["cost_spent"] <= 10 and trace.read_text().startswith("draw,query,query_id")
     wr = ["estimate", SAMPLE, "--train", TRAIN, "--model", "logistic", "--budget", "10", "--metric", "dcg@5",
           "--grades", "3", "--json", "--method", "active"]

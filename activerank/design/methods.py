@@ -188,7 +188,9 @@ for _m in (
     Method("active_wor", _variance, WithoutReplacementDesign(coefficient=None),
            description="budgeted sequential Poisson sample without replacement, inclusion ∝ p sqrt(Var[L|x] / "
                        "lambda) (defensive); the model's exact pool mean plus the Horvitz-Thompson sum of the "
-                       "residuals times a coefficient shrunk towards 1 (PPI++-style power tuning)"),
+                       "residuals times a coefficient shrunk towards 1 (PPI++-style power tuning); on small "
+                       "pools (<= 200 queries, a fifth or more sampled) coefficient 1 and a Student-t on "
+                       "Satterthwaite's degrees of freedom"),
     Method("doc_dyn", _passive, DocumentHorvitzThompson(control_variate=True),
            description="documents sampled independently (Poisson pi-ps on the model's residual variance); "
                        "the model's exact total plus Horvitz-Thompson of the residuals (Cormack & Grossman's "

@@ -78,6 +78,7 @@ __all__ = [
     "inclusion_probabilities",
     "joint_inclusion_probabilities",
     "approximate_inclusion_probabilities",
+    "simulated_inclusion_probabilities",
 ]
 
 _TOL = 1e-12
@@ -433,6 +434,52 @@ def joint_inclusion_probabilities(scores, costs, budget) -> np.ndarray:
             breaks = breaks[breaks <= max(1.0 / ai, 1.0 / aj)]
             out[i, j] = out[j, i] = _expect_over_threshold(g_prime, a[rest], lam[rest], cap, breaks)
     return out
+
+
+def simulated_inclusion_probabilities(scores, costs, budget, *, n_reps=20_000, rng=None,
+                                      chunk=2_000) -> np.ndarray:
+    """Unconditional inclusion probabilities ``P(i in S)`` of the sampler, estimated by simulation.
+
+    Runs :func:`draw_without_replacement` ``n_reps`` times (vectorized in chunks of ``chunk`` runs) and
+    returns every query's inclusion frequency: unbiased, with standard error
+    ``sqrt(pi (1 - pi) / n_reps) <= 0.5 / sqrt(n_reps)`` (0.0035 at the default).  Costs
+    ``O(n_reps n_queries log n_queries)``: meant for small pools, where the conditional ``pi`` of
+    :class:`WORSample` makes a noisy weight (``benchmarks/results/wor_small_pool.md``).
+
+    Parameters
+    ----------
+    scores, costs : array-like of shape (n_queries,)
+    budget : float
+    n_reps : int, default 20000
+    rng : None, int or numpy.random.Generator
+    chunk : int, default 2000
+        Runs simulated at once (memory ``~ chunk * n_queries``).
+
+    Returns
+    -------
+    pi : ndarray of shape (n_queries,)
+
+    Examples
+    --------
+    >>> pi = simulated_inclusion_probabilities(np.ones(4), np.ones(4), 2, n_reps=4000, rng=0)
+    >>> bool(np.all(np.abs(pi - 0.5) < 0.03)), float(pi.sum())      # SRSWOR: n/N, exactly n in total
+    (True, 2.0)
+    """
+    a, lam = _scores_costs_iv(scores, costs)
+    budget = _budget_iv(budget)
+    if isinstance(n_reps, bool) or not isinstance(n_reps, numbers.Integral) or n_reps < 1:
+        raise ValueError(f"`n_reps` must be a positive integer; got {n_reps!r}.")
+    if isinstance(chunk, bool) or not isinstance(chunk, numbers.Integral) or chunk < 1:
+        raise ValueError(f"`chunk` must be a positive integer; got {chunk!r}.")
+    rng = np.random.default_rng(rng)
+    hits = np.zeros(a.size)
+    done = 0
+    while done < n_reps:  # bounded memory: one chunk of runs at a time
+        m = int(min(chunk, n_reps - done))
+        b = draw_without_replacement_batch(a, lam, [budget], m, rng)
+        np.add.at(hits, b.order[b.mask()[0]], 1.0)
+        done += m
+    return hits / float(n_reps)
 
 
 def approximate_inclusion_probabilities(scores, costs, budget) -> np.ndarray:

@@ -14,8 +14,10 @@ with the model's per-query predictions ``m`` and their exact pool value
 ``M = sum_pool p_i m_i``: the model's answer corrected by the Horvitz--Thompson
 sum of the residuals.  With a fixed coefficient it is exactly unbiased, and
 ``sum_S (1 - pi_i) (p_i / pi_i)^2 (y_i - m_i)^2`` is an unbiased estimate of
-its variance (the priority-sampling property of the design,
-:mod:`activerank.design.without_replacement`).  The plug-in also offers the
+its variance, at any pool size (the priority-sampling property of the design,
+:mod:`activerank.design.without_replacement`: the weights ``1{i in S} / pi_i``
+have mean 1 and are uncorrelated, checked by simulation in
+``tests/design/test_without_replacement.py``).  The plug-in also offers the
 Hájek-normalized form and a coefficient tuned on the sample (consistent, not
 unbiased; :func:`activerank.inference.horvitz_thompson.hajek_kernel`).
 
@@ -31,6 +33,31 @@ is pooled in as ``prior_dof`` pseudo degrees of freedom,
 ``SE^2 = (prior_dof V_model + (n - k) SE_hat^2) / (prior_dof + n - k)``, with
 Student-t quantiles on ``n - k`` degrees of freedom (``k`` = 1, 2 with a tuned
 coefficient; ``ci="normal"``: the sample's own variance and ``z``).
+
+Small pools (issue 30).  When the budget buys a large share of a small pool
+(at most ``small_pool`` = 200 queries that can be sampled, planned sampling
+fraction >= ``SMALL_FRACTION`` = 0.2), a coefficient tuned on the sample is
+biased -- by 10-12 Monte-Carlo SE with coverage 0.79 on the shipped 30-query
+sample at budget 12 (17 of 30 queries) -- and the variance sum of 10-20 skewed
+terms is unbiased but so noisy that Student-t on ``n - 1`` under-covers
+(``benchmarks/results/wor_small_pool.md``).  There the plug-in
+
+* fixes the coefficient at ``prior_coefficient`` (1 by default; a fixed
+  ``coefficient`` is kept): the estimate and its variance estimate are exactly
+  unbiased;
+* gives the sample's variance Satterthwaite's degrees of freedom
+  ``d = 2 V^2 / Var-hat(V)`` of its terms ``omega_i e_i^2`` (``n - 1`` for equal
+  terms, about 1 when one query dominates), which set both its weight against
+  the model's variance, ``(prior_dof V_model + d V_hat) / (prior_dof + d)``, and
+  the Student-t quantile (on ``d``);
+* uses the model's variance as a floor only: the reported variance is never
+  below the sample's own, unbiased, one.
+
+The inclusion probabilities stay the conditional ones (exact for the
+estimator); the unconditional ones of the sampler, estimated by simulation
+(:func:`~activerank.design.without_replacement.simulated_inclusion_probabilities`),
+lowered the SD by 4-32% in the same benchmark, but neither the Poisson nor the
+fixed-cost form of their variance estimate was right on every cell.
 
 The engine runs every such method through one function,
 :func:`activerank.engine.without_replacement.wor_sample`.
@@ -73,6 +100,13 @@ from .query import (
 )
 
 __all__ = ["WORFit", "WithoutReplacementDesign"]
+
+#: pools with at most this many queries that can be sampled are small when the budget buys at least
+#: SMALL_FRACTION of them: a fixed coefficient, Satterthwaite's degrees of freedom
+#: (benchmarks/results/wor_small_pool.md: the tuned coefficient is biased by up to 12 Monte-Carlo SE at
+#: sampling fractions 0.4-0.7 and unbiased, and 20-35% more efficient, at 0.14 on OHSUMED)
+SMALL_POOL = 200
+SMALL_FRACTION = 0.2
 
 
 @dataclass(frozen=True, eq=False)
@@ -117,6 +151,11 @@ class WithoutReplacementDesign(DesignKind):
     prior_dof : float, default 2.0
         Pseudo degrees of freedom of the model's predicted variance in the
         standard error (0: the sample's variance alone).
+    small_pool : int, default 200
+        Pools with at most this many queries that can be sampled are small
+        when the budget buys at least ``SMALL_FRACTION`` (0.2) of them: a fixed
+        coefficient and Satterthwaite's degrees of freedom there (module
+        notes; 0: never).
 
     Notes
     -----
@@ -133,22 +172,27 @@ class WithoutReplacementDesign(DesignKind):
     registered ``active_wor`` uses since 0.3) was never worse than 1 by more
     than 2% and better by more than 5% in 27 of 64 cells, mostly at 5-10
     queries, with no bias beyond 2.6 Monte-Carlo SE; its variance estimate
-    is inflated by ``n / (n - 1)`` for the fitted coefficient.
+    is inflated by ``n / (n - 1)`` for the fitted coefficient.  Those pools
+    are sampled at fractions below 0.2; above it, on small pools, the tuned
+    coefficient is biased and not used (module notes).
     """
 
     name = "wor_difference"
     uses_predictions = True
 
     def __init__(self, *, coefficient: float | None = 1.0, normalize: bool = False, prior_coefficient: float = 1.0,
-                 prior_dof: float = 2.0):
+                 prior_dof: float = 2.0, small_pool: int = SMALL_POOL):
         if coefficient is not None and not math.isfinite(coefficient):
             raise ValueError(f"`coefficient` must be a finite number or None; got {coefficient!r}.")
         if not (math.isfinite(prior_coefficient) and math.isfinite(prior_dof) and prior_dof >= 0):
             raise ValueError("`prior_coefficient` must be finite and `prior_dof` finite and >= 0.")
+        if isinstance(small_pool, bool) or not isinstance(small_pool, (int, np.integer)) or small_pool < 0:
+            raise ValueError(f"`small_pool` must be an integer >= 0; got {small_pool!r}.")
         self.coefficient = None if coefficient is None else float(coefficient)
         self.normalize = bool(normalize)
         self.prior_coefficient = float(prior_coefficient)
         self.prior_dof = float(prior_dof)
+        self.small_pool = int(small_pool)
 
     # ------------------------------------------------------------------ the design-kind protocol
 
@@ -217,6 +261,7 @@ class WithoutReplacementDesign(DesignKind):
         d = design
         costs = d.costs.cost
         x, pi, charged = sample.indices, sample.pi, sample.cost
+        small = self.is_small(d.q, costs, sample.budget)
         census = d.census
         p_rest = d.p.copy()
         p_rest[census] = 0.0
@@ -235,7 +280,8 @@ class WithoutReplacementDesign(DesignKind):
         pred = d.prediction
         model_var = self.model_variance(d.q, costs, budget, p_norm, pred.output_variance) if ci != "normal" \
             else None
-        fit = self.fit(outputs, pred.mean[x], pi, p_norm[x], pred.pool_mean(p_norm), model_variance=model_var, ci=ci)
+        fit = self.fit(outputs, pred.mean[x], pi, p_norm[x], pred.pool_mean(p_norm), model_variance=model_var, ci=ci,
+                       coefficient=self._small_coefficient() if small else None, satterthwaite=small)
         main = fit.estimate
         if census.size:
             exact = pool_outputs[census].T @ d.p[census]
@@ -247,7 +293,7 @@ class WithoutReplacementDesign(DesignKind):
             # estimates are the contrast estimates (estimate_a - estimate_b = difference)
             coef = np.asarray(main.coefficient, dtype=np.float64)
             beta = float(coef[0]) if coef.size and np.all(coef == coef[0]) else None
-            own = self._own(ci, system_values, pred.system_mean, x, pi, p_norm, beta)
+            own = self._own(ci, system_values, pred.system_mean, x, pi, p_norm, beta, small=small)
             if census.size:
                 own = Estimate(pool_values[census].T @ d.p[census] + share * own.estimate,
                                share**2 * own.covariance, own.effective_sample_size)
@@ -260,6 +306,7 @@ class WithoutReplacementDesign(DesignKind):
                             value_columns(target, system_values, outputs))
         trace.insert(trace.columns.get_loc("q") + 1, "pi", pi)
         trace.attrs.update(design="budgeted sequential Poisson sampling without replacement (scores = q)",
+                           small_pool=small,
                            threshold=float(sample.threshold), coefficient=np.asarray(main.coefficient).tolist(),
                            sample_variance=(share**2 * fit.sample_variance).tolist())
         if fit.model_variance is not None:
@@ -269,7 +316,7 @@ class WithoutReplacementDesign(DesignKind):
                          clamp_cost(float(charged.sum()), float(budget)), float(budget), complete, trace,
                          ci="normal" if math.isinf(fit.dof) else "t")
 
-    def _own(self, ci, system_values, system_mean, x, pi, p_norm, beta) -> Estimate:
+    def _own(self, ci, system_values, system_mean, x, pi, p_norm, beta, *, small=False) -> Estimate:
         """Every ranking's own mean: GREG on the model's per-system predictions with coefficient ``beta``
         (tuned per ranking when None), Hájek without predictions."""
         if system_mean is None:
@@ -277,7 +324,23 @@ class WithoutReplacementDesign(DesignKind):
             return self.fit(system_values, zeros, pi, p_norm[x], np.zeros(system_values.shape[1]), ci=ci,
                             coefficient=0.0).estimate
         return self.fit(system_values, system_mean[x], pi, p_norm[x], system_mean.T @ p_norm, ci=ci,
-                        coefficient=beta, fitted=beta is not None and self.coefficient is None).estimate
+                        coefficient=beta, fitted=beta is not None and self.coefficient is None and not small).estimate
+
+    # ------------------------------------------------------------------ small pools
+
+    def is_small(self, scores, costs, budget: float) -> bool:
+        """A small pool for this budget: at most ``small_pool`` queries can be sampled (positive scores) and
+        the budget buys at least ``SMALL_FRACTION`` of them (planning ``pi``, expected sampling fraction)."""
+        live = np.asarray(scores) > 0
+        n_live = int(np.count_nonzero(live))
+        if not 0 < n_live <= self.small_pool:
+            return False
+        pi = approximate_inclusion_probabilities(scores, costs, float(budget))
+        return float(pi[live].sum()) >= SMALL_FRACTION * n_live
+
+    def _small_coefficient(self) -> float:
+        """The coefficient on small pools: a fixed one (a coefficient tuned on 10-20 queries is biased there)."""
+        return self.prior_coefficient if self.coefficient is None else self.coefficient
 
     def model_variance(self, scores, costs, budget: float, p, output_variance) -> np.ndarray | None:
         """``sum p_i^2 (1/pi_i - 1) Var_theta[L_j | x_i]`` per output ``j`` with planning ``pi``
@@ -295,7 +358,8 @@ class WithoutReplacementDesign(DesignKind):
         return f @ np.asarray(output_variance, dtype=np.float64)
 
     def fit(self, values, predictions, pi, p, pool_prediction, *, model_variance=None,
-            ci: str = "auto", coefficient: float | None = None, fitted: bool = False) -> WORFit:
+            ci: str = "auto", coefficient: float | None = None, fitted: bool = False,
+            satterthwaite: bool = False) -> WORFit:
         """Difference (GREG) estimate of the sampled stratum's ``t`` outputs.
 
         Parameters
@@ -319,6 +383,9 @@ class WithoutReplacementDesign(DesignKind):
             ``coefficient`` was fitted on this sample (e.g. the contrasts'
             tuned coefficient reused for each ranking's own mean): its degree
             of freedom is spent as if tuned here.
+        satterthwaite : bool, default False
+            Student-t on Satterthwaite's degrees of freedom of the variance estimate
+            (:func:`_satterthwaite_dof`) instead of ``n - k`` (small pools).
         """
         values = np.asarray(values, dtype=np.float64)
         n, t = values.shape
@@ -338,10 +405,19 @@ class WithoutReplacementDesign(DesignKind):
         own = np.diag(cov).copy()
         dof = math.inf
         if ci != "normal":
-            dof_hat = max(n - n_par, 0)
-            var = _pooled(own, dof_hat, model_variance, self.prior_dof)
-            cov = _with_variances(r.covariance, var)
+            dof_hat: float | np.ndarray = max(n - n_par, 0)
             dof = float(max(n - n_par, 1))
+            if satterthwaite and n >= 2:
+                # the sample's variance weighs (against the prior) and counts (in the t quantile) as many
+                # degrees of freedom as its terms carry: few when one or two queries dominate it
+                beta = np.broadcast_to(np.asarray(r.coefficient, dtype=np.float64), (t,))
+                e = values - beta[None, :] * np.asarray(predictions, dtype=np.float64)
+                dof_hat = _satterthwaite_dof(g * g * (1.0 - pi), e, n_par)
+                dof = float(np.min(dof_hat))
+            var = _pooled(own, dof_hat, model_variance, self.prior_dof)
+            if satterthwaite:  # the model's variance is a floor: it never shrinks the sample's unbiased one
+                var = np.where(np.isfinite(own), np.maximum(var, own), var)
+            cov = _with_variances(r.covariance, var)
         return WORFit(Estimate(r.estimate, cov, ess, r.coefficient), dof, own, model_variance)
 
     def simulate(self, values, predictions, p, scores, costs, budgets, n_reps: int, rng, *,
@@ -369,18 +445,35 @@ class WithoutReplacementDesign(DesignKind):
             queries) and ``cost`` of shape (n_budgets, n_reps).
         """
         batch = draw_without_replacement_batch(scores, costs, budgets, n_reps, rng)
-        pi, mask, o = batch.pi(), batch.mask(), batch.order[None]
-        coef = self.coefficient
-        n = mask.sum(-1)
-        n_par = 2 if coef is None else 1
+        pi, mask = batch.pi(), batch.mask()
         values = np.asarray(values, dtype=np.float64)
         predictions = np.asarray(predictions, dtype=np.float64)
         several = values.ndim == 2
         Y = values if several else values[:, None]
         Mx = predictions if several else predictions[:, None]
+        ov = None if output_variance is None else np.asarray(output_variance, dtype=np.float64).reshape(Y.shape)
+        bud = np.asarray(budgets, dtype=np.float64).reshape(-1)
+        if bud.size != pi.shape[0]:  # one budget per run: no per-budget rule, the large-pool path
+            bud = np.full(pi.shape[0], np.nan)
+        parts = [self._simulate_one(Y, Mx, p, scores, costs, float(b), pi[i:i + 1], mask[i:i + 1], batch.order, ov)
+                 for i, b in enumerate(bud)]
+        e, v, dof = (np.concatenate([q[k] for q in parts], axis=-2 if k < 2 else 0) for k in range(3))
+        n = mask.sum(-1)
+        cost = np.where(mask, costs[batch.order[None]], 0.0).sum(-1)
+        if not several:
+            e, v = e[0], v[0]
+        return {"estimate": e, "standard_error": np.sqrt(v), "n": n, "cost": cost, "dof": dof}
+
+    def _simulate_one(self, Y, Mx, p, scores, costs, budget: float, pi, mask, order, ov):
+        """:meth:`simulate` for one budget: estimates and variances (t, 1, n_reps), dof (1, n_reps)."""
+        o = order[None]
+        small = bool(np.isfinite(budget)) and self.is_small(scores, costs, budget)
+        coef = self._small_coefficient() if small else self.coefficient
+        n = mask.sum(-1)
+        n_par = 2 if coef is None else 1
         t = Y.shape[1]
         if coef is None and t > 1 and not self.normalize:
-            e, v = self._shared_batch(Y, Mx, p, pi, mask, batch.order)
+            e, v = self._shared_batch(Y, Mx, p, pi, mask, order)
         else:
             parts = [hajek_kernel(Y[:, j][o], pi, p[o], mask, predictions=Mx[:, j][o],
                                   pool_prediction=float(p @ Mx[:, j]), tuned=True if coef is None else coef,
@@ -389,18 +482,32 @@ class WithoutReplacementDesign(DesignKind):
                      for j in range(t)]
             e, v = np.stack([q[0] for q in parts]), np.stack([q[1] for q in parts])
         v = v * _fitted_coefficient_factor(n, n_par, self.normalize)
-        if output_variance is not None and self.prior_dof > 0:
-            ov = np.asarray(output_variance, dtype=np.float64).reshape(Y.shape)
-            model = np.array([self._planned_variance(scores, costs, float(b), p, ov)
-                              for b in np.asarray(budgets, dtype=np.float64)]).T  # (t, n_budgets)
-            dof_hat = np.maximum(n - n_par, 0)
+        dof_hat = np.broadcast_to(np.maximum(n - n_par, 0).astype(np.float64), v.shape)
+        dof = np.maximum(n - n_par, 1).astype(np.float64)
+        if small and coef is not None:  # small: coef is the fixed small-pool coefficient
+            dof_hat = self._batch_dof(Y, Mx, p, pi, mask, order, coef, n)  # (t, 1, n_reps)
+            dof_hat = np.where(n - n_par > 0, dof_hat, 0.0)
+            dof = np.maximum(dof_hat.min(axis=0), 1.0)
+        if ov is not None and self.prior_dof > 0:
+            if not np.isfinite(budget):
+                raise ValueError("`output_variance` needs one budget per grid point (1-d `budgets`).")
+            model = self._planned_variance(scores, costs, budget, p, ov)[:, None]  # (t, 1)
             ok = np.isfinite(v) & (dof_hat > 0)
-            v = (self.prior_dof * model[:, :, None] + np.where(ok, dof_hat * v, 0.0)) / \
+            pooled = (self.prior_dof * model[:, :, None] + np.where(ok, dof_hat * v, 0.0)) / \
                 (self.prior_dof + np.where(ok, dof_hat, 0))
-        cost = np.where(mask, costs[o], 0.0).sum(-1)
-        if not several:
-            e, v = e[0], v[0]
-        return {"estimate": e, "standard_error": np.sqrt(v), "n": n, "cost": cost}
+            v = np.where(np.isfinite(v), np.maximum(v, pooled), pooled) if small else pooled
+        return e, v, dof
+
+    @staticmethod
+    def _batch_dof(Y, Mx, p, pi, mask, order, coef: float, n):
+        """Satterthwaite's degrees of freedom of every run's variance, shape (t, n_budgets, n_reps)."""
+        safe = np.where(mask, pi, 1.0)
+        g = np.where(mask, p[order][None] / safe, 0.0)
+        omega = g * g * (1.0 - safe)  # (n_budgets, n_reps, n_cols)
+        res2 = (Y[order] - coef * Mx[order]) ** 2  # (n_reps, n_cols, t)
+        a = omega[..., None] * res2[None]
+        dof = _satterthwaite(a, mask[..., None], n[..., None], 1, axis=2)  # (n_budgets, n_reps, t)
+        return np.moveaxis(dof, -1, 0)
 
     def _shared_batch(self, Y, Mx, p, pi, mask, order):
         """Batched :func:`_shared_coefficient` estimates: (t, n_budgets, n_reps) estimates and raw variances."""
@@ -426,7 +533,32 @@ class WithoutReplacementDesign(DesignKind):
 
     def __repr__(self) -> str:
         return (f"{type(self).__name__}(coefficient={self.coefficient!r}, normalize={self.normalize}, "
-                f"prior_coefficient={self.prior_coefficient:g}, prior_dof={self.prior_dof:g})")
+                f"prior_coefficient={self.prior_coefficient:g}, prior_dof={self.prior_dof:g}, "
+                f"small_pool={self.small_pool})")
+
+
+def _satterthwaite_dof(omega, resid, n_par: int) -> np.ndarray:
+    """``2 V^2 / Var-hat(V)`` for ``V = sum_S a_i``, ``a_i = omega_i e_i^2``, ``Var-hat(V) = n / (n - 1)
+    sum_S (a_i - mean a)^2``, in ``[1, n - n_par]``, for every output (column of ``resid``).
+
+    ``n - 1`` for equal normal terms; a few dominant terms (skewed residuals, unequal weights) give few
+    degrees of freedom and a wider Student-t interval (benchmarks/results/wor_small_pool.md)."""
+    omega = np.asarray(omega, dtype=np.float64)
+    a = omega[:, None] * np.asarray(resid, dtype=np.float64).reshape(omega.size, -1) ** 2
+    return _satterthwaite(a, np.ones(a.shape, dtype=bool), np.full(a.shape[1:], float(omega.size)), n_par, axis=0)
+
+
+def _satterthwaite(a, mask, n, n_par: int, *, axis: int):
+    """Batched :func:`_satterthwaite_dof` of the terms ``a`` (sampled where ``mask``; ``n`` per batch)."""
+    a = np.where(mask, a, 0.0)
+    n = np.asarray(n, dtype=np.float64)
+    V = a.sum(axis=axis)
+    dev = np.where(mask, a - np.expand_dims(V / np.maximum(n, 1.0), axis), 0.0)
+    ss = (dev**2).sum(axis=axis) * n / np.maximum(n - 1.0, 1.0)
+    hi = np.maximum(n - n_par, 1.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        dof = np.where(ss > 0, 2.0 * V**2 / np.where(ss > 0, ss, 1.0), hi)
+    return np.clip(dof, 1.0, hi)
 
 
 def _shared_coefficient(values, predictions, pi, p, prior: float) -> float:
@@ -458,14 +590,15 @@ def _fitted_coefficient_factor(n, n_par: int, normalize: bool):
     return np.where(n > 1, n / np.maximum(n - 1.0, 1.0), 1.0)
 
 
-def _pooled(own: np.ndarray, dof_hat: int, model: np.ndarray | None, prior_dof: float) -> np.ndarray:
+def _pooled(own: np.ndarray, dof_hat, model: np.ndarray | None, prior_dof: float) -> np.ndarray:
     """``(prior_dof V_model + dof_hat V_hat) / (prior_dof + dof_hat)``; the sample's variance alone when
     there is no model variance, the model's alone when the sample has none (n <= 2)."""
+    dof_hat = np.asarray(dof_hat, dtype=np.float64)
     ok = np.isfinite(own) & (dof_hat > 0)
     if model is None or prior_dof == 0:
         return np.where(ok, own, np.nan)
     mine = np.where(ok, own, 0.0)
-    w_own = np.where(ok, float(dof_hat), 0.0)
+    w_own = np.where(ok, dof_hat, 0.0)
     return (prior_dof * model + w_own * mine) / (prior_dof + w_own)
 
 
