@@ -1,5 +1,6 @@
-"""Draws grouped by distinct query: the slot of every draw's query, per-query sums on draw prefixes, and
-Kish's effective number of distinct queries."""
+"""Draws grouped by distinct query: the slot of every draw's query, per-query sums on draw prefixes,
+Kish's effective number of distinct queries, and the effective number of queries that carry a
+Horvitz-Thompson variance estimate (:func:`effective_clusters`)."""
 
 from __future__ import annotations
 
@@ -145,3 +146,52 @@ def _kish_dof(n_eff, d):
     """``n_eff - 1`` clipped to ``[1, d - 1]`` (a query drawn 10 times and one drawn once is not 0.2 dof)."""
     d = np.asarray(d, dtype=np.float64)
     return np.clip(np.asarray(n_eff, dtype=np.float64) - 1.0, np.minimum(1.0, d - 1.0), d - 1.0)
+
+
+def effective_clusters(terms, clusters=None):
+    """Kish's effective number of clusters carrying a variance estimate, ``(sum_c v_c)^2 / sum_c v_c^2``.
+
+    A Horvitz-Thompson (or difference-estimator) variance estimate is a sum of
+    uncentered per-unit terms; grouped by cluster (the query of every sampled
+    document or prefix) into ``v_c``, it behaves like a weighted sum of as many
+    one-degree-of-freedom terms as clusters carry it: this is the Student-t
+    degrees of freedom of the interval (the Satterthwaite rule with one
+    degree of freedom per cluster, as for a cluster-robust variance with few
+    effective clusters).  A handful of queries carrying the estimate gives a
+    handful of degrees of freedom, however many were sampled.
+
+    Parameters
+    ----------
+    terms : array-like of shape (n,) or (n, t)
+        Every sampled unit's term of the variance estimate (of ``t`` outputs).
+    clusters : array-like of shape (n,), int, optional
+        The cluster (query) of every unit; None: every unit its own cluster.
+
+    Returns
+    -------
+    float or ndarray of shape (t,)
+        0 where every term is 0 (no variance estimated).
+
+    Examples
+    --------
+    >>> float(effective_clusters([1.0, 1.0, 1.0, 1.0]))
+    4.0
+    >>> float(effective_clusters([1.0, 1.0, 2.0], clusters=[0, 0, 1]))
+    2.0
+    >>> float(effective_clusters([3.0, 1.0]))
+    1.6
+    """
+    v = np.asarray(terms, dtype=np.float64)
+    one = v.ndim == 1
+    v = v.reshape(v.shape[0], -1)
+    if clusters is not None:
+        c = np.asarray(clusters).reshape(-1)
+        if c.size != v.shape[0]:
+            raise ValueError(f"`clusters` must have one entry per term ({v.shape[0]}); got {c.size}.")
+        _, inv = np.unique(c, return_inverse=True)
+        g = np.zeros((int(inv.max()) + 1 if inv.size else 0, v.shape[1]))
+        np.add.at(g, inv.reshape(-1), v)
+        v = g
+    total, sq = v.sum(0), (v * v).sum(0)
+    out = np.where(sq > 0, total**2 / np.where(sq > 0, sq, 1.0), 0.0)
+    return float(out[0]) if one else out
