@@ -49,36 +49,39 @@ CELLS = (("prefix", "err@10", "single"), ("prefix", "err@10", "index"), ("prefix
          ("doc_dyn", "p@10", "many"))
 
 
-def prefix_runs(dsg, labels, budget, n_reps, rng):
-    """Per repetition: estimate (t,), raw covariance diag (t,), model-pooled diag (t,), n, per-query variance
-    contributions (list of (n_i, t)), the engine's dof; plus the plan."""
+def prefix_runs(dsg, labels, budget, n_reps, rng, *, per_plan=20):
+    """Per repetition: estimate (t,), raw covariance diag (t,), per-query variance contributions (n, t), n,
+    the library's degrees of freedom (t,); plus the last plan and the model's predicted variance.  As in the
+    engine, the plan's simulations use the run's randomness: a new plan every ``per_plan`` repetitions."""
     kind = dsg.method_spec.kind
     layout = design_layout(dsg, None)
-    plan = kind.plan_queries(layout, dsg.probs, dsg.p, dsg.prediction.variance, dsg.q > 0, float(budget),
-                             np.random.default_rng(0), defensive=dsg.defensive)
-    q = np.flatnonzero(plan.pi > 0)
     R = layout.values
-    f = R[labels[np.maximum(layout.rows[q], 0)]]
-    rho, sd = layout.document_values(dsg.probs, q)
-    docs, g, a = judging_paths(layout, q, layout.system_values(dsg.probs), sd, f, order=kind.order)
-    m = docs >= 0
-    D = (_by_step(f, docs) - _by_step(rho, docs))[..., None] * g
-    P = stop_probabilities(a, plan.floor[q], plan.tau[q])
     pool_mean = dsg.prediction.pool_mean(dsg.p)
-    model_var = plan.model_variance(dsg.p, dsg.prediction.output_variance)
-    out = []
-    for _ in range(n_reps):
-        s = rng.random(q.size) < plan.pi[q]
-        U = rng.random(int(s.sum()))
-        judged = m[s] & (U[:, None] <= P[s])
-        e, V = within_estimate(D[s], P[s], judged)
-        pi, p = plan.pi[q][s], dsg.p[q][s]
-        est, cov = prefix_estimate(e, V, pi, p, pool_mean)
-        w = p / pi
-        contrib = (1.0 - pi)[:, None] * (w[:, None] * e) ** 2 + (p**2 / pi)[:, None] * np.diagonal(V, 0, 1, 2)
-        k_eff = prefix_dof(e, V, pi, p)  # the library's degrees of freedom (ci="auto")
-        out.append((est, np.diag(cov), contrib, int(s.sum()), np.full(est.size, k_eff if k_eff > 0 else PRIOR_DOF)))
-    return out, plan, model_var
+    out, model_vars = [], []
+    for start in range(0, n_reps, per_plan):
+        plan = kind.plan_queries(layout, dsg.probs, dsg.p, dsg.prediction.variance, dsg.q > 0, float(budget),
+                                 rng, defensive=dsg.defensive)
+        q = np.flatnonzero(plan.pi > 0)
+        f = R[labels[np.maximum(layout.rows[q], 0)]]
+        rho, sd = layout.document_values(dsg.probs, q)
+        docs, g, a = judging_paths(layout, q, layout.system_values(dsg.probs), sd, f, order=kind.order)
+        m = docs >= 0
+        D = (_by_step(f, docs) - _by_step(rho, docs))[..., None] * g
+        P = stop_probabilities(a, plan.floor[q], plan.tau[q])
+        model_var = plan.model_variance(dsg.p, dsg.prediction.output_variance)
+        for _ in range(min(per_plan, n_reps - start)):
+            s = rng.random(q.size) < plan.pi[q]
+            U = rng.random(int(s.sum()))
+            judged = m[s] & (U[:, None] <= P[s])
+            e, V = within_estimate(D[s], P[s], judged)
+            pi, p = plan.pi[q][s], dsg.p[q][s]
+            est, cov = prefix_estimate(e, V, pi, p, pool_mean)
+            w = p / pi
+            contrib = (1.0 - pi)[:, None] * (w[:, None] * e) ** 2 + (p**2 / pi)[:, None] * np.diagonal(V, 0, 1, 2)
+            k_eff = prefix_dof(e, V, pi, p)  # the library's degrees of freedom (ci="auto")
+            out.append((est, np.diag(cov), contrib, int(s.sum()), np.full(est.size, k_eff if k_eff > 0 else PRIOR_DOF)))
+            model_vars.append(model_var)
+    return out, plan, np.array(model_vars)
 
 
 def docdyn_runs(dsg, labels, budget, n_reps, rng):
@@ -166,9 +169,15 @@ def main(argv=None) -> int:
     ap.add_argument("--budget", type=float, default=12.0)
     ap.add_argument("--seed", type=int, default=20261126)
     ap.add_argument("--designs", default="prefix,doc_dyn")
+    ap.add_argument("--within-defensive", type=float, default=None,
+                    help="prefix: the stopping score's floor as a share of the query's mean (library default if unset)")
     ap.add_argument("--out", default=os.path.join(HERE, "results", "prefix_small_pool.md"))
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
+    if args.within_defensive is not None:
+        import activerank.design.kinds.prefix.plan as prefix_plan
+
+        prefix_plan.WITHIN_DEFENSIVE = args.within_defensive
     pool, pool_, probs, rankings, _ = _setup("sample", os.path.join(HERE, "results", "cache"))
     rows = []
     for ci, (method, metric_name, scenario) in enumerate(CELLS):
@@ -185,7 +194,7 @@ def main(argv=None) -> int:
             n = np.array([r[3] for r in runs])
             raw = np.array([r[1] for r in runs])
             w = np.maximum(n - 1.0, 0.0)[:, None]
-            pooled = (2.0 * model_var + w * raw) / (2.0 + w)
+            pooled = (PRIOR_DOF * model_var + w * raw) / (PRIOR_DOF + w)
             pis = plan.pi[plan.pi > 0]
             info = dict(live=int((plan.pi > 0).sum()), pi_ge_09=int((pis >= 0.9).sum()),
                         pi_min=float(pis.min()), tau0=int(((plan.tau == 0) & (plan.pi > 0)).sum()))
@@ -193,7 +202,7 @@ def main(argv=None) -> int:
                              **summarize(runs, true)))
             rows.append(dict(cell=f"{method} {metric} {scenario}", variance="pooled (engine)", **info,
                              **summarize(runs, true, pooled)))
-            ev = float(model_var[0]) if model_var.size else np.nan
+            ev = float(model_var[:, 0].mean())
             rows[-1]["model/var"] = ev / float(np.array([r[0] for r in runs])[:, 0].var(ddof=1))
         else:
             runs, pdz, ev = docdyn_runs(dsg, pool.labels, args.budget, args.reps, rng)
