@@ -149,8 +149,9 @@ def summarize(runs, true, used_var=None, engine_dof=None):
     lib = np.array([r[4][j] for r in runs])
     row["dof"] = float(np.median(lib))
     row["t(dof)"] = cov(vu, stats.t.ppf(0.975, lib))
-    row["t(dof-1)"] = cov(vu, stats.t.ppf(0.975, np.maximum(kj - 1, 1)))
-    row["t(2 dof)"] = cov(vu, stats.t.ppf(0.975, np.maximum(2 * kj, 1)))
+    row["t(kish)"] = cov(vu, stats.t.ppf(0.975, np.maximum(kj, 1)))
+    row["t(kish-1)"] = cov(vu, stats.t.ppf(0.975, np.maximum(kj - 1, 1)))
+    row["t(3 kish)"] = cov(vu, stats.t.ppf(0.975, np.maximum(3 * kj, 1)))
     if len(runs[0]) > 5:
         sat = np.array([r[5][j] for r in runs])
         row["t(2 kish units)"] = cov(vu, stats.t.ppf(0.975, np.maximum(sat, 1)))
@@ -169,6 +170,8 @@ def main(argv=None) -> int:
     ap.add_argument("--budget", type=float, default=12.0)
     ap.add_argument("--seed", type=int, default=20261126)
     ap.add_argument("--designs", default="prefix,doc_dyn")
+    ap.add_argument("--dataset", default="sample", help="sample, mq2008 or ohsumed (fold 1, ACTIVERANK_DATA)")
+    ap.add_argument("--cache", default=os.path.join(HERE, "results", "cache"))
     ap.add_argument("--within-defensive", type=float, default=None,
                     help="prefix: the stopping score's floor as a share of the query's mean (library default if unset)")
     ap.add_argument("--out", default=os.path.join(HERE, "results", "prefix_small_pool.md"))
@@ -178,7 +181,7 @@ def main(argv=None) -> int:
         import activerank.design.kinds.prefix.plan as prefix_plan
 
         prefix_plan.WITHIN_DEFENSIVE = args.within_defensive
-    pool, pool_, probs, rankings, _ = _setup("sample", os.path.join(HERE, "results", "cache"))
+    pool, pool_, probs, rankings, _ = _setup(args.dataset, args.cache)
     rows = []
     for ci, (method, metric_name, scenario) in enumerate(CELLS):
         if method not in args.designs.split(","):
@@ -186,7 +189,7 @@ def main(argv=None) -> int:
         metric = _metrics([metric_name])[0][0]
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            dsg = _design("sample", scenario, metric, method, args.budget)
+            dsg = _design(args.dataset, scenario, metric, method, args.budget)
             true = truth(pool, rankings[scenario], metric)
         rng = np.random.default_rng([args.seed, ci])
         if method == "prefix":
@@ -215,10 +218,11 @@ def main(argv=None) -> int:
             rows[-1]["model/var"] = float(np.max(ev / est.var(0, ddof=1)))
         print(rows[-1], flush=True)
     cols = ["cell", "variance", "live", "pi_ge_09", "pi_min", "tau0", "reps", "n", "bias_se", "evar", "eused",
-            "se_sd", "model/var", "kish", "skew", "corr", "zero_var", "normal", "t(n-1)", "dof", "t(dof)", "t(dof-1)", "t(2 dof)", "t(2 kish units)", "miss_low/high", "t(dof) miss low/high", "width t(dof)/normal"]
+            "se_sd", "model/var", "kish", "skew", "corr", "zero_var", "normal", "t(n-1)", "dof", "t(dof)", "t(kish)", "t(kish-1)", "t(3 kish)", "t(2 kish units)", "miss_low/high", "t(dof) miss low/high", "width t(dof)/normal"]
     fmt = lambda v: f"{v:.3g}" if isinstance(v, float) else str(v)  # noqa: E731
     lines = ["# prefix / doc_dyn on the shipped sample: bias, variance estimate, interval (prefix_small_pool.py)", "",
-             f"`python benchmarks/prefix_small_pool.py --reps {args.reps} --budget {args.budget:g}` "
+             f"`python benchmarks/prefix_small_pool.py --reps {args.reps} --budget {args.budget:g} "
+             f"--dataset {args.dataset}` "
              f"(seed {args.seed}; {(time.perf_counter() - t0) / 60:.1f} min). Columns: module docstring.", "",
              "| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     lines += ["| " + " | ".join(fmt(r.get(c, "")) for c in cols) + " |" for r in rows]

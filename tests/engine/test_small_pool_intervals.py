@@ -11,7 +11,7 @@ import activerank as ar
 from activerank.design.kinds.documents import PoissonDesign, document_target, poisson_dof
 from activerank.design.kinds.prefix import prefix_dof
 from activerank.engine import FixedBudget, run
-from activerank.inference.small_sample import effective_clusters
+from activerank.inference.small_sample import cluster_dof, effective_clusters
 from activerank.metrics import pool_metric_values
 from activerank.pool import pool_iv
 
@@ -31,24 +31,35 @@ def test_effective_clusters_counts_the_clusters_that_carry_the_sum():
         effective_clusters([1.0, 2.0], clusters=[0])
 
 
-def test_prefix_dof_is_the_effective_number_of_queries_of_its_variance():
-    e = np.array([[0.2], [0.0], [0.0]])
-    V = np.zeros((3, 1, 1))
-    pi, p = np.full(3, 0.5), np.full(3, 1 / 3)
+def test_cluster_dof_is_twice_the_effective_clusters_at_most_g_minus_one():
+    assert cluster_dof([1.0, 1.0, 1.0, 1.0]) == pytest.approx(3.0)  # balanced: the g - 1 of a sample variance
+    assert cluster_dof([5.0, 0.0, 0.0]) == pytest.approx(1.0)  # one query: at least 1
+    terms = [12.0, 1.0, 1.0, 1.0, 1.0]
+    assert cluster_dof(terms) == pytest.approx(2 * effective_clusters(terms))
+    assert cluster_dof([6.0, 0.5, 0.5], clusters=[0, 1, 1]) == pytest.approx(1.0)
+    assert cluster_dof(np.zeros(3)) == 0.0
+    out = cluster_dof(np.array([[1.0, 9.0], [1.0, 1.0], [1.0, 0.0]]))
+    assert out.tolist() == pytest.approx([2.0, 1.0])
+
+
+def test_prefix_dof_comes_from_the_queries_that_carry_its_variance():
+    e = np.array([[0.2], [0.0], [0.0], [0.0]])
+    V = np.zeros((4, 1, 1))
+    pi, p = np.full(4, 0.5), np.full(4, 0.25)
     assert prefix_dof(e, V, pi, p) == pytest.approx(1.0)  # one query carries it all
-    V[1, 0, 0] = V[2, 0, 0] = 0.04  # p^2/pi V = (1 - pi) (p/pi)^2 e^2 of the first: three equal terms
+    V[1:, 0, 0] = 0.04  # p^2/pi V = (1 - pi) (p/pi)^2 e^2 of the first: four equal terms
     assert prefix_dof(e, V, pi, p) == pytest.approx(3.0)
     assert prefix_dof(np.zeros((2, 1)), np.zeros((2, 1, 1)), np.full(2, 0.5), np.full(2, 0.5)) == 0.0
 
 
 def test_poisson_dof_groups_the_terms_by_query():
-    t = document_target([[[0, 1], [2, 3]]], n_docs=4, discounts=[1.0, 1.0], gains=[0.0, 1.0])
-    d = PoissonDesign(pi=np.full(4, 0.5), costs=np.ones(4), budget=2.0, kind="poisson")
+    t = document_target([[[0, 1], [2, 3], [4, 5]]], n_docs=6, discounts=[1.0, 1.0], gains=[0.0, 1.0])
+    d = PoissonDesign(pi=np.full(6, 0.5), costs=np.ones(6), budget=3.0, kind="poisson")
     assert poisson_dof(t, d, [0, 1], [1, 1]) == pytest.approx(1.0)  # two units, one query
-    assert poisson_dof(t, d, [0, 2], [1, 1]) == pytest.approx(2.0)
+    assert poisson_dof(t, d, [0, 2, 4], [1, 1, 1]) == pytest.approx(2.0)
     assert math.isinf(poisson_dof(t, d, [0, 2], [0, 0]))  # no variance estimated: nothing to widen
-    certain = PoissonDesign(pi=np.ones(4), costs=np.ones(4), budget=4.0, kind="poisson")
-    assert math.isinf(poisson_dof(t, certain, [0, 1, 2, 3], [1, 0, 1, 0]))
+    certain = PoissonDesign(pi=np.ones(6), costs=np.ones(6), budget=6.0, kind="poisson")
+    assert math.isinf(poisson_dof(t, certain, [0, 1, 2, 3, 4, 5], [1, 0, 1, 0, 1, 1]))
 
 
 @pytest.mark.parametrize("method,metric", [("prefix", "err@5"), ("doc_dyn", "dcg@5")])
@@ -58,11 +69,11 @@ def test_runs_report_a_t_interval_with_the_effective_queries_as_dof(method, metr
     lab = ar.KnownLabels(pool.query_ids, pool.offsets, labels)
     res = ar.compare(pool, a, b, pool.probs, lab, budget=8.0, metric=metric, method=method, rng=4)
     assert res.ci == "t"
-    assert 1.0 <= res.dof <= res.n_queries
+    assert 1.0 <= res.dof <= res.n_queries - 1
     lo, hi = res.confidence_interval(in_range=False)
     assert hi - lo == pytest.approx(2 * stats.t.ppf(0.975, res.dof) * res.standard_error)
     if method == "prefix":
-        assert res.trace.attrs["effective_queries"] == pytest.approx(res.dof)
+        assert res.trace.attrs["dof"] == pytest.approx(res.dof)
     normal = ar.compare(pool, a, b, pool.probs, lab, budget=8.0, metric=metric, method=method, rng=4, ci="normal")
     assert math.isinf(normal.dof) and normal.difference == pytest.approx(res.difference)
 

@@ -73,7 +73,7 @@ pooled), :mod:`.ratio` (:func:`ratio_intervals`, the kernel) and
 """
 
 from .bootstrap import BootstrapPivots, bootstrap_pivots, pivot_quantiles
-from .clusters import ClusterSums, cluster_slots, cluster_sums, effective_clusters, kish_distinct
+from .clusters import ClusterSums, cluster_dof, cluster_slots, cluster_sums, effective_clusters, kish_distinct
 from .kinds import (
     AUTO_RULE,
     CI_KINDS,
@@ -110,6 +110,7 @@ __all__ = [
     "cluster_slots",
     "kish_distinct",
     "effective_clusters",
+    "cluster_dof",
     "cluster_sums",
     "resolve_ci",
     "ratio_intervals",

@@ -67,7 +67,7 @@ from statistics import NormalDist
 
 import numpy as np
 
-from ....inference.small_sample.clusters import effective_clusters
+from ....inference.small_sample.clusters import cluster_dof
 from .sampling import PoissonDesign
 from .target import DocumentTarget
 
@@ -326,16 +326,17 @@ def horvitz_thompson(target: DocumentTarget, design: PoissonDesign, rows, grades
 
 
 def poisson_dof(target: DocumentTarget, design: PoissonDesign, rows, grades, *, probs=None) -> float:
-    """Student-t degrees of freedom of a Poisson sample's HT variance estimate: the effective number of
-    queries carrying it (``inf`` when it is 0).
+    """Student-t degrees of freedom of a Poisson sample's HT variance estimate, from the queries that carry
+    it (``inf`` when it is 0).
 
     The estimate of :func:`horvitz_thompson` is a sum of per-unit terms
     ``(1 - pi_z) / pi_z^2 W_z^2 e_z^2``; grouped by query (the residuals of a
     query share the model's error for that query: the query is the ultimate
-    cluster), :func:`~activerank.inference.small_sample.effective_clusters`
-    counts how many queries carry it, the smallest count over the targets,
-    at least 1.  On a small pool a handful do, and a normal interval
-    under-covers (``docs/document_level.md``).
+    cluster), :func:`~activerank.inference.small_sample.cluster_dof` gives
+    twice the effective number of queries carrying it, at most ``g - 1`` for
+    the ``g`` queries with a term, the smallest over the targets.  On a small
+    pool a handful carry it, and a normal interval under-covers
+    (``docs/document_level.md``).
 
     Parameters
     ----------
@@ -349,9 +350,9 @@ def poisson_dof(target: DocumentTarget, design: PoissonDesign, rows, grades, *, 
     Examples
     --------
     >>> from activerank.design.kinds.documents import document_target, PoissonDesign
-    >>> t = document_target([[[0, 1], [2, 3]]], n_docs=4, discounts=[1.0, 0.5], gains=[0.0, 1.0])
-    >>> d = PoissonDesign(pi=np.full(4, 0.5), costs=np.ones(4), budget=2.0, kind="poisson")
-    >>> poisson_dof(t, d, [0, 2], [1, 1])
+    >>> t = document_target([[[0, 1], [2, 3], [4, 5]]], n_docs=6, discounts=[1.0, 0.5], gains=[0.0, 1.0])
+    >>> d = PoissonDesign(pi=np.full(6, 0.5), costs=np.ones(6), budget=3.0, kind="poisson")
+    >>> poisson_dof(t, d, [0, 2, 4], [1, 1, 1])   # three queries alike: the g - 1 of a sample variance
     2.0
     """
     idx, u = _sample_iv(target, rows, grades)
@@ -359,9 +360,9 @@ def poisson_dof(target: DocumentTarget, design: PoissonDesign, rows, grades, *, 
     pi = design.pi[idx]
     e = u - m[idx]
     terms = target.weights[idx] ** 2 * ((1.0 - pi) / np.where(pi > 0, pi, 1.0) ** 2 * e * e)[:, None]
-    k = np.atleast_1d(effective_clusters(terms, target.query[idx])) if idx.size else np.zeros(0)
+    k = np.atleast_1d(cluster_dof(terms, target.query[idx])) if idx.size else np.zeros(0)
     k = k[k > 0]
-    return float(max(k.min(), 1.0)) if k.size else math.inf
+    return float(k.min()) if k.size else math.inf
 
 
 def hansen_hurwitz(target: DocumentTarget, Q, rows, grades, *, probs=None, census_rows=None,

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ....inference.estimators import Estimate
-from ....inference.small_sample.clusters import effective_clusters
+from ....inference.small_sample.clusters import cluster_dof
 from ..base import NO_LABELS, DesignFit, DesignKind, LabelRequest
 from .layout import PrefixLayout, _by_step, judging_paths, prefix_layout, stop_probabilities, walk_sample
 from .plan import N_PLANNING_SIMULATIONS, PrefixPlan, plan_prefix
@@ -108,15 +108,15 @@ def prefix_estimate(e, V, pi, p, pool_mean):
 
 
 def prefix_dof(e, V, pi, p) -> float:
-    """Student-t degrees of freedom of the two-stage variance estimate: the effective number of sampled
-    queries that carry it, the smallest over the outputs (at least 1; 0 when it is 0 for every output).
+    """Student-t degrees of freedom of the two-stage variance estimate, from the sampled queries that carry
+    it: the smallest over the outputs (0 when it is 0 for every output).
 
     Every sampled query adds ``(1 - pi) (p/pi)^2 e^2 + p^2/pi V_xx`` to the
     estimate of :func:`prefix_estimate`; on a small pool a few queries carry
     nearly all of it (each judged prefix is one random length), so ``n - 1``
-    overstates its stability and the interval under-covers
-    (:func:`~activerank.inference.small_sample.effective_clusters`,
-    ``docs/prefix.md``).
+    overstates its stability and the interval under-covers:
+    :func:`~activerank.inference.small_sample.cluster_dof` (twice the
+    effective number of queries, at most ``n - 1``; ``docs/prefix.md`` §6).
 
     Parameters
     ----------
@@ -126,14 +126,15 @@ def prefix_dof(e, V, pi, p) -> float:
 
     Examples
     --------
-    >>> prefix_dof(np.array([[0.1], [-0.1]]), np.zeros((2, 1, 1)), np.array([0.5, 0.5]), np.array([0.5, 0.5]))
-    2.0
+    >>> e = np.array([[0.4], [0.1], [0.1], [0.1]])  # one query carries 16/19 of the variance
+    >>> round(prefix_dof(e, np.zeros((4, 1, 1)), np.full(4, 0.5), np.full(4, 0.25)), 2)
+    2.79
     """
     w = p / pi
     terms = (1.0 - pi)[:, None] * (w[:, None] * e) ** 2 + (p**2 / pi)[:, None] * np.diagonal(V, axis1=1, axis2=2)
-    k = np.atleast_1d(effective_clusters(terms))
+    k = np.atleast_1d(cluster_dof(terms))
     k = k[k > 0]
-    return float(max(k.min(), 1.0)) if k.size else 0.0
+    return float(k.min()) if k.size else 0.0
 
 
 #: Pseudo degrees of freedom of the model's predicted variance pooled into the sample's (small samples).
@@ -301,7 +302,7 @@ class PrefixSampling(DesignKind):
         pooled = ci != "normal" and ov is not None
         if pooled:  # small samples: the model's predicted variance pooled in
             cov = pooled_covariance(cov, x.size, pplan.model_variance(d.p, ov))
-        # the t's degrees of freedom: the queries that carry the sample's variance, not all those sampled
+        # the t's degrees of freedom: from the queries that carry the sample's variance, not all those sampled
         k_eff = prefix_dof(e, V, pi, d.p[x])
         jq, js = np.nonzero(judged)
         doc_rows = rows[jq, docs[jq, js]]
@@ -318,7 +319,7 @@ class PrefixSampling(DesignKind):
         trace.attrs.update(design="Poisson sample of queries, a random-length sequence of documents judged in each "
                                   "(prefix)",
                            expected_cost=float(pplan.budget), n_sampled_queries=int(x.size),
-                           sample_variance=np.diag(sample_cov).tolist(), effective_queries=k_eff)
+                           sample_variance=np.diag(sample_cov).tolist(), dof=k_eff)
         exact = pplan.exact
         if exact or ci == "normal":
             dof = math.inf
