@@ -250,7 +250,7 @@ def parse_bounds(dsg) -> tuple:
     return dsg.metric.bounds(dsg.n_grades)
 
 
-def tasks(datasets, metrics, scenarios, budgets, reps, seed, cache_dir, *, small_budget=None) -> list:
+def tasks(datasets, metrics, scenarios, budgets, reps, seed, cache_dir, *, small_budget=None, designs=DESIGNS) -> list:
     """One task per cell; MQ2008 and OHSUMED take the metrics of :data:`CORE_METRICS` only, and the small
     budget (range and bias only, fewer than 10 queries) runs on the sample without ``prefix`` (time)."""
     out = []
@@ -264,7 +264,7 @@ def tasks(datasets, metrics, scenarios, budgets, reps, seed, cache_dir, *, small
             for si, scenario in enumerate(scenarios):
                 extra = [small_budget] if small_budget and ds == "sample" else []
                 for budget in list(budgets) + extra:
-                    methods = [m for m in _designs(metric) if budget not in extra or m != "prefix"]
+                    methods = [m for m in _designs(metric) if (budget not in extra or m != "prefix") and m in designs]
                     for method in methods:
                         out.append((ds, scenario, metric, spellings, method, budget, reps,
                                     [seed, di, mi, si, DESIGNS.index(method), int(budget * 10)], cache_dir,
@@ -355,6 +355,7 @@ def main(argv=None) -> int:
     ap.add_argument("--metrics", default=",".join(README_METRICS))
     ap.add_argument("--scenarios", default=",".join(SCENARIOS))
     ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--designs", default=",".join(DESIGNS), help="only these designs (comma-separated)")
     ap.add_argument("--seed", type=int, default=20240531)
     ap.add_argument("--quick", action="store_true", help="the shipped sample, 3 metrics, 40 runs per cell")
     ap.add_argument("--out", default=os.path.join(HERE, "results"))
@@ -369,7 +370,7 @@ def main(argv=None) -> int:
     budgets = [float(b) for b in args.budgets.split(",")]
     cache_dir = os.path.join(args.out, "cache")
     todo = tasks(datasets, _metrics(args.metrics.split(",")), args.scenarios.split(","), budgets, args.reps,
-                 args.seed, cache_dir, small_budget=args.small_budget)
+                 args.seed, cache_dir, small_budget=args.small_budget, designs=tuple(args.designs.split(",")))
     # smallest pools first, and in each the slow prefix cells last: an interrupted run (the table is
     # rewritten every 10 cells) has the most cells; auto follows the designs it may copy
     size = {"sample": 0, "ohsumed": 1, "mq2008": 2}

@@ -65,14 +65,15 @@ coverage on MQ2008 and OHSUMED (``benchmarks/interval_coverage.py``, results in
 
 The package's modules: :mod:`.kinds` (the interval kinds, their defaults and
 result types, the ``t`` quantile), :mod:`.clusters` (distinct-query slots and
-sums, Kish's effective number), :mod:`.bootstrap` (studentized and BCa cluster
+sums, Kish's effective number, the effective number of queries carrying a
+Horvitz-Thompson variance), :mod:`.bootstrap` (studentized and BCa cluster
 bootstraps), :mod:`.prior` (the model's predicted variance and how it is
 pooled), :mod:`.ratio` (:func:`ratio_intervals`, the kernel) and
 :mod:`.snis_intervals` (one run, runs on draw prefixes, ``k`` contrasts).
 """
 
 from .bootstrap import BootstrapPivots, bootstrap_pivots, pivot_quantiles
-from .clusters import ClusterSums, cluster_slots, cluster_sums, kish_distinct
+from .clusters import ClusterSums, cluster_dof, cluster_slots, cluster_sums, effective_clusters, kish_distinct
 from .kinds import (
     AUTO_RULE,
     CI_KINDS,
@@ -108,6 +109,8 @@ __all__ = [
     "bootstrap_pivots",
     "cluster_slots",
     "kish_distinct",
+    "effective_clusters",
+    "cluster_dof",
     "cluster_sums",
     "resolve_ci",
     "ratio_intervals",

@@ -1,5 +1,6 @@
-"""Draws grouped by distinct query: the slot of every draw's query, per-query sums on draw prefixes, and
-Kish's effective number of distinct queries."""
+"""Draws grouped by distinct query: the slot of every draw's query, per-query sums on draw prefixes,
+Kish's effective number of distinct queries, and the effective number of queries that carry a
+Horvitz-Thompson variance estimate (:func:`effective_clusters`)."""
 
 from __future__ import annotations
 
@@ -145,3 +146,86 @@ def _kish_dof(n_eff, d):
     """``n_eff - 1`` clipped to ``[1, d - 1]`` (a query drawn 10 times and one drawn once is not 0.2 dof)."""
     d = np.asarray(d, dtype=np.float64)
     return np.clip(np.asarray(n_eff, dtype=np.float64) - 1.0, np.minimum(1.0, d - 1.0), d - 1.0)
+
+
+def effective_clusters(terms, clusters=None):
+    """Kish's effective number of clusters carrying a variance estimate, ``(sum_c v_c)^2 / sum_c v_c^2``.
+
+    Parameters
+    ----------
+    terms : array-like of shape (n,) or (n, t)
+        Every sampled unit's term of the variance estimate (of ``t`` outputs).
+    clusters : array-like of shape (n,), int, optional
+        The cluster (query) of every unit; None: every unit its own cluster.
+
+    Returns
+    -------
+    float or ndarray of shape (t,)
+        0 where every term is 0 (no variance estimated).
+
+    Examples
+    --------
+    >>> float(effective_clusters([1.0, 1.0, 1.0, 1.0]))
+    4.0
+    >>> float(effective_clusters([1.0, 1.0, 2.0], clusters=[0, 0, 1]))
+    2.0
+    >>> float(effective_clusters([3.0, 1.0]))
+    1.6
+    """
+    v = _cluster_terms(terms, clusters)
+    total, sq = v.sum(0), (v * v).sum(0)
+    out = np.where(sq > 0, total**2 / np.where(sq > 0, sq, 1.0), 0.0)
+    return float(out[0]) if np.ndim(terms) == 1 else out
+
+
+def _cluster_terms(terms, clusters) -> np.ndarray:
+    """The terms summed per cluster, shape (n_clusters, t)."""
+    v = np.asarray(terms, dtype=np.float64)
+    v = v.reshape(v.shape[0], -1)
+    if clusters is None:
+        return v
+    c = np.asarray(clusters).reshape(-1)
+    if c.size != v.shape[0]:
+        raise ValueError(f"`clusters` must have one entry per term ({v.shape[0]}); got {c.size}.")
+    _, inv = np.unique(c, return_inverse=True)
+    g = np.zeros((int(inv.max()) + 1 if inv.size else 0, v.shape[1]))
+    np.add.at(g, inv.reshape(-1), v)
+    return g
+
+
+def cluster_dof(terms, clusters=None):
+    """Student-t degrees of freedom of a Horvitz-Thompson-type variance estimate that a few clusters carry.
+
+    The estimate is a sum of uncentered per-unit terms; summed per cluster (the
+    query of every sampled document or prefix: the residuals of a query share
+    the model's error for that query) into ``v_c``, it is a weighted sum of
+    independent terms, each a rare-event term whose variance is about its
+    square.  Satterthwaite's degrees of freedom ``2 (sum v)^2 / sum Var v_c``
+    with ``Var v_c ~ v_c^2`` are twice the effective number of clusters
+    (:func:`effective_clusters`), here clipped to ``[1, g - 1]`` for the ``g``
+    clusters with a term (never more than the ``g - 1`` of a sample
+    variance).  A handful of queries carrying the estimate gives a handful of
+    degrees of freedom, however many were sampled.
+
+    Parameters
+    ----------
+    terms : array-like of shape (n,) or (n, t)
+    clusters : array-like of shape (n,), int, optional
+
+    Returns
+    -------
+    float or ndarray of shape (t,)
+        0 where every term is 0 (no variance estimated).
+
+    Examples
+    --------
+    >>> float(cluster_dof([1.0, 1.0, 1.0, 1.0]))
+    3.0
+    >>> round(float(cluster_dof([12.0, 1.0, 1.0, 1.0, 1.0])), 2)   # one query carries 3/4 of it
+    3.46
+    """
+    v = _cluster_terms(terms, clusters)
+    k = np.atleast_1d(effective_clusters(v))
+    g = (v != 0).sum(0)
+    out = np.where(k > 0, np.clip(2.0 * k, 1.0, np.maximum(g - 1.0, 1.0)), 0.0)
+    return float(out[0]) if np.ndim(terms) == 1 else out

@@ -28,6 +28,7 @@ from .estimators import (
     expected_poisson_variance,
     hansen_hurwitz,
     horvitz_thompson,
+    poisson_dof,
     poisson_variance,
     ratio_estimate,
     stat_ap,
@@ -56,7 +57,7 @@ __all__ = [
     "UnitMoments", "UnitPlan", "WithReplacementDesign", "WithinQuery", "census_estimate", "census_sample",
     "census_snis", "document_target", "document_target_of", "draw_poisson", "draw_uniform", "draw_with_replacement",
     "draw_within_queries", "expected_poisson_variance", "hansen_hurwitz", "horvitz_thompson", "inclusion_probabilities",
-    "poisson_variance", "ratio_estimate", "sampling_distribution", "scenario_contrasts", "stat_ap",
+    "poisson_dof", "poisson_variance", "ratio_estimate", "sampling_distribution", "scenario_contrasts", "stat_ap",
     "uniform_inclusion", "unit_costs", "unit_scores", "waterfill", "within_query_distribution",
     "within_query_estimate",
 ]

@@ -71,7 +71,7 @@ import numpy as np
 
 from ....inference.estimators import Estimate
 from ..base import DesignFit, DesignKind, LabelRequest
-from .estimators import DocumentEstimate, expected_poisson_variance, horvitz_thompson
+from .estimators import DocumentEstimate, expected_poisson_variance, horvitz_thompson, poisson_dof
 from .sampling import (
     PoissonDesign,
     draw_poisson,
@@ -340,8 +340,10 @@ class DocumentDesign(DesignKind):
         if sample.extra_cost:
             trace.attrs["query_overhead_cost"] = float(sample.extra_cost)
         main = Estimate(res.estimate, res.covariance, float(units.size))
-        # i.i.d. document draws: the Student-t of every t rule ("auto" included); HT designs report inf
-        dof = self.dof(sample) if ci in ("auto", "t", "t_draws") and not census else math.inf
+        # the Student-t of every t rule ("auto" included): i.i.d. draws count them, Poisson HT designs the
+        # queries that carry the variance estimate
+        dof = self.fit_dof(dt, sample, grades, d.probs) if ci in ("auto", "t", "t_draws") and not census \
+            else math.inf
         own = main if d.target.kind == "mean" else None
         return DesignFit(main, own, dof, int(units.size), int(np.unique(x).size),
                          float(charged.sum()) + sample.extra_cost, plan.budget, sample.stop_reason == "all_judged",
@@ -363,6 +365,10 @@ class DocumentDesign(DesignKind):
     def dof(self, sample: DocumentSample) -> float:
         """Degrees of freedom of a Student-t interval (``inf``: normal)."""
         return math.inf
+
+    def fit_dof(self, target: DocumentTarget, sample: DocumentSample, grades, probs) -> float:
+        """Degrees of freedom of a run's Student-t interval, given its grades (default: :meth:`dof`)."""
+        return self.dof(sample)
 
     def _cut(self, sample: DocumentSample, target: DocumentTarget, budget: float) -> DocumentSample:
         """The run for a smaller ``budget`` (nested designs only)."""
@@ -422,19 +428,22 @@ class DocumentDesign(DesignKind):
             ``estimate`` and ``standard_error`` of shape (n_budgets, n_reps,
             n_targets) (NaN where the budget buys too little: the design
             refuses it, or the run raises :class:`BudgetTooSmall`), ``cost``,
-            ``n_draws`` (sampled entries) and ``n_queries`` (distinct queries
-            with a judged document), each of shape (n_budgets, n_reps).
+            ``n_draws`` (sampled entries), ``n_queries`` (distinct queries
+            with a judged document) and ``dof`` (the interval's degrees of
+            freedom, :meth:`fit_dof`), each of shape (n_budgets, n_reps).
         """
         budgets = np.asarray(budgets, dtype=np.float64).reshape(-1)
         nb, t = budgets.size, target.n_targets
         est = np.full((nb, n_reps, t), np.nan)
         se = np.full((nb, n_reps, t), np.nan)
         cost, draws, queries = (np.zeros((nb, n_reps)) for _ in range(3))
+        dof = np.full((nb, n_reps), np.nan)
         costs = np.asarray(costs, dtype=np.float64)
 
         def record(bi, r, s):
             res = self.estimate_units(target, s, grades[s.units], probs)
             est[bi, r], se[bi, r] = res.estimate, res.standard_error
+            dof[bi, r] = self.fit_dof(target, s, grades[s.units], probs)
             judged_units = np.unique(s.units)
             cost[bi, r] = float(costs[judged_units].sum()) + s.extra_cost
             draws[bi, r] = s.size
@@ -466,7 +475,7 @@ class DocumentDesign(DesignKind):
                         record(bi, r, run if bi == top else self._cut(run, target, float(budgets[bi])))
                     except BudgetTooSmall:
                         continue
-        return dict(estimate=est, standard_error=se, cost=cost, n_draws=draws, n_queries=queries)
+        return dict(estimate=est, standard_error=se, cost=cost, n_draws=draws, n_queries=queries, dof=dof)
 
 
 # --------------------------------------------------------------------------- Poisson (stat / dyn)
@@ -526,6 +535,10 @@ class DocumentHorvitzThompson(DocumentDesign):
     def estimate_units(self, target, sample, grades, probs):
         return horvitz_thompson(target, sample.design, target.rows[sample.units], grades,
                                 probs=self._model(probs))
+
+    def fit_dof(self, target, sample, grades, probs) -> float:
+        """The effective number of queries carrying the HT variance estimate (:func:`poisson_dof`)."""
+        return poisson_dof(target, sample.design, target.rows[sample.units], grades, probs=self._model(probs))
 
     def __repr__(self) -> str:
         return f"DocumentHorvitzThompson(control_variate={self.control_variate}, utility={self.utility!r})"

@@ -60,12 +60,14 @@ References
 
 from __future__ import annotations
 
+import math
 import numbers
 from dataclasses import dataclass
 from statistics import NormalDist
 
 import numpy as np
 
+from ....inference.small_sample.clusters import cluster_dof
 from .sampling import PoissonDesign
 from .target import DocumentTarget
 
@@ -76,6 +78,7 @@ __all__ = [
     "ratio_estimate",
     "census_snis",
     "poisson_variance",
+    "poisson_dof",
     "expected_poisson_variance",
     "within_query_estimate",
     "StatAPEstimate",
@@ -320,6 +323,46 @@ def horvitz_thompson(target: DocumentTarget, design: PoissonDesign, rows, grades
         est, cov = _ht_kernel(target.weights, e, design.pi, mask, M)
     name = ("dyn" if probs is not None else "stat") + ("_uniform" if design.kind == "srswor" else "")
     return DocumentEstimate(est, cov, int(idx.size), name)
+
+
+def poisson_dof(target: DocumentTarget, design: PoissonDesign, rows, grades, *, probs=None) -> float:
+    """Student-t degrees of freedom of a Poisson sample's HT variance estimate, from the queries that carry
+    it (``inf`` when it is 0).
+
+    The estimate of :func:`horvitz_thompson` is a sum of per-unit terms
+    ``(1 - pi_z) / pi_z^2 W_z^2 e_z^2``; grouped by query (the residuals of a
+    query share the model's error for that query: the query is the ultimate
+    cluster), :func:`~activerank.inference.small_sample.cluster_dof` gives
+    twice the effective number of queries carrying it, at most ``g - 1`` for
+    the ``g`` queries with a term, the smallest over the targets.  On a small
+    pool a handful carry it, and a normal interval under-covers
+    (``docs/document_level.md``).
+
+    Parameters
+    ----------
+    target, design, rows, grades, probs
+        As in :func:`horvitz_thompson` (Poisson designs).
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> from activerank.design.kinds.documents import document_target, PoissonDesign
+    >>> t = document_target([[[0, 1], [2, 3], [4, 5]]], n_docs=6, discounts=[1.0, 0.5], gains=[0.0, 1.0])
+    >>> d = PoissonDesign(pi=np.full(6, 0.5), costs=np.ones(6), budget=3.0, kind="poisson")
+    >>> poisson_dof(t, d, [0, 2, 4], [1, 1, 1])   # three queries alike: the g - 1 of a sample variance
+    2.0
+    """
+    idx, u = _sample_iv(target, rows, grades)
+    m, _ = _model_iv(target, probs)
+    pi = design.pi[idx]
+    e = u - m[idx]
+    terms = target.weights[idx] ** 2 * ((1.0 - pi) / np.where(pi > 0, pi, 1.0) ** 2 * e * e)[:, None]
+    k = np.atleast_1d(cluster_dof(terms, target.query[idx])) if idx.size else np.zeros(0)
+    k = k[k > 0]
+    return float(k.min()) if k.size else math.inf
 
 
 def hansen_hurwitz(target: DocumentTarget, Q, rows, grades, *, probs=None, census_rows=None,

@@ -27,11 +27,12 @@ from .sampling import (
     PrefixSampling,
     design_layout,
     pooled_covariance,
+    prefix_dof,
     prefix_estimate,
     within_estimate,
 )
 
 __all__ = ["N_PLANNING_SIMULATIONS", "PLANNING_SEED", "PRIOR_DOF", "TAU_GRID", "WITHIN_DEFENSIVE", "JudgingWalk",
            "PrefixDraw", "PrefixLayout", "PrefixPlan", "PrefixRun", "PrefixSampling", "Walk", "design_layout",
-           "judging_paths", "plan_prefix", "pooled_covariance", "prefix_estimate", "prefix_layout",
+           "judging_paths", "plan_prefix", "pooled_covariance", "prefix_dof", "prefix_estimate", "prefix_layout",
            "stop_probabilities", "stop_scale", "walk_sample", "within_estimate"]

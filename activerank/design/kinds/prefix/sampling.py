@@ -9,12 +9,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from ....inference.estimators import Estimate
+from ....inference.small_sample.clusters import cluster_dof
 from ..base import NO_LABELS, DesignFit, DesignKind, LabelRequest
 from .layout import PrefixLayout, _by_step, judging_paths, prefix_layout, stop_probabilities, walk_sample
 from .plan import N_PLANNING_SIMULATIONS, PrefixPlan, plan_prefix
 
 __all__ = ["PLANNING_SEED", "PRIOR_DOF", "PrefixDraw", "PrefixRun", "PrefixSampling", "design_layout", "pooled_covariance",
-           "prefix_estimate", "within_estimate"]
+           "prefix_dof", "prefix_estimate", "within_estimate"]
 
 #: Seed of the planning simulations behind the predicted variance (``method="auto"``, planning calls).
 PLANNING_SEED = 20121
@@ -54,7 +55,7 @@ def design_layout(design, judged) -> PrefixLayout:
 
 
 def within_estimate(D, P, judged):
-    """``e = sum_judged D_j / P_j`` and ``V_hat = sum_{j,l judged} D_j D_l' (1/P_min - 1)/P_max``.
+    """``e = sum_judged D_j / P_j`` and ``V_hat = sum_{j,l judged} D_j D_l' (1/P_max - 1)/P_min``.
 
     Parameters
     ----------
@@ -104,6 +105,36 @@ def prefix_estimate(e, V, pi, p, pool_mean):
     c1 = ((1.0 - pi) * w**2)[:, None, None] * e[:, :, None] * e[:, None, :]
     cov = c1.sum(0) + np.einsum("n,nst->st", p**2 / pi, V)
     return est, cov
+
+
+def prefix_dof(e, V, pi, p) -> float:
+    """Student-t degrees of freedom of the two-stage variance estimate, from the sampled queries that carry
+    it: the smallest over the outputs (0 when it is 0 for every output).
+
+    Every sampled query adds ``(1 - pi) (p/pi)^2 e^2 + p^2/pi V_xx`` to the
+    estimate of :func:`prefix_estimate`; on a small pool a few queries carry
+    nearly all of it (each judged prefix is one random length), so ``n - 1``
+    overstates its stability and the interval under-covers:
+    :func:`~activerank.inference.small_sample.cluster_dof` (twice the
+    effective number of queries, at most ``n - 1``; ``docs/prefix.md`` §6).
+
+    Parameters
+    ----------
+    e : ndarray of shape (n, t)
+    V : ndarray of shape (n, t, t)
+    pi, p : ndarray of shape (n,)
+
+    Examples
+    --------
+    >>> e = np.array([[0.4], [0.1], [0.1], [0.1]])  # one query carries 16/19 of the variance
+    >>> round(prefix_dof(e, np.zeros((4, 1, 1)), np.full(4, 0.5), np.full(4, 0.25)), 2)
+    2.79
+    """
+    w = p / pi
+    terms = (1.0 - pi)[:, None] * (w[:, None] * e) ** 2 + (p**2 / pi)[:, None] * np.diagonal(V, axis1=1, axis2=2)
+    k = np.atleast_1d(cluster_dof(terms))
+    k = k[k > 0]
+    return float(k.min()) if k.size else 0.0
 
 
 #: Pseudo degrees of freedom of the model's predicted variance pooled into the sample's (small samples).
@@ -268,8 +299,11 @@ class PrefixSampling(DesignKind):
         est, cov = prefix_estimate(e, V, pi, d.p[x], d.prediction.pool_mean(d.p))
         sample_cov = cov
         ov = d.prediction.output_variance
-        if ci != "normal" and ov is not None:  # small samples: the model's predicted variance pooled in
+        pooled = ci != "normal" and ov is not None
+        if pooled:  # small samples: the model's predicted variance pooled in
             cov = pooled_covariance(cov, x.size, pplan.model_variance(d.p, ov))
+        # the t's degrees of freedom: from the queries that carry the sample's variance, not all those sampled
+        k_eff = prefix_dof(e, V, pi, d.p[x])
         jq, js = np.nonzero(judged)
         doc_rows = rows[jq, docs[jq, js]]
         step_rows = np.take_along_axis(rows, np.maximum(docs, 0), axis=1)  # the row judged at every step
@@ -285,16 +319,22 @@ class PrefixSampling(DesignKind):
         trace.attrs.update(design="Poisson sample of queries, a random-length sequence of documents judged in each "
                                   "(prefix)",
                            expected_cost=float(pplan.budget), n_sampled_queries=int(x.size),
-                           sample_variance=np.diag(sample_cov).tolist())
+                           sample_variance=np.diag(sample_cov).tolist(), dof=k_eff)
         exact = pplan.exact
-        dof = math.inf if exact or ci == "normal" else float(max(x.size - 1, 1))
+        if exact or ci == "normal":
+            dof = math.inf
+        elif k_eff > 0:
+            dof = k_eff
+        else:  # no sample variance: the model's (its pseudo degrees of freedom), or nothing to widen
+            dof = PRIOR_DOF if pooled else float(max(x.size - 1, 1))
         main = Estimate(est, np.zeros_like(cov) if exact else cov, float(x.size))
         own = main if d.target.kind == "mean" else None
         cost = float(charged_doc.sum(1).sum())  # per query, then over queries (the order results were tested in)
         return DesignFit(main, own, dof, int(x.size), int(np.unique(x).size), cost, plan.budget, exact, trace,
                          ci="normal" if math.isinf(dof) else "t")
 
-    def simulate(self, layout, plan, probs, labels, p, mean, n_reps, rng, *, output_variance=None):
+    def simulate(self, layout, plan, probs, labels, p, mean, n_reps, rng, *, output_variance=None,
+                 with_dof: bool = False):
         """Batched repetitions on a fully labelled pool (benchmarks): estimates and covariances.
 
         The judging sequence of a query is a deterministic function of its labels, so
@@ -312,7 +352,8 @@ class PrefixSampling(DesignKind):
 
         With ``output_variance`` (the model's per-query variance of every output, shape
         (n_queries, t)) the covariance is pooled with the model's prediction as the engine
-        does (:func:`pooled_covariance`).
+        does (:func:`pooled_covariance`).  With ``with_dof`` a fifth array of shape (n_reps,)
+        holds the interval's degrees of freedom, as the engine reports them (``ci="auto"``).
         """
         order = self.order
         live = plan.pi > 0
@@ -332,6 +373,7 @@ class PrefixSampling(DesignKind):
         cov = np.zeros((n_reps, t, t))
         n = np.zeros(n_reps, dtype=np.int64)
         cost = np.zeros(n_reps)
+        dof = np.zeros(n_reps)
         for r in range(n_reps):
             s = rng.random(q.size) < plan.pi[q]
             U = rng.random(int(s.sum()))
@@ -339,9 +381,13 @@ class PrefixSampling(DesignKind):
             e, V = within_estimate(D[s], P[s], judged)
             est[r], cov[r] = prefix_estimate(e, V, plan.pi[q][s], p[q][s], pool_mean)
             n[r] = s.sum()
+            k_eff = prefix_dof(e, V, plan.pi[q][s], p[q][s])
+            dof[r] = k_eff if k_eff > 0 else (PRIOR_DOF if model_var is not None else max(n[r] - 1.0, 1.0))
             if model_var is not None:
                 cov[r] = pooled_covariance(cov[r], n[r], model_var)
             cost[r] = float(np.where(judged, step_cost[s], 0.0).sum())
+        if with_dof:
+            return est, cov, n, cost, dof
         return est, cov, n, cost
 
     def __repr__(self) -> str:
