@@ -58,6 +58,7 @@ from ..design.kinds.documents import (
     PoissonDesign,
     document_target_of,
     draw_poisson,
+    draw_priority,
     inclusion_probabilities,
     unit_costs,
 )
@@ -67,6 +68,9 @@ __all__ = ["DocumentPlan", "RecordedDocumentPlan", "estimate_documents", "estima
 # the arrays a document-level campaign stores (table ``arrays``), and how they rebuild the plan
 ARRAY_NAMES = ("unit_rows", "unit_query", "unit_weights", "unit_gains", "unit_offsets", "unit_pi", "unit_costs",
                "unit_sample")
+# stored since the budgeted draw (0.5): the planned pi the draw ranked units by (``unit_pi`` is then the
+# realized pi of the estimate); a store without it holds a Poisson sample of ``unit_pi``
+OPTIONAL_ARRAY_NAMES = ("unit_planned_pi",)
 
 
 @dataclass(frozen=True, eq=False)
@@ -78,15 +82,20 @@ class DocumentPlan:
     target : DocumentTarget
         The linear target over (query, document) units.
     design : PoissonDesign
-        Inclusion probability and cost of every unit.
+        Inclusion probability (of the estimate) and cost of every unit.
     sample : ndarray of int64
         Sampled unit indices, ascending (the engine's draw order: by query,
         then document row).
+    planned : ndarray or None
+        The planned ``pi`` a budgeted draw ranked the units by
+        (:func:`~activerank.design.kinds.documents.draw_priority`); None for a
+        Poisson sample of ``design.pi`` (stores written before 0.5).
     """
 
     target: DocumentTarget
     design: PoissonDesign
     sample: np.ndarray
+    planned: np.ndarray | None = None
 
     @property
     def rows(self) -> np.ndarray:
@@ -121,7 +130,8 @@ class DocumentPlan:
         """The arrays to store (:data:`ARRAY_NAMES`)."""
         t, d = self.target, self.design
         return {"unit_rows": t.rows, "unit_query": t.query, "unit_weights": t.weights, "unit_gains": t.gains,
-                "unit_offsets": t.offsets, "unit_pi": d.pi, "unit_costs": d.costs, "unit_sample": self.sample}
+                "unit_offsets": t.offsets, "unit_pi": d.pi, "unit_costs": d.costs, "unit_sample": self.sample,
+                **({} if self.planned is None else {"unit_planned_pi": self.planned})}
 
     @classmethod
     def from_arrays(cls, a: dict, *, n_docs: int, expected_cost: float) -> "DocumentPlan":
@@ -134,11 +144,22 @@ class DocumentPlan:
                                 weights=a["unit_weights"], gains=a["unit_gains"], n_queries=offsets.size - 1,
                                 n_docs=int(n_docs), offsets=offsets)
         design = PoissonDesign(pi=a["unit_pi"], costs=a["unit_costs"], budget=float(expected_cost), kind="poisson")
-        return cls(target, design, a["unit_sample"].astype(np.int64))
+        planned = a.get("unit_planned_pi")
+        return cls(target, design, a["unit_sample"].astype(np.int64), planned)
+
+    @property
+    def budgeted(self) -> bool:
+        """Whether the sample is a budgeted draw (never over the budget) rather than a Poisson sample."""
+        return self.planned is not None
 
     def replay(self, seed: int) -> np.ndarray:
-        """The sampled units a Poisson draw with ``seed`` gives for the stored ``pi`` (as the engine draws)."""
-        return np.flatnonzero(draw_poisson(self.design, np.random.default_rng(seed)))
+        """The sampled units the draw with ``seed`` takes (budgeted from ``planned``, or Poisson)."""
+        rng = np.random.default_rng(seed)
+        if self.planned is None:
+            return np.flatnonzero(draw_poisson(self.design, rng))
+        planned = PoissonDesign(pi=self.planned, costs=self.design.costs, budget=self.design.budget,
+                                kind="poisson")
+        return draw_priority(planned, rng)[0]
 
 
 # the arrays a campaign of a recorded document design stores (table ``arrays``)
@@ -307,7 +328,10 @@ def plan_documents(design, pool, budget: float, seed: int) -> DocumentPlan | Rec
     c = unit_costs(dt, design.costs, design.document_costs)
     pd = inclusion_probabilities(dt, design.probs, budget, utility=est.utility, costs=c,
                                  defensive=design.defensive, judged=np.zeros(dt.n_units, dtype=bool))
-    plan = DocumentPlan(dt, pd, np.flatnonzero(draw_poisson(pd, np.random.default_rng(seed))))
+    est.design_for(dt, design.probs, c, float(budget), judged=np.zeros(dt.n_units, dtype=bool),
+                   defensive=design.defensive)  # the engine's refusals (a unit costing more than the budget)
+    take, realized = draw_priority(pd, np.random.default_rng(seed))
+    plan = DocumentPlan(dt, realized, take, pd.pi)
     _check_against_engine(plan, design, pool, budget, seed)
     return plan
 

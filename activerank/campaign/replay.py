@@ -35,6 +35,7 @@ from ..design.sampling import DrawPlan, draw_budgeted
 from ..design.without_replacement import WORSample
 from ..engine import estimate_from_plan
 from .documents import ARRAY_NAMES as _UNIT_ARRAYS
+from .documents import OPTIONAL_ARRAY_NAMES as _UNIT_OPTIONAL
 from .documents import RECORDED_ARRAY_NAMES as _RECORDED_ARRAYS
 from .documents import (
     DocumentPlan,
@@ -163,7 +164,7 @@ class _Replay:
             self._needed = self._documents.by_query()
             self._planned = list(self._needed)
         elif self.unit == "document":  # the sampled (query, document) units are the tasks
-            self._documents = DocumentPlan.from_arrays({n: self._array(n) for n in _UNIT_ARRAYS},
+            self._documents = DocumentPlan.from_arrays({n: self._array(n) for n in _UNIT_ARRAYS + _UNIT_OPTIONAL},
                                                        n_docs=int(self._offsets[-1]),
                                                        expected_cost=float(self.meta["expected_cost"]))
             self._needed = self._documents.by_query()
@@ -471,7 +472,12 @@ class _Replay:
                             "probabilities")
         if not (np.array_equal(self._plan.queries, dp.queries) and np.array_equal(self._plan.charged, dp.costs)):
             problems.append("the stored draws differ from the stored document sample")
-        expected = float(np.dot(dp.design.pi, dp.design.costs))
-        if expected > self.budget * (1 + BUDGET_RTOL):
-            problems.append(f"expected cost {expected} of the document sample exceeds the budget {self.budget}")
+        if dp.budgeted:  # a budgeted draw: the sample itself is within the budget
+            spent = float(dp.costs.sum())
+            if spent > self.budget * (1 + BUDGET_RTOL):
+                problems.append(f"the cost {spent} of the document sample exceeds the budget {self.budget}")
+        else:
+            expected = float(np.dot(dp.design.pi, dp.design.costs))
+            if expected > self.budget * (1 + BUDGET_RTOL):
+                problems.append(f"expected cost {expected} of the document sample exceeds the budget {self.budget}")
         return problems

@@ -174,14 +174,14 @@ def test_nested_designs_cut_one_run_into_the_runs_of_smaller_budgets(method):
     budgets, top = (3.0, 7.5), 12.0
     if method == "doc_ubis":  # between two draws in every query and judging everything
         total = float(c[dt.matters].sum())
-        two = plug.design_for(dt, pool.probs, c, 0.9 * total, judged=none, defensive=0.1).expected_cost(2)
+        two = plug.design_for(dt, pool.probs, c, 0.9 * total, judged=none, defensive=0.1).max_cost(2)
         budgets, top = (1.05 * two, 0.5 * (two + 0.9 * total)), 0.9 * total
     big = plug.draw_units(plug.design_for(dt, pool.probs, c, top, judged=none, defensive=0.1), dt, np.random.default_rng(3))
     for budget in budgets:
         cut = plug._cut(big, dt, budget)
         if method == "doc_ubis":  # the first k columns of the k_max draws per query, k the largest that fits
             k = cut.design.k
-            assert 2 <= k < big.design.k and cut.design.expected_cost(k) <= budget < cut.design.expected_cost(k + 1)
+            assert 2 <= k < big.design.k and cut.design.max_cost(k) <= budget < cut.design.max_cost(k + 1)
             np.testing.assert_array_equal(cut.units, big.plan[:, :k].reshape(-1))
             continue
         n, charged = cut.plan.n_draws, big.plan.charged

@@ -74,7 +74,7 @@ from ..base import DesignFit, DesignKind, LabelRequest
 from .estimators import DocumentEstimate, expected_poisson_variance, horvitz_thompson, poisson_dof
 from .sampling import (
     PoissonDesign,
-    draw_poisson,
+    draw_priority,
     draw_uniform,
     inclusion_probabilities,
     uniform_inclusion,
@@ -481,6 +481,19 @@ class DocumentDesign(DesignKind):
 # --------------------------------------------------------------------------- Poisson (stat / dyn)
 
 
+def _affordable_iv(design: PoissonDesign, target: DocumentTarget, budget: float) -> None:
+    """Refuse a budget below the cost of one sampleable unit: a budgeted draw could never take it."""
+    live = (design.pi > 0) & (design.costs > 0) & target.matters
+    if not live.any():
+        return
+    worst = int(np.flatnonzero(live)[np.argmax(design.costs[live])])
+    if design.costs[worst] > budget + 1e-12 * max(1.0, budget):
+        raise ValueError(
+            f"`budget`={budget:g} is too small: document row {target.rows[worst]} of query {target.query[worst]} "
+            f"costs {design.costs[worst]:.4g} alone, and a draw that never exceeds the budget could never judge "
+            f"it; the smallest usable budget is {design.costs[worst]:.4g} (and at least 2 documents' worth).")
+
+
 class DocumentHorvitzThompson(DocumentDesign):
     """Poisson pi-ps sampling of units and the Horvitz-Thompson / difference estimator.
 
@@ -507,11 +520,16 @@ class DocumentHorvitzThompson(DocumentDesign):
         self.utility = utility if utility is not None else ("residual" if control_variate else "rms")
 
     def design_for(self, target, probs, costs, budget, *, judged, defensive):
-        return inclusion_probabilities(target, probs, budget, utility=self.utility, costs=costs,
-                                       defensive=defensive, judged=judged)
+        design = inclusion_probabilities(target, probs, budget, utility=self.utility, costs=costs,
+                                         defensive=defensive, judged=judged)
+        _affordable_iv(design, target, budget)
+        return design
 
     def draw_units(self, design, target, rng):
-        return self.sample_of(design, target, np.flatnonzero(draw_poisson(design, rng)))
+        take, realized = draw_priority(design, rng)
+        sample = self.sample_of(realized, target, take)
+        sample.attrs["expected_cost"] = float(np.dot(design.pi, design.costs))  # of the planned pi
+        return sample
 
     @staticmethod
     def sample_of(design, target, take) -> DocumentSample:
@@ -566,9 +584,16 @@ class UniformHorvitzThompson(DocumentDesign):
     name = "document_uniform"
 
     def design_for(self, target, probs, costs, budget, *, judged, defensive):
-        return uniform_inclusion(target, budget, costs=costs, judged=judged)
+        design = uniform_inclusion(target, budget, costs=costs, judged=judged)
+        _affordable_iv(design, target, budget)
+        return design
 
     def draw_units(self, design, target, rng):
+        if design.kind == "poisson":  # unequal costs: a uniform order taken while it fits the budget
+            take, realized = draw_priority(design, rng)
+            sample = DocumentHorvitzThompson.sample_of(realized, target, take)
+            sample.attrs["expected_cost"] = float(np.dot(design.pi, design.costs))  # of the planned pi
+            return sample
         take = np.flatnonzero(draw_uniform(design, rng))
         pi = design.pi[take]
         judged = design.costs == 0.0  # units judged before the run: a census
@@ -581,7 +606,8 @@ class UniformHorvitzThompson(DocumentDesign):
 
     def estimate_units(self, target, sample, grades, probs):
         d = sample.design
-        if np.all(d.pi >= 1.0):  # every pooled unit sampled: a census, the value is exact
+        # a budgeted draw (unequal costs: HT with its realized pi), or every pooled unit sampled (exact)
+        if d.kind == "poisson" or np.all(d.pi >= 1.0):
             d = PoissonDesign(pi=d.pi, costs=d.costs, budget=d.budget, kind="poisson")
         return horvitz_thompson(target, d, target.rows[sample.units], grades, probs=None)
 

@@ -68,6 +68,7 @@ References
 
 from __future__ import annotations
 
+import math
 import numbers
 from dataclasses import dataclass
 
@@ -84,6 +85,7 @@ __all__ = [
     "inclusion_probabilities",
     "uniform_inclusion",
     "draw_poisson",
+    "draw_priority",
     "draw_with_replacement",
     "draw_uniform",
     "draw_within_queries",
@@ -369,9 +371,12 @@ def uniform_inclusion(target: DocumentTarget, budget, *, costs=None, judged=None
     """Uniform sampling of pooled documents (the field's baseline).
 
     Every unjudged pooled unit -- including those that cancel, which a
-    uniform design does not know about -- has the same inclusion probability
-    ``n / N`` with ``n = round(budget / mean cost)``; draw the sample with
-    :func:`draw_uniform` (simple random sampling without replacement).
+    uniform design does not know about -- has the same inclusion probability.
+    With equal costs that is ``n / N``, ``n`` the most units the budget pays
+    for; draw the sample with :func:`draw_uniform` (simple random sampling
+    without replacement).  With unequal costs the design is a uniform random
+    order taken while it fits the budget (:func:`draw_priority` with equal
+    ``pi``, ``kind="poisson"``), so no draw exceeds the budget either.
 
     Parameters
     ----------
@@ -386,7 +391,8 @@ def uniform_inclusion(target: DocumentTarget, budget, *, costs=None, judged=None
     Returns
     -------
     PoissonDesign
-        ``kind = "srswor"``; ``pi`` is exact for SRSWOR.
+        ``kind = "srswor"`` (``pi`` exact for SRSWOR), or ``"poisson"`` (the
+        planned ``pi`` of a budgeted draw) when the costs differ.
 
     References
     ----------
@@ -401,11 +407,17 @@ def uniform_inclusion(target: DocumentTarget, budget, *, costs=None, judged=None
     N = int((~judged_m).sum())
     if N == 0:
         raise ValueError("every pooled unit is judged already; nothing to sample.")
-    n = int(min(N, round(budget / float(c[~judged_m].mean()))))
-    _too_small(float(n), budget)
-    pi = np.where(judged_m, 1.0, n / N)
+    free_c = c[~judged_m]
     charged = np.where(judged_m, 0.0, c)
-    return PoissonDesign(pi=pi, costs=charged, budget=float(np.dot(pi, charged)), kind="srswor")
+    if np.ptp(free_c) <= 1e-12 * free_c.max():  # equal costs: as many as the budget pays for, never more
+        n = int(min(N, math.floor(budget / float(free_c[0]) * (1 + 1e-12))))
+        _too_small(float(n), budget)
+        pi = np.where(judged_m, 1.0, n / N)
+        return PoissonDesign(pi=pi, costs=charged, budget=float(np.dot(pi, charged)), kind="srswor")
+    # unequal costs: a uniform random order taken while it fits the budget (draw_priority with equal pi)
+    _too_small(budget / float(free_c.mean()), budget)
+    pi = np.where(judged_m, 1.0, min(1.0, budget / float(free_c.sum())))
+    return PoissonDesign(pi=pi, costs=charged, budget=budget, kind="poisson")
 
 
 # --------------------------------------------------------------------------- draws
@@ -434,6 +446,70 @@ def draw_poisson(design: PoissonDesign, rng=None, *, n_reps=None) -> np.ndarray:
     rng = np.random.default_rng(rng)
     shape = design.pi.shape if n_reps is None else (int(n_reps),) + design.pi.shape
     return rng.random(shape) < design.pi
+
+
+def _fits(cumulative: np.ndarray, budget: float) -> np.ndarray:
+    """Cumulative costs within ``budget`` (a rounding tolerance of 1e-12 of the budget, as the draw loops)."""
+    return cumulative <= budget + 1e-12 * max(1.0, budget)
+
+
+def draw_priority(design: PoissonDesign, rng=None) -> tuple[np.ndarray, PoissonDesign]:
+    """Budgeted order sample of a Poisson design's units: the realized cost never exceeds ``design.budget``.
+
+    Every unit with ``pi_z > 0`` that costs something gets ``xi_z = U_z / pi_z``;
+    units are taken in ascending ``xi`` while the cumulative cost stays within the
+    budget, and the first that does not fit, ``f``, ends the draw (sequential
+    Poisson or priority sampling with a budget stop).  Given every other unit,
+    ``z`` is taken iff ``xi_z`` is below a threshold that equals ``xi_f``
+    whenever ``z`` is taken, so ``pi'_z = min(1, pi_z xi_f)`` is ``z``'s exact
+    inclusion probability given the others: Horvitz-Thompson with ``pi'`` is
+    unbiased, its terms are uncorrelated, and the Poisson variance estimator
+    with ``pi'`` is unbiased (``docs/document_level.md``).  Units judged
+    already (``pi = 1``, cost 0) are always in the sample.
+
+    Parameters
+    ----------
+    design : PoissonDesign
+        Target inclusion probabilities ``pi`` (their shape; the threshold sets
+        the scale), costs and the budget.
+    rng : None, int or numpy.random.Generator
+
+    Returns
+    -------
+    take : ndarray of int64
+        Sampled units, ascending.
+    realized : PoissonDesign
+        The same design with ``pi'`` (every unit; 1 for all when every unit fits).
+
+    References
+    ----------
+    .. [1] E. Ohlsson. "Sequential Poisson Sampling." J. Official Statistics 14, 1998.
+    .. [2] N. Duffield, C. Lund, M. Thorup. "Priority Sampling for Estimation of
+       Arbitrary Subset Sums." J. ACM 54(6), 2007.
+
+    Examples
+    --------
+    >>> d = PoissonDesign(pi=np.array([1.0, 0.5, 0.5, 0.0]), costs=np.ones(4), budget=2.0, kind="poisson")
+    >>> take, realized = draw_priority(d, 0)
+    >>> take.size, bool(realized.pi[3] == 0.0)
+    (2, True)
+    """
+    rng = np.random.default_rng(rng)
+    pi, c = design.pi, design.costs
+    u = rng.random(pi.shape)
+    census = (pi >= 1.0) & (c == 0.0)
+    live = np.flatnonzero((pi > 0) & ~census)
+    with np.errstate(divide="ignore"):
+        xi = u[live] / pi[live]
+    order = live[np.argsort(xi, kind="stable")]
+    fit = _fits(np.cumsum(c[order]), float(design.budget))
+    n = int(np.count_nonzero(fit))  # cumulative costs increase: the units that fit are a prefix
+    threshold = float(u[order[n]] / pi[order[n]]) if n < order.size else math.inf
+    with np.errstate(invalid="ignore"):
+        real = np.where(pi > 0, np.minimum(1.0, pi * threshold), 0.0)
+    real[census] = 1.0
+    take = np.sort(np.concatenate([np.flatnonzero(census), order[:n]]))
+    return take, PoissonDesign(pi=real, costs=c, budget=design.budget, kind="poisson")
 
 
 def draw_uniform(design: PoissonDesign, rng=None, *, n_reps=None) -> np.ndarray:

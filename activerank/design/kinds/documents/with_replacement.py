@@ -182,11 +182,28 @@ class _WithinQueryRun:
     costs: np.ndarray  # 0 for units judged before
     k: int
     budget: float
+    # every drawable unit's cost, descending within its query, and its rank there: what k distinct draws per
+    # query cost at most
+    desc_costs: np.ndarray
+    desc_rank: np.ndarray
+
+    @classmethod
+    def of(cls, Qx, costs, query, k: int, budget: float) -> "_WithinQueryRun":
+        live = np.flatnonzero(Qx > 0)
+        order = live[np.lexsort((-costs[live], query[live]))]
+        q = query[order]
+        start = np.flatnonzero(np.r_[True, q[1:] != q[:-1]]) if q.size else np.zeros(0, dtype=np.int64)
+        rank = np.arange(q.size) - np.repeat(start, np.diff(np.r_[start, q.size]))
+        return cls(Qx, costs, k, budget, costs[order], rank)
 
     def expected_cost(self, k: int) -> float:
         """``sum_z c_z (1 - (1 - Q_x(z))^k)``: every unit's chance to be drawn at least once in ``k`` draws."""
         live = self.Qx > 0
         return float(np.dot(self.costs[live], 1.0 - (1.0 - self.Qx[live]) ** k))
+
+    def max_cost(self, k: int) -> float:
+        """The most ``k`` draws in every query can cost: the ``k`` dearest drawable units of each, all distinct."""
+        return float(self.desc_costs[self.desc_rank < k].sum())
 
 
 class WithinQuery(DocumentDesign):
@@ -195,8 +212,8 @@ class WithinQuery(DocumentDesign):
     Every query with a document that can change a target gets ``k`` i.i.d.
     draws from its own ``Q_x(z) ∝ ||W_z|| u~_z / sqrt(c_z) + eps * (the
     query's mean)`` (:func:`~activerank.design.documents.within_query_distribution`);
-    ``k`` is the largest number whose expected cost (distinct documents judged,
-    repeats free) fits the budget.  Estimate ``sum_x (1/k) sum_i W_i u_i /
+    ``k`` is the largest number whose cost can never exceed the budget (every
+    draw a new document; repeats are free, so most runs spend a little less).  Estimate ``sum_x (1/k) sum_i W_i u_i /
     Q_x(z_i)`` with the summed per-query sample covariances
     (:func:`~activerank.inference.documents.within_query_estimate`).  It visits
     every query, so budgets below two draws per query are refused; ``eps``
@@ -234,21 +251,23 @@ class WithinQuery(DocumentDesign):
         if full is not None:
             return full
         Qx = within_query_distribution(target, probs, utility=self.utility, eps=self.eps, costs=costs)
-        run = _WithinQueryRun(Qx, np.where(judged, 0.0, np.asarray(costs, dtype=np.float64)), 2, float(budget))
-        two = run.expected_cost(2)
-        if two > budget:
+        run = _WithinQueryRun.of(Qx, np.where(judged, 0.0, np.asarray(costs, dtype=np.float64)), target.query, 2,
+                                 float(budget))
+        two = run.max_cost(2)
+        if two > budget * (1 + 1e-12):
             raise ValueError(f"`budget`={budget:g} is too small: two draws in every query (the fewest with a "
-                             f"variance) cost {two:.4g} in expectation.")
+                             f"variance) can cost up to {two:.4g}; the smallest usable budget is {two:.4g}.")
         return replace(run, k=self._k(run, budget))
 
     def _k(self, run: _WithinQueryRun, budget: float) -> int:
-        """The largest ``k`` whose expected cost fits ``budget`` (the cost grows with ``k``)."""
-        lo, hi = 2, self.max_k  # expected_cost(lo) <= budget
-        if run.expected_cost(lo) > budget:
+        """The largest ``k`` whose cost can never exceed ``budget`` (every draw a new unit; the cost grows with
+        ``k``): a hard budget with ``k`` fixed before any draw, so the estimate stays unbiased."""
+        lo, hi = 2, self.max_k  # max_cost(lo) <= budget
+        if run.max_cost(lo) > budget * (1 + 1e-12):
             raise BudgetTooSmall(f"`budget`={budget:g} is too small for two draws in every query.")
         while lo < hi:
             mid = (lo + hi + 1) // 2
-            if run.expected_cost(mid) <= budget:
+            if run.max_cost(mid) <= budget * (1 + 1e-12):
                 lo = mid
             else:
                 hi = mid - 1
