@@ -65,7 +65,7 @@ References
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -74,6 +74,7 @@ from ..base import DesignFit, DesignKind, LabelRequest
 from .estimators import DocumentEstimate, expected_poisson_variance, horvitz_thompson, poisson_dof
 from .sampling import (
     PoissonDesign,
+    affordable_prefix,
     draw_priority,
     draw_uniform,
     inclusion_probabilities,
@@ -214,7 +215,7 @@ def unit_costs(target: DocumentTarget, query_costs, document_costs) -> np.ndarra
 
 def _within(charged: np.ndarray, budget: float) -> int:
     """Draws of a budgeted run that fit in a smaller ``budget`` (same tolerance as the draw loops)."""
-    return int(np.count_nonzero(np.cumsum(charged) <= budget + 1e-12 * max(1.0, budget)))
+    return affordable_prefix(np.asarray(charged, dtype=np.float64), budget)
 
 
 # --------------------------------------------------------------------------- the plug-in base
@@ -345,8 +346,10 @@ class DocumentDesign(DesignKind):
         dof = self.fit_dof(dt, sample, grades, d.probs) if ci in ("auto", "t", "t_draws") and not census \
             else math.inf
         own = main if d.target.kind == "mean" else None
-        return DesignFit(main, own, dof, int(units.size), int(np.unique(x).size),
-                         float(charged.sum()) + sample.extra_cost, plan.budget, sample.stop_reason == "all_judged",
+        spent = math.fsum([*charged, sample.extra_cost])
+        if spent <= plan.budget * (1 + 1e-12):  # draws are admitted with a 1e-12 rounding tolerance (as the
+            spent = min(spent, plan.budget)     # query-level draws): rounding noise is not overspending
+        return DesignFit(main, own, dof, int(units.size), int(np.unique(x).size), spent, plan.budget, sample.stop_reason == "all_judged",
                          trace, ci="normal" if math.isinf(dof) else "t")
 
     # ---- the plug-in interface
@@ -523,7 +526,7 @@ class DocumentHorvitzThompson(DocumentDesign):
         design = inclusion_probabilities(target, probs, budget, utility=self.utility, costs=costs,
                                          defensive=defensive, judged=judged)
         _affordable_iv(design, target, budget)
-        return design
+        return replace(design, budget=float(budget))  # the budgeted draw's limit (sum pi c when not all fit)
 
     def draw_units(self, design, target, rng):
         take, realized = draw_priority(design, rng)

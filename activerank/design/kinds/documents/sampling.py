@@ -84,6 +84,7 @@ __all__ = [
     "sampling_distribution",
     "inclusion_probabilities",
     "uniform_inclusion",
+    "affordable_prefix",
     "draw_poisson",
     "draw_priority",
     "draw_with_replacement",
@@ -411,6 +412,7 @@ def uniform_inclusion(target: DocumentTarget, budget, *, costs=None, judged=None
     charged = np.where(judged_m, 0.0, c)
     if np.ptp(free_c) <= 1e-12 * free_c.max():  # equal costs: as many as the budget pays for, never more
         n = int(min(N, math.floor(budget / float(free_c[0]) * (1 + 1e-12))))
+        n -= int(n * float(free_c[0]) > budget)  # never over the budget by a rounding error
         _too_small(float(n), budget)
         pi = np.where(judged_m, 1.0, n / N)
         return PoissonDesign(pi=pi, costs=charged, budget=float(np.dot(pi, charged)), kind="srswor")
@@ -448,9 +450,17 @@ def draw_poisson(design: PoissonDesign, rng=None, *, n_reps=None) -> np.ndarray:
     return rng.random(shape) < design.pi
 
 
-def _fits(cumulative: np.ndarray, budget: float) -> np.ndarray:
-    """Cumulative costs within ``budget`` (a rounding tolerance of 1e-12 of the budget, as the draw loops)."""
-    return cumulative <= budget + 1e-12 * max(1.0, budget)
+def affordable_prefix(costs: np.ndarray, budget: float) -> int:
+    """The most leading entries of ``costs`` (positive, in draw order) whose total is within ``budget``.
+
+    The total is the exactly rounded sum (:func:`math.fsum`), as results report it, so a run's reported
+    cost never exceeds its budget by a rounding error either; it grows with every entry, so the
+    entries that fit are a prefix (what the budgeted draws' exactness rests on).
+    """
+    n = int(np.count_nonzero(np.cumsum(costs) <= budget * (1 + 1e-12)))
+    while n > 0 and math.fsum(costs[:n]) > budget:
+        n -= 1
+    return n
 
 
 def draw_priority(design: PoissonDesign, rng=None) -> tuple[np.ndarray, PoissonDesign]:
@@ -502,8 +512,7 @@ def draw_priority(design: PoissonDesign, rng=None) -> tuple[np.ndarray, PoissonD
     with np.errstate(divide="ignore"):
         xi = u[live] / pi[live]
     order = live[np.argsort(xi, kind="stable")]
-    fit = _fits(np.cumsum(c[order]), float(design.budget))
-    n = int(np.count_nonzero(fit))  # cumulative costs increase: the units that fit are a prefix
+    n = affordable_prefix(c[order], float(design.budget))
     threshold = float(u[order[n]] / pi[order[n]]) if n < order.size else math.inf
     with np.errstate(invalid="ignore"):
         real = np.where(pi > 0, np.minimum(1.0, pi * threshold), 0.0)
