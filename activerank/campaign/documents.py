@@ -59,7 +59,6 @@ from ..design.kinds.documents import (
     document_target_of,
     draw_poisson,
     draw_priority,
-    inclusion_probabilities,
     unit_costs,
 )
 
@@ -326,10 +325,9 @@ def plan_documents(design, pool, budget: float, seed: int) -> DocumentPlan | Rec
         raise ValueError("no document can change the compared values in any query (every difference is "
                          "exactly 0): there is nothing to judge.")
     c = unit_costs(dt, design.costs, design.document_costs)
-    pd = inclusion_probabilities(dt, design.probs, budget, utility=est.utility, costs=c,
-                                 defensive=design.defensive, judged=np.zeros(dt.n_units, dtype=bool))
-    est.design_for(dt, design.probs, c, float(budget), judged=np.zeros(dt.n_units, dtype=bool),
-                   defensive=design.defensive)  # the engine's refusals (a unit costing more than the budget)
+    # the engine's design for the budget (its refusals too: a unit costing more than the budget)
+    pd = est.design_for(dt, design.probs, c, float(budget), judged=np.zeros(dt.n_units, dtype=bool),
+                        defensive=design.defensive)
     take, realized = draw_priority(pd, np.random.default_rng(seed))
     plan = DocumentPlan(dt, realized, take, pd.pi)
     _check_against_engine(plan, design, pool, budget, seed)
