@@ -37,6 +37,7 @@ from .estimators import (
 from .sampling import (
     UTILITIES,
     PoissonDesign,
+    affordable_prefix,
     draw_poisson,
     draw_priority,
     draw_uniform,
@@ -56,7 +57,7 @@ __all__ = [
     "TARGET_KINDS", "UTILITIES", "BudgetTooSmall", "DocumentDesign", "DocumentEstimate", "DocumentHorvitzThompson",
     "DocumentSample", "DocumentTarget", "HansenHurwitz", "PoissonDesign", "StatAPEstimate", "UniformHorvitzThompson",
     "UnitMoments", "UnitPlan", "WithReplacementDesign", "WithinQuery", "census_estimate", "census_sample",
-    "census_snis", "document_target", "document_target_of", "draw_poisson", "draw_priority", "draw_uniform", "draw_with_replacement",
+    "census_snis", "document_target", "document_target_of", "affordable_prefix", "draw_poisson", "draw_priority", "draw_uniform", "draw_with_replacement",
     "draw_within_queries", "expected_poisson_variance", "hansen_hurwitz", "horvitz_thompson", "inclusion_probabilities",
     "poisson_dof", "poisson_variance", "ratio_estimate", "sampling_distribution", "scenario_contrasts", "stat_ap",
     "uniform_inclusion", "unit_costs", "unit_scores", "waterfill", "within_query_distribution",
