@@ -34,6 +34,8 @@ MULTI_METHODS = ("active", "passive", "active_uniform_costs")
 # added in 0.3 (the API's default since): entries of their own, the earlier ones unchanged
 WOR_METHODS = ("active_wor",)
 METRICS = ("err@10", "dcg@5", "err")
+# added in 0.5 (budgeted draws): entries of their own, the earlier ones unchanged
+DOC_METHODS = ("doc_dyn", "doc_stat", "doc_uniform", "doc_hh", "two_stage", "doc_ubis")
 
 
 class CentroidModel:
@@ -153,6 +155,17 @@ def compute_fingerprint(data, train, probs, lab, tmp_path) -> dict:
         res = _quiet(ar.estimate_adaptive, data, (a, b), CentroidModel(), data.X, lab, budget=12, n_batches=2,
                      metric=metric, train=(train.X, train.labels), rng=18)
         out[f"adaptive_pair/{metric}"] = _pair(res)
+    # added in 0.5 with the budgeted draws: the document-level methods, prefix and auto
+    for method in DOC_METHODS:
+        res = _quiet(ar.compare, data, a, b, probs, lab, budget=12, metric="dcg@5", method=method, rng=24)
+        out[f"compare/{method}/dcg@5"] = _pair(res)
+        res = _quiet(ar.compare_many, data, [a, c], b, probs, lab, budget=12, metric="dcg@5", method=method, rng=25)
+        out[f"compare_many/{method}/dcg@5"] = _many(res)
+    for method, metric in (("prefix", "err@10"), ("auto", "err@10"), ("auto", "dcg@5")):
+        res = _quiet(ar.estimate, data, a, probs, lab, budget=8, metric=metric, method=method, rng=26)
+        out[f"estimate/{method}/{metric}"] = _single(res)
+        res = _quiet(ar.compare, data, a, b, probs, lab, budget=8, metric=metric, method=method, rng=27)
+        out[f"compare/{method}/{metric}"] = _pair(res)
     # reuse: earlier draws and a census set
     first = _quiet(ar.estimate, data, a, probs, lab, budget=6, metric="err@10", method="active", rng=19)
     judged = {}
