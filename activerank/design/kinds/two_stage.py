@@ -618,8 +618,10 @@ class TwoStage(DocumentDesign):
                              control_variate=self.control_variate, defensive=defensive)
         # documents judged before are free at the second stage (their judgments are reused)
         d = replace(d, costs=np.where(judged, 0.0, d.costs))
-        if budget < 2 * float(c0 + c[target.matters].min(initial=np.inf)):
-            raise ValueError(f"`budget`={budget:g} is too small for two first-stage draws.")
+        smallest = 2 * float(c0 + c[target.matters].min(initial=np.inf))
+        if budget < smallest:
+            raise ValueError(f"`budget`={budget:g} is too small for two first-stage draws; the smallest usable "
+                             f"budget is {smallest:.4g}.")
         return _TwoStageRun(d, float(budget))
 
     def draw_units(self, design, target, rng):

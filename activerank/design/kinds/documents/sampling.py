@@ -302,12 +302,27 @@ def _budget_iv(budget) -> float:
     return float(budget)
 
 
-def _too_small(expected: float, budget: float) -> None:
+def _too_small(expected: float, budget: float, smallest=None) -> None:
+    """Refuse a budget that buys fewer than 2 documents; ``smallest()`` gives the smallest usable budget."""
     if expected < 2.0:
+        hint = "" if smallest is None else f"; the smallest usable budget is {smallest():.4g}"
         raise ValueError(
             f"`budget`={budget:g} is too small: it buys {expected:.3g} judged documents in expectation; "
-            "a design-based variance needs at least 2."
+            f"a design-based variance needs at least 2{hint}."
         )
+
+
+def _smallest_budget(score, costs) -> float:
+    """The smallest budget whose water-filled ``pi`` buy 2 documents in expectation (bisection; ``pi`` and
+    so their sum grow with the budget)."""
+    live = score > 0
+    lo, hi = 0.0, float(costs[live].sum())
+    if np.count_nonzero(live) < 2:
+        return math.inf
+    for _ in range(60):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if waterfill(score, costs, mid).sum() < 2.0 else (lo, mid)
+    return hi
 
 
 def inclusion_probabilities(target: DocumentTarget, probs, budget, *, utility="residual", costs=None,
@@ -362,7 +377,7 @@ def inclusion_probabilities(target: DocumentTarget, probs, budget, *, utility="r
     fallback = np.where(live, target.norms / np.sqrt(c), 0.0)
     s = _mix(score, fallback, c, defensive)
     pi = waterfill(s, c, budget)
-    _too_small(float(pi.sum()), budget)
+    _too_small(float(pi.sum()), budget, lambda: _smallest_budget(s, c))
     pi = np.where(judged_m, 1.0, pi)
     charged = np.where(judged_m, 0.0, c)
     return PoissonDesign(pi=pi, costs=charged, budget=float(np.dot(pi, charged)), kind="poisson")
@@ -413,11 +428,11 @@ def uniform_inclusion(target: DocumentTarget, budget, *, costs=None, judged=None
     if np.ptp(free_c) <= 1e-12 * free_c.max():  # equal costs: as many as the budget pays for, never more
         n = int(min(N, math.floor(budget / float(free_c[0]) * (1 + 1e-12))))
         n -= int(n * float(free_c[0]) > budget)  # never over the budget by a rounding error
-        _too_small(float(n), budget)
+        _too_small(float(n), budget, lambda: 2.0 * float(free_c[0]))
         pi = np.where(judged_m, 1.0, n / N)
         return PoissonDesign(pi=pi, costs=charged, budget=float(np.dot(pi, charged)), kind="srswor")
     # unequal costs: a uniform random order taken while it fits the budget (draw_priority with equal pi)
-    _too_small(budget / float(free_c.mean()), budget)
+    _too_small(budget / float(free_c.mean()), budget, lambda: 2.0 * float(free_c.mean()))
     pi = np.where(judged_m, 1.0, min(1.0, budget / float(free_c.sum())))
     return PoissonDesign(pi=pi, costs=charged, budget=budget, kind="poisson")
 

@@ -103,7 +103,8 @@ class HansenHurwitz(DocumentDesign):
         cheapest = float(c[Q > 0].min())
         if budget < 2 * cheapest:
             raise ValueError(f"`budget`={budget:g} is too small: it buys fewer than 2 draws (the cheapest "
-                             f"reachable document costs {cheapest:.4g}); a variance needs at least 2.")
+                             f"reachable document costs {cheapest:.4g}); a variance needs at least 2; the "
+                             f"smallest usable budget is {2 * cheapest:.4g}.")
         return WithReplacementDesign(Q, c, float(budget), np.asarray(judged, dtype=bool),
                                      self.max_draws_per_unit * target.n_units)
 
