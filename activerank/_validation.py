@@ -46,6 +46,15 @@ def budget_iv(budget) -> float:
     return positive_real_iv(budget, "budget")
 
 
+def budget_unit_iv(unit) -> str:
+    """What the budget counts: ``"queries"`` (mean query costs), ``"cost"`` (the cost model's unit) or
+    ``"documents"`` (judgments)."""
+    units = ("queries", "cost", "documents")
+    if not isinstance(unit, str) or unit not in units:
+        raise ValueError(f"`budget_unit` must be one of {units}; got {unit!r}.")
+    return unit
+
+
 def int_iv(value, name: str, minimum: int) -> int:
     if not (isinstance(value, numbers.Integral) and not isinstance(value, bool)) or value < minimum:
         raise ValueError(f"`{name}` must be an integer >= {minimum}; got {value!r}.")

@@ -23,10 +23,13 @@ precision needs.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from ._validation import (
     budget_iv,
+    budget_unit_iv,
     choice_iv,
     ci_iv,
     confidence_level_iv,
@@ -45,6 +48,7 @@ from ._validation import (
 )
 from .engine.schedules import reuse_iv
 from .pool import pool_iv
+from .design.costs import budget_unit_factor
 from .design.design import Design, prepare_design
 from .design.methods import method_names
 from .design.sampling import DEFAULT_DEFENSIVE
@@ -113,9 +117,20 @@ def _held(pool_, probs, judgments):
     return store
 
 
+def _in_unit(res, budget: float, unit: str, factor: float):
+    """``res`` with its budget and cost in ``unit`` (``factor`` of them per engine unit)."""
+    if unit == "queries":
+        return res
+    spent = res.cost_spent * factor
+    if spent <= budget * (1 + 1e-12):  # the unit's rounding is not overspending
+        spent = min(spent, budget)
+    return replace(res, budget=budget, cost_spent=spent, budget_unit=unit)
+
+
 def _fixed(pool, pool_, kind, rankings, probs, labeler, *, budget, rng, judgments=None, ci="auto",
-           **design_args):
+           budget_unit="queries", **design_args):
     budget = budget_iv(budget)
+    unit = budget_unit_iv(budget_unit)
     ci = ci_iv(ci)
     rng = rng_iv(rng)
     labeler = labeler_iv(labeler)
@@ -127,19 +142,20 @@ def _fixed(pool, pool_, kind, rankings, probs, labeler, *, budget, rng, judgment
     if isinstance(design_args.get("method"), str) and design_args["method"] == "auto":
         from .design.auto import auto_design
 
-        dsg, auto = auto_design(pool, pool_, kind, rankings, probs, budget, design_args)
+        dsg, auto = auto_design(pool, pool_, kind, rankings, probs, budget, design_args, budget_unit=unit)
     else:
         dsg = prepare_design(pool, pool_, kind, rankings, probs, **design_args)
+    factor = budget_unit_factor(unit, dsg.costs, dsg.document_costs)
     store = Judgments(pool_, dsg.n_grades) if store is None else store
-    res = run(dsg, pool_, labeler, FixedBudget(budget, rng), judgments=store, ci=ci)
+    res = run(dsg, pool_, labeler, FixedBudget(budget / factor, rng), judgments=store, ci=ci)
     if auto is not None:  # say what was chosen and why
         res.trace.attrs["auto"] = auto.as_dict()
-    return res
+    return _in_unit(res, budget, unit, factor)
 
 
 def estimate(pool, scores, probs, labeler, *, budget, metric="err@10", k=None, method="active_wor",
              costs="auto", query_weights=None, defensive=DEFAULT_DEFENSIVE, rng=None,
-             predicted=None, judgments=None, ci="auto"):
+             predicted=None, judgments=None, ci="auto", budget_unit="queries"):
     """Estimate a ranker's mean metric from a budget of relevance judgments.
 
     Parameters
@@ -155,7 +171,7 @@ def estimate(pool, scores, probs, labeler, *, budget, metric="err@10", k=None, m
         ``labeler(query_id, doc_ids) -> grades``.  Document ids are the pool's
         ``doc_ids`` when it has them, else global row indices.
     budget : float
-        Labeling budget in units of the pool's mean query cost.
+        Labeling budget, by default in units of the pool's mean query cost (``budget_unit``).
     metric : str, default "err@10"
         Any metric spelling of ``docs/metrics.md``, e.g. ``"err@10"`` (the
         paper's ERR with the label scale's top grade), ``"dcg@10"``,
@@ -195,6 +211,10 @@ def estimate(pool, scores, probs, labeler, *, budget, metric="err@10", k=None, m
         per-draw SE with Kish's effective number of distinct queries; ``"bootstrap"``: a studentized bootstrap
         (query draws with replacement, one ranker or one difference); ``"normal"``: the paper's interval.
         Measured coverage of each: ``docs/intervals.md``.
+    budget_unit : {"queries", "cost", "documents"}, default "queries"
+        What ``budget`` counts (and ``result.budget``, ``result.cost_spent`` report): the pool's mean query
+        cost, the cost model's own unit (e.g. the ``costs`` array's), or judgments (documents; needs equal
+        document costs).  Every design keeps the realized cost within the budget on every run.
 
     Returns
     -------
@@ -219,13 +239,13 @@ def estimate(pool, scores, probs, labeler, *, budget, metric="err@10", k=None, m
     pool_ = pool_iv(pool)
     rankings = (scores_iv(scores, pool_, "scores"),)
     return _fixed(pool, pool_, "mean", rankings, probs, labeler, budget=budget, rng=rng, judgments=judgments,
-                  ci=ci, metric=metric, k=k, method=method, costs=costs, query_weights=query_weights,
+                  ci=ci, budget_unit=budget_unit, metric=metric, k=k, method=method, costs=costs, query_weights=query_weights,
                   defensive=defensive, predicted=predicted)
 
 
 def compare(pool, scores_a, scores_b, probs, labeler, *, budget, metric="err@10", k=None,
             method="active_wor", costs="auto", query_weights=None, defensive=DEFAULT_DEFENSIVE,
-            rng=None, predicted=None, judgments=None, judge="changeable", ci="auto"):
+            rng=None, predicted=None, judgments=None, judge="changeable", ci="auto", budget_unit="queries"):
     """Estimate ``Delta = R_a - R_b`` between two rankers from a labeling budget.
 
     Same parameters as :func:`estimate`, with two rankers, plus ``judge``.
@@ -250,6 +270,8 @@ def compare(pool, scores_a, scores_b, probs, labeler, *, budget, metric="err@10"
         (nDCG, AP) and custom metrics always judge every document.
         ``"all"``: judge every document of a drawn query (per-ranker
         estimates available).
+    budget_unit : {"queries", "cost", "documents"}, default "queries"
+        As in :func:`estimate`.
 
     Returns
     -------
@@ -270,7 +292,7 @@ def compare(pool, scores_a, scores_b, probs, labeler, *, budget, metric="err@10"
     pool_ = pool_iv(pool)
     rankings = (scores_iv(scores_a, pool_, "scores_a"), scores_iv(scores_b, pool_, "scores_b"))
     return _fixed(pool, pool_, "difference", rankings, probs, labeler, budget=budget, rng=rng,
-                  judgments=judgments, ci=ci, metric=metric, k=k, method=method, costs=costs,
+                  judgments=judgments, ci=ci, budget_unit=budget_unit, metric=metric, k=k, method=method, costs=costs,
                   query_weights=query_weights, defensive=defensive, predicted=predicted, judge=judge)
 
 
@@ -362,7 +384,7 @@ def plan_budget(pool, scores, probs, *, scores_b=None, budget=None, target_half_
 def compare_many(pool, candidate_scores, baseline_scores, probs, labeler, *, budget, metric="err@10",
                  k=None, method="active_wor", costs="auto", query_weights=None,
                  defensive=DEFAULT_DEFENSIVE, rng=None, names=None, baseline_name="baseline",
-                 judgments=None, judge="changeable", ci="auto"):
+                 judgments=None, judge="changeable", ci="auto", budget_unit="queries"):
     """Estimate how much each of several candidates beats a baseline, from one budget.
 
     Draws queries from ``q*(x) ∝ p(x) sqrt(sum_j E[(delta_j - Delta_j)^2 | x] / lambda(x))``
@@ -385,7 +407,7 @@ def compare_many(pool, candidate_scores, baseline_scores, probs, labeler, *, bud
     budget : float
         Labeling budget in units of the pool's mean query cost, where a query's
         cost is that of the union of all ``m + 1`` rankings' top-k documents.
-    metric, k, method, costs, query_weights, defensive, rng, ci
+    metric, k, method, costs, query_weights, defensive, rng, ci, budget_unit
         As in :func:`activerank.estimate` (``ci="auto"``, ``"t_draws"`` or ``"t"``: simultaneous intervals
         are max-|t| of the multivariate Student t with ``result.dof`` degrees of freedom;
         ``ci="bootstrap"`` is refused: it gives one interval for one contrast).
@@ -429,14 +451,14 @@ def compare_many(pool, candidate_scores, baseline_scores, probs, labeler, *, bud
     if baseline_name in cand_names:
         raise ValueError(f"`baseline_name` {baseline_name!r} must differ from the candidate `names`.")
     return _fixed(pool, pool_, "baseline", (*cands, base), probs, labeler, budget=budget, rng=rng,
-                  judgments=judgments, ci=ci, metric=metric, k=k, method=method, costs=costs,
+                  judgments=judgments, ci=ci, budget_unit=budget_unit, metric=metric, k=k, method=method, costs=costs,
                   query_weights=query_weights, defensive=defensive, names=(*cand_names, baseline_name),
                   judge=judge)
 
 
 def rank_systems(pool, scores_list, probs, labeler, *, budget, metric="err@10", k=None,
                  method="active_wor", costs="auto", query_weights=None, defensive=DEFAULT_DEFENSIVE,
-                 rng=None, names=None, judgments=None, judge="changeable", ci="auto"):
+                 rng=None, names=None, judgments=None, judge="changeable", ci="auto", budget_unit="queries"):
     """Rank ``k`` systems by their mean metric from one labeling budget.
 
     Estimates each system's mean metric relative to the mean system,
@@ -450,7 +472,7 @@ def rank_systems(pool, scores_list, probs, labeler, *, budget, metric="err@10", 
     pool : LetorData, Pool, or object with ``offsets`` and ``query_ids``
     scores_list : list of array-like of shape (n_docs,) or Rankings
         One entry per system (at least two).
-    probs, labeler, budget, metric, k, method, costs, query_weights, defensive, rng, ci
+    probs, labeler, budget, metric, k, method, costs, query_weights, defensive, rng, ci, budget_unit
         As in :func:`compare_many`.
     names : sequence of str, optional
         System names (default ``"system_0"``, ...).
@@ -486,7 +508,7 @@ def rank_systems(pool, scores_list, probs, labeler, *, budget, metric="err@10", 
     systems = scores_list_iv(scores_list, pool_, "scores_list", 2)
     names = names_iv(names, len(systems), "names", "system")
     return _fixed(pool, pool_, "ranking", tuple(systems), probs, labeler, budget=budget, rng=rng,
-                  judgments=judgments, ci=ci, metric=metric, k=k, method=method, costs=costs,
+                  judgments=judgments, ci=ci, budget_unit=budget_unit, metric=metric, k=k, method=method, costs=costs,
                   query_weights=query_weights, defensive=defensive, names=names, judge=judge)
 
 

@@ -242,3 +242,38 @@ def test_boolean_or_float_string_grades_rejected(setup, bad):
     with pytest.raises(LabelingError, match=r"labeler grades must be integers"):
         ar.estimate(pool2, [0.0, 1.0], np.full((2, 3), 1 / 3), lambda q, d: bad, budget=1,
                     metric="dcg", rng=0)
+
+
+@pytest.mark.parametrize("method", ["active_wor", "doc_dyn", "auto"])
+def test_budget_in_judgments_buys_at_most_that_many_labels(method):
+    pool = ar.load_sample()
+    lab = ar.KnownLabels.from_data(pool)
+    probs = np.full((pool.n_docs, pool.n_grades), 1.0 / pool.n_grades)
+    res = ar.compare(pool, pool.X[:, 24], pool.X[:, 10], probs, lab, budget=60, budget_unit="documents",
+                     metric="dcg@10", method=method, costs="constant", rng=3)
+    assert res.budget_unit == "documents" and res.budget == 60
+    assert res.judgments.bought.n_labels <= 60 and res.cost_spent == pytest.approx(res.judgments.bought.n_labels)
+    assert res.budget_left == pytest.approx(60 - res.cost_spent)
+    assert res.summary().attrs["run"]["budget_unit"] == "documents" and res.to_dict()["budget_unit"] == "documents"
+
+
+def test_budget_in_the_cost_models_unit_is_the_costs_arrays():
+    pool = ar.load_sample()
+    lab = ar.KnownLabels.from_data(pool)
+    probs = np.full((pool.n_docs, pool.n_grades), 1.0 / pool.n_grades)
+    costs = np.where(np.arange(pool.n_docs) % 3 == 0, 2.5, 1.0)
+    res = ar.estimate(pool, pool.X[:, 24], probs, lab, budget=80, budget_unit="cost", costs=costs, metric="dcg@10",
+                      method="doc_dyn", rng=1)
+    rows = res.trace["doc_row"].to_numpy()
+    assert res.cost_spent == pytest.approx(costs[rows].sum()) and res.cost_spent <= 80
+
+
+def test_a_budget_in_judgments_with_unequal_document_costs_is_refused():
+    pool = ar.load_sample()
+    lab = ar.KnownLabels.from_data(pool)
+    probs = np.full((pool.n_docs, pool.n_grades), 1.0 / pool.n_grades)
+    costs = np.where(np.arange(pool.n_docs) % 3 == 0, 2.5, 1.0)
+    with pytest.raises(ValueError, match="budget_unit.*equal document costs|needs every document to cost the same"):
+        ar.estimate(pool, pool.X[:, 24], probs, lab, budget=50, budget_unit="documents", costs=costs, rng=0)
+    with pytest.raises(ValueError, match="`budget_unit` must be one of"):
+        ar.estimate(pool, pool.X[:, 24], probs, lab, budget=5, budget_unit="judgments", rng=0)

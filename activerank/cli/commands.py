@@ -161,8 +161,11 @@ def _common(p, scores):
                        help="size of the grade scale 0..N-1 (default: the largest label in the pool + 1)")
     design = p.add_argument_group("budget and design")
     design.add_argument("--budget", metavar="B", type=positive_float, required=True,
-                        help="labeling budget, in units of the mean cost of judging one whole query "
-                             "(with constant costs, about B queries); required")
+                        help="labeling budget, by default in units of the mean cost of judging one whole query "
+                             "(with constant costs, about B queries; see --budget-unit); required")
+    design.add_argument("--budget-unit", default="queries", choices=("queries", "cost", "documents"),
+                        help="what --budget counts: mean query costs (default), the cost model's unit, or "
+                             "judgments (documents; needs equal document costs)")
     design.add_argument("--metric", default="err@10", help=_metric_help())
     from ..design.methods import method_names
 
@@ -266,6 +269,9 @@ def _distributed(args, kind: str):
     pool = ard.DaskPool.from_parquet(args.pool, query=args.query_column, document=args.doc_column,
                                      cost=args.cost_column, length=args.length_column)
     probs = [c.strip() for c in args.probs_columns.split(",") if c.strip()]
+    if args.budget_unit != "queries":
+        raise CLIError("--budget-unit is not available on Parquet pools yet (their budget is in mean query "
+                       "costs); omit it.")
     common = dict(budget=args.budget, metric=args.metric, method=args.method or DEFAULT_METHOD,
                   costs=args.costs, rng=args.seed, ci=args.ci)
     if kind == "difference" and args.judge == "changeable":
@@ -305,7 +311,7 @@ def _letor(args, kind: str):
         probs = model.predict_proba(data.X)
         step(3)
         common = dict(budget=args.budget, metric=args.metric, method=args.method or DEFAULT_METHOD,
-                      costs=args.costs, rng=args.seed, ci=args.ci)
+                      costs=args.costs, rng=args.seed, ci=args.ci, budget_unit=args.budget_unit)
         if kind == "mean":
             return estimate(data, scores_from_spec(args.scores, data, probs), probs, KnownLabels.from_data(data),
                             **common)
@@ -332,6 +338,7 @@ def _report(res, args, point_name):
         out.update(ranker=args.scores)
     out.update(standard_error=res.standard_error, ci_low=ci.low, ci_high=ci.high, confidence_level=args.confidence,
                n_queries=res.n_queries, n_draws=res.n_draws, cost_spent=res.cost_spent, budget=res.budget,
+               budget_unit=res.budget_unit,
                effective_sample_size=res.effective_sample_size, metric=res.metric, method=res.method, ci=res.ci,
                dof=res.dof)
     out = {k: _number(v) if isinstance(v, (float, np.floating)) else v for k, v in out.items()}
@@ -353,7 +360,7 @@ def _report(res, args, point_name):
         judged = f"{res.n_queries} queries judged in {res.n_draws} draws"
     else:  # documents sampled one by one, or a sequence of documents inside every sampled query
         judged = f"{len(res.trace)} documents judged in {res.n_queries} queries"
-    print(f"  {judged}, cost {res.cost_spent:.2f} of {res.budget:g}; method {res.method}; "
+    print(f"  {judged}, cost {res.cost_spent:.2f} of {res.budget:g} ({res.budget_unit}); method {res.method}; "
           f"ESS {res.effective_sample_size:.1f}")
 
 

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .costs import budget_unit_factor
 from .design import prepare_design
 
 __all__ = ["AutoChoice", "auto_design", "choose_method", "predicted_variance"]
@@ -57,15 +58,17 @@ class AutoChoice:
         return {"method": self.method, "predicted_variance": dict(self.predicted_variance), "reason": self.reason}
 
 
-def auto_design(pool, pool_, kind, rankings, probs, budget: float, design_args: dict):
+def auto_design(pool, pool_, kind, rankings, probs, budget: float, design_args: dict, *, budget_unit="queries"):
     """``method="auto"``'s design: ``active_wor``'s or, for additive metrics, ``doc_dyn``'s (cascade metrics:
-    ``prefix``'s), whichever has the smaller predicted variance at ``budget``.
+    ``prefix``'s), whichever has the smaller predicted variance at ``budget`` (in ``budget_unit``,
+    :func:`~activerank.design.costs.budget_unit_factor`).
 
     ``design_args`` are :func:`~activerank.design.design.prepare_design`'s keyword arguments (``method`` is
     set here).  Returns ``(design, AutoChoice)``; used by the API and by labeling campaigns.
     """
     args = dict(design_args, method="active_wor")
     query = prepare_design(pool, pool_, kind, rankings, probs, **args)
+    budget = budget / budget_unit_factor(budget_unit, query.costs, query.document_costs)
     doc = None
     alternative = {"additive": "doc_dyn", "cascade": "prefix"}.get(query.metric.family)
     if alternative is not None and args.get("predicted") is None:

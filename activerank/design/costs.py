@@ -16,9 +16,12 @@ import numpy as np
 from .._validation import doc_costs_iv
 from ..ragged import Rankings
 
-__all__ = ["QueryCosts", "COST_MODELS", "RemainingCosts", "document_costs", "judged_union", "query_costs"]
+__all__ = ["BUDGET_UNITS", "QueryCosts", "COST_MODELS", "RemainingCosts", "budget_unit_factor", "document_costs",
+           "judged_union", "query_costs"]
 
 COST_MODELS = ("auto", "log_length", "constant", "uniform")
+#: what a budget counts: the pool's mean query cost (the engine's unit), the cost model's own unit, judgments
+BUDGET_UNITS = ("queries", "cost", "documents")
 
 
 @dataclass(frozen=True, eq=False)
@@ -240,3 +243,31 @@ class RemainingCosts:
         n_open = np.bincount(self.query, weights=open_, minlength=m)
         part = np.bincount(self.query, weights=self.cost * open_, minlength=m)
         return np.where(n_open == self.size, self.full, np.where(n_open == 0, 0.0, part))
+
+
+def budget_unit_factor(unit: str, costs: QueryCosts, document_costs) -> float:
+    """How many of ``unit`` one budget unit of the engine (the pool's mean query cost) is.
+
+    ``"queries"``: 1. ``"cost"``: the raw cost of one unit (``costs.scale``). ``"documents"``: the judgments
+    it buys, which needs every document to cost the same (a budget in judgments cannot be kept with unequal
+    document costs, nor with a charge per query).
+
+    Examples
+    --------
+    >>> qc = QueryCosts(cost=np.array([0.8, 1.2]), raw=np.array([4.0, 6.0]), model="constant")
+    >>> budget_unit_factor("cost", qc, np.ones(10)), budget_unit_factor("documents", qc, np.ones(10))
+    (5.0, 5.0)
+    """
+    if unit == "queries":
+        return 1.0
+    if unit == "cost":
+        return float(costs.scale)
+    dc = None if document_costs is None else np.asarray(document_costs, dtype=np.float64)
+    if costs.model == "uniform" or dc is None or dc.size == 0:
+        raise ValueError("`budget_unit`='documents' counts judgments, but the cost model charges per query "
+                         "(costs='uniform'); use budget_unit='queries' or a per-document cost model.")
+    if np.ptp(dc) > 1e-12 * float(np.abs(dc).max()):
+        raise ValueError(f"`budget_unit`='documents' counts judgments, which needs every document to cost the same; "
+                         f"the cost model {costs.model!r} gives costs from {dc.min():.4g} to {dc.max():.4g}: pass "
+                         "costs='constant', or give the budget in the cost model's unit (budget_unit='cost').")
+    return float(costs.scale) / float(dc[0])

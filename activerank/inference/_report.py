@@ -20,8 +20,8 @@ __all__ = ["RUN_COLUMNS", "auto_note", "decimals", "fmt", "jsonable", "result_di
            "summary_frame"]
 
 #: the columns every summary table ends with, one value per run
-RUN_COLUMNS = ("n_queries", "labels_bought", "cost_spent", "budget", "method", "chosen_because", "few_labels",
-               "range_adjusted")
+RUN_COLUMNS = ("n_queries", "labels_bought", "cost_spent", "budget", "budget_unit", "method", "chosen_because",
+               "few_labels", "range_adjusted")
 
 # fields that are not plain data: the per-draw trace, the bootstrap distribution, the judgments (as records)
 _NOT_PLAIN = ("trace", "bootstrap", "judgments", "win_probabilities")
@@ -79,7 +79,8 @@ def labels_bought(result) -> int | None:
 def run_facts(result) -> dict:
     """What the run did, whatever it estimated: :data:`RUN_COLUMNS` as a dict."""
     return dict(n_queries=result.n_queries, labels_bought=labels_bought(result), cost_spent=result.cost_spent,
-                budget=result.budget, method=result.method, chosen_because=auto_note(result),
+                budget=result.budget, budget_unit=result.budget_unit, method=result.method,
+                chosen_because=auto_note(result),
                 few_labels=result.few_labels, range_adjusted=result.range_adjusted)
 
 
@@ -115,7 +116,8 @@ def result_html(result, table: "pd.DataFrame") -> str:
     interval = getattr(result, "interval", None) or (
         result.ci + ("" if math.isinf(result.dof) else f", {result.dof:g} degrees of freedom"))
     notes = [f"interval: {interval}",
-             f"{run.get('n_queries')} queries judged, cost {result.cost_spent:.4g} of {result.budget:g}, "
+             f"{run.get('n_queries')} queries judged, cost {result.cost_spent:.4g} of {result.budget:g} "
+             f"({result.budget_unit}), "
              f"{run.get('labels_bought')} labels bought, method {result.method}"]
     if run.get("chosen_because"):
         notes.append(run["chosen_because"])

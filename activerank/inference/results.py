@@ -101,6 +101,14 @@ class RunInfo:
     #: the estimate rests on fewer than 5 judged queries (a ``FewLabelsWarning`` said so): its standard error
     #: and interval are not reliable
     few_labels: bool = False
+    #: what ``budget`` and ``cost_spent`` count: ``"queries"`` (the pool's mean query cost), ``"cost"`` (the
+    #: cost model's own unit) or ``"documents"`` (judgments)
+    budget_unit: str = "queries"
+
+    @property
+    def budget_left(self) -> float:
+        """``budget - cost_spent``: what the run left unspent (never negative), in ``budget_unit``."""
+        return max(0.0, self.budget - self.cost_spent)
 
     # ------------------------------------------------------------------ presentation (one family)
 
