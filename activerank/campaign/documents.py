@@ -48,6 +48,7 @@ the judgments stay stored.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -150,6 +151,36 @@ class DocumentPlan:
     def budgeted(self) -> bool:
         """Whether the sample is a budgeted draw (never over the budget) rather than a Poisson sample."""
         return self.planned is not None
+
+    def draw_order(self, seed: int) -> np.ndarray:
+        """Every sampled unit's position in the budgeted draw's order (ascending ``U / pi``; ``sample`` order)."""
+        if self.planned is None:
+            return np.arange(self.sample.size)
+        u = np.random.default_rng(seed).random(self.planned.shape)
+        rank = np.empty(self.sample.size, dtype=np.int64)
+        rank[np.argsort(u[self.sample] / self.planned[self.sample], kind="stable")] = np.arange(self.sample.size)
+        return rank
+
+    def judged_prefix(self, judged: np.ndarray, seed: int) -> tuple["DocumentPlan", int]:
+        """The plan of the longest run of judged tasks at the head of the draw order, and its length.
+
+        A budgeted draw takes units in the order of ``xi = U / pi`` (the uniforms of ``seed``); its first
+        ``m`` units are a fixed-size priority sample with the exact inclusion probabilities
+        ``min(1, pi xi_(m+1))`` (``docs/document_level.md``), so they estimate without bias while later
+        tasks are still out.  ``judged`` flags every sampled unit (in ``sample`` order).
+        """
+        if self.planned is None:
+            raise ValueError("a Poisson sample (a store written before 0.5) has no draw order.")
+        u = np.random.default_rng(seed).random(self.planned.shape)
+        xi = u[self.sample] / self.planned[self.sample]
+        order = np.argsort(xi, kind="stable")
+        head = np.asarray(judged, dtype=bool)[order]
+        m = int(head.size if head.all() else np.argmin(head))
+        threshold = float(xi[order[m]]) if m < order.size else math.inf
+        with np.errstate(invalid="ignore"):
+            real = np.where(self.planned > 0, np.minimum(1.0, self.planned * threshold), 0.0)
+        take = np.sort(self.sample[order[:m]])
+        return DocumentPlan(self.target, replace(self.design, pi=real), take, self.planned), m
 
     def replay(self, seed: int) -> np.ndarray:
         """The sampled units the draw with ``seed`` takes (budgeted from ``planned``, or Poisson)."""

@@ -424,7 +424,11 @@ class _Reads:
         if self._documents is None:
             first_draw = {int(x): j for j, x in reversed(list(enumerate(self._plan.queries.tolist())))}
         else:  # each task's own draw, and its cost
-            unit_draw = {int(r): j for j, r in enumerate(self._documents.rows.tolist())}
+            # a budgeted sample's draw order (its judged head estimates while later tasks are out)
+            rank = (self._documents.draw_order(self.seed) if isinstance(self._documents, DocumentPlan)
+                    else np.arange(self._documents.rows.size))
+            unit_draw = {int(r): int(j) for j, r in zip(rank, self._documents.rows.tolist())}
+            unit_pos = {int(r): j for j, r in enumerate(self._documents.rows.tolist())}
             unit_cost = self._documents.costs
         rows, queries, total = [], [], 0.0
         kind_int = self.meta["query_id_kind"] == "int"
@@ -444,7 +448,7 @@ class _Reads:
                 elif self._documents is None:
                     c = float(self._design.costs.cost[x])
                 else:
-                    c = math.fsum(unit_cost[unit_draw[r]] for r in todo)
+                    c = math.fsum(unit_cost[unit_pos[r]] for r in todo)
                 if max_cost is not None and total + c > max_cost * (1 + BUDGET_RTOL):
                     break
                 total += c

@@ -358,6 +358,8 @@ class _Replay:
         grades, _ = self._combined(combine)
         rows = self._documents.rows.tolist()
         missing = [r for r in rows if r not in grades]
+        if missing and isinstance(self._documents, DocumentPlan) and self._documents.budgeted:
+            return self._estimate_document_prefix(grades, rows, missing)
         if missing:
             qidx = np.repeat(np.arange(len(self._qkeys)), np.diff(self._offsets))
             first = missing[0]
@@ -374,6 +376,23 @@ class _Replay:
                                      seed=self.seed)
         return estimate_documents(self._design, self.pool(), self._documents, np.array([grades[r] for r in rows]),
                                   self.probs(), budget=self.budget)
+
+    def _estimate_document_prefix(self, grades, rows, missing):
+        """A budgeted document sample judged in part: the estimate of its longest judged head in draw order."""
+        judged = np.array([r in grades for r in rows])
+        plan, m = self._documents.judged_prefix(judged, self.seed)
+        if m < 2:
+            raise ValueError(
+                f"nothing to estimate yet: {len(missing)} of {len(rows)} sampled documents (tasks) are not judged, "
+                f"and only {m} judged ones lead the sample's draw order (at least 2 are needed: tasks judged in "
+                "the order of an export's `draw` column give an estimate from the first ones). The judgments are "
+                "kept: import the missing ones.")
+        take_rows = plan.rows.tolist()
+        res = estimate_documents(self._design, self.pool(), plan, np.array([grades[r] for r in take_rows]),
+                                 self.probs(), budget=self.budget)
+        res.trace.attrs.update(partial=True, tasks_missing=len(missing), tasks_in_estimate=m,
+                               tasks_judged_outside_estimate=int(judged.sum()) - m)
+        return res
 
     # ------------------------------------------------------------------ checks
 

@@ -1,5 +1,5 @@
 """Document-level campaigns (activerank.campaign.documents): (query id, document id) tasks of the engine's
-Poisson sample, export -> import round trips, the estimate from the store against the in-memory engine."""
+budgeted sample, export -> import round trips, the estimate from the store against the in-memory engine."""
 
 import csv
 import json
@@ -116,7 +116,8 @@ def test_round_trip_equals_activerank_estimate(tmp_path, data, probs, labels, me
         rows = read_tasks(tmp_path / f"t.{fmt}")
         assert exp.n_rows == len(rows) == c.status().n_draws > 0
         assert list(rows[0]) == ["query_id", "query_text", "doc_id", "draw", "grade", "annotator"]
-        assert [int(r["draw"]) for r in rows] == list(range(len(rows)))   # each task its own draw
+        # each task its own draw: its place in the budgeted draw's order
+        assert sorted(int(r["draw"]) for r in rows) == list(range(len(rows)))
         answer(tmp_path / f"t.{fmt}", tmp_path / f"a.{fmt}", labels)
         rep = c.import_judgments(tmp_path / f"a.{fmt}")
         assert rep.accepted == exp.n_rows and not rep.rejected
@@ -169,34 +170,70 @@ def test_round_trip_several_systems(tmp_path, data, probs, labels, target):
 # --------------------------------------------------------------------------- partial judgments
 
 
-def test_partial_judgments_refuse_the_estimate_and_keep_everything(tmp_path, data, probs, labels):
+def test_partial_judgments_estimate_from_the_judged_head_of_the_draw_order(tmp_path, data, probs, labels):
     with Campaign.create(tmp_path / "c.db", data, data.X[:, 0], probs, budget=4, metric=METRIC, method="doc_dyn",
                          seed=3) as c:
         c.export_tasks(tmp_path / "t.jsonl")
         n = c.status().n_draws
         with pytest.raises(ValueError, match=f"nothing to estimate yet: {n} of {n} sampled documents"):
             c.estimate()
-        # every other task answered
-        answer(tmp_path / "t.jsonl", tmp_path / "half.jsonl", labels, keep=lambda i, r: i % 2 == 0)
-        assert c.import_judgments(tmp_path / "half.jsonl").accepted == (n + 1) // 2
-        missing = n - (n + 1) // 2
-        with pytest.raises(ValueError, match=rf"nothing to estimate yet: {missing} of {n} sampled documents "
-                                             r"\(tasks\) are not judged .* complete Poisson sample only"):
+        tasks = read_tasks(tmp_path / "t.jsonl")
+        assert sorted(int(r["draw"]) for r in tasks) == list(range(n))  # the budgeted draw's order
+        # every task but the first of the draw order answered: no judged head, no estimate, nothing lost
+        answer(tmp_path / "t.jsonl", tmp_path / "late.jsonl", labels, keep=lambda i, r: int(r["draw"]) != 0)
+        assert c.import_judgments(tmp_path / "late.jsonl").accepted == n - 1
+        with pytest.raises(ValueError, match=r"nothing to estimate yet: 1 of .* only 0 judged ones lead"):
             c.estimate()
         st = c.status()
-        assert st.n_documents_judged == (n + 1) // 2 and st.n_judgments == (n + 1) // 2
-        assert st.draws_usable == 0 and st.cost_in_progress == 0.0
-        assert st.blocking_query is not None and st.blocking_query in st.queries_partial + st.queries_pending
-        assert st.cost_spent == pytest.approx(float(c.document_plan().costs[::2].sum()))
-        # the next export holds exactly the missing tasks, with their draw numbers
+        assert st.n_documents_judged == n - 1 and st.n_judgments == n - 1
+        # the first task answered too: the whole sample, the engine's estimate
         c.export_tasks(tmp_path / "rest.jsonl")
         rest = read_tasks(tmp_path / "rest.jsonl")
-        assert [r["draw"] for r in rest] == list(range(1, n, 2))
+        assert [int(r["draw"]) for r in rest] == [0]
         answer(tmp_path / "rest.jsonl", tmp_path / "rest_a.jsonl", labels)
         c.import_judgments(tmp_path / "rest_a.jsonl")
         res = c.estimate()
     ref = ar.estimate(data, data.X[:, 0], probs, labels, budget=4, metric=METRIC, method="doc_dyn", rng=3)
     assert_same_result(res, ref)
+
+
+def test_the_judged_head_of_the_draw_order_gives_an_estimate_while_tasks_are_out(tmp_path, data, probs, labels):
+    with Campaign.create(tmp_path / "c.db", data, data.X[:, 0], probs, budget=6, metric=METRIC, method="doc_dyn",
+                         seed=5) as c:
+        c.export_tasks(tmp_path / "t.jsonl")
+        n = c.status().n_draws
+        m = n // 2
+        answer(tmp_path / "t.jsonl", tmp_path / "head.jsonl", labels,
+               keep=lambda i, r: int(r["draw"]) < m or int(r["draw"]) == n - 1)
+        c.import_judgments(tmp_path / "head.jsonl")
+        res = c.estimate()
+        assert res.trace.attrs["partial"] and res.trace.attrs["tasks_in_estimate"] == m
+        assert res.trace.attrs["tasks_missing"] == n - m - 1 and res.trace.attrs["tasks_judged_outside_estimate"] == 1
+        assert len(res.trace) == m and res.cost_spent <= res.budget
+        assert np.all(res.trace["pi"] <= 1.0) and np.isfinite(res.standard_error)
+
+
+@pytest.mark.statistical
+def test_estimates_from_judged_heads_are_unbiased(data, probs, labels):
+    """Annotators answer the first m tasks of the draw order (m at random): the estimate stays unbiased."""
+    from activerank.campaign.documents import estimate_documents, plan_documents
+    from activerank.pool import pool_iv
+
+    dsg = ar.make_design(data, (ar.relevance.rank_by_scores(data.X[:, 0], data.offsets),), probs, metric=METRIC,
+                         method="doc_dyn")
+    truth = float(np.mean(ar.pool_metric_values(data.labels, dsg.target.rankings[0], metric=METRIC, ymax=2)))
+    rng = np.random.default_rng(0)
+    est = []
+    for seed in range(600):
+        plan = plan_documents(dsg, pool_iv(data), 6.0, seed)
+        m = int(rng.integers(2, plan.n_tasks + 1))
+        rank = plan.draw_order(seed)
+        head, got = plan.judged_prefix(rank < m, seed)
+        assert got == m
+        res = estimate_documents(dsg, pool_iv(data), head, data.labels[head.rows], probs, budget=6.0)
+        est.append(res.estimate)
+    est = np.array(est)
+    assert abs(est.mean() - truth) <= 3.5 * est.std() / np.sqrt(est.size)
 
 
 def test_scope_tasks_refuses_unsampled_documents_and_pool_keeps_them(tmp_path, data, probs, labels):
