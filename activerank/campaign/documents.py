@@ -2,13 +2,13 @@
 
 A campaign created with a registered method of ``unit="document"`` (e.g.
 ``doc_dyn``, ``doc_stat``; :mod:`activerank.design.methods`) does not plan
-queries: its plan is the Poisson sample of (query, document) units that
+queries: its plan is the budgeted sample of (query, document) units that
 :func:`activerank.estimate` / :func:`activerank.compare` with the same pool,
 probabilities, budget and ``rng=seed`` would send to a labeler
 (the document kind, :mod:`activerank.design.kinds.documents`, with the Poisson plug-in
 :class:`~activerank.design.kinds.documents.DocumentHorvitzThompson`).  Creation computes
 the sample with the engine's own functions (:func:`document_target_of`,
-:func:`unit_costs`, :func:`inclusion_probabilities`, :func:`draw_poisson`)
+:func:`unit_costs`, the plug-in's design, :func:`draw_priority`)
 and then runs the engine itself with a recording labeler to confirm that it
 asks for exactly these documents with exactly these inclusion probabilities;
 a method whose engine draws differ (a design this module does not know) is
@@ -34,16 +34,14 @@ raises.
 
 Partial judgments
 -----------------
-A Poisson sample with some units missing is not a Poisson sample: which units
-are missing depends on which tasks annotators answered first, and the
-Horvitz-Thompson weights ``1 / pi`` no longer describe how the judged units
-were selected.  (Nested designs do not rescue it: the inclusion probabilities
-grow with the budget, so the samples of smaller budgets are nested, but the
-largest budget whose sample happens to be judged depends on the sample
-sizes, i.e. on the draw, and conditioning on it biases the weights.)  The
-estimate of a document-level campaign therefore needs every sampled unit
-judged and otherwise raises a ``ValueError`` naming how many are missing;
-the judgments stay stored.
+A budgeted sample (stores written since 0.5) takes its units in the order of
+``xi = U / pi``; its first ``m`` units are a fixed-size priority sample with
+the exact inclusion probabilities ``min(1, pi xi_(m+1))``, so the estimate
+uses the longest run of judged tasks at the head of that order
+(:meth:`DocumentPlan.judged_prefix`; an export's ``draw`` column is the
+order) and counts the tasks missing and judged beyond it.  A Poisson sample
+(older stores) with some units missing is not a Poisson sample, and its
+estimate needs every sampled unit judged; the judgments stay stored.
 """
 
 from __future__ import annotations
