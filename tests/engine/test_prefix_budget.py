@@ -1,0 +1,219 @@
+"""The ``prefix`` design's hard budget (docs/prefix.md §7): queries in priority order ``xi = u / pi``, each walked
+to its own random depth, the first that does not fit cut; realized inclusion probabilities ``min(1, pi xi_f)``."""
+
+import numpy as np
+import pytest
+
+import activerank as ar
+from activerank.design.kinds.prefix import design_layout, walk_sample
+from activerank.design.kinds.prefix.budget import depth_tables, fits_limit
+from activerank.design.kinds.prefix.layout import _by_step, judging_paths, stop_probabilities
+from activerank.metrics import pool_metric_values
+
+from ..conftest import stat_reps
+from .test_documents import _problem
+
+
+def _awkward_costs(pool, rng, n_expensive=3):
+    """Per-document costs with a few documents 40x dearer than the rest."""
+    c = rng.uniform(0.5, 1.5, pool.probs.shape[0])
+    c[rng.choice(c.size, n_expensive, replace=False)] *= 40.0
+    return c
+
+
+def _reference(kind, dsg, run_, draw, truth, labels, budget):
+    """The one-query-at-a-time process: walk every query of the priority order alone, buying one label at a
+    time, and stop at the first label that does not fit.  Returns (bought rows, n used, cut position)."""
+    layout, plan = run_.parts()
+    labels = labels.copy()
+    limit, cum, bought = fits_limit(budget), 0.0, []
+    for i, x in enumerate(draw.queries.tolist()):
+        spent = 0.0
+        while True:
+            w = walk_sample(layout, dsg.probs, plan, draw.queries[i:i + 1], draw.U[i:i + 1], kind.order, labels)
+            row = int(w.waiting[0])
+            if row < 0:
+                break
+            c = float(layout.cost[x][layout.rows[x] == row][0])
+            if cum + spent + c > limit:
+                return bought, i, i
+            labels[row] = truth[row]
+            spent += c
+            bought.append(row)
+        cum += spent
+    return bought, draw.queries.size, -1
+
+
+def _engine(kind, dsg, budget, truth, held_labels, rng):
+    held = held_labels >= 0
+    run_ = kind.plan(dsg, budget, judged=held, rng=rng)
+    draw = kind.draw(dsg, run_, rng)
+    labels, bought, calls = held_labels.copy(), [], 0
+    while True:
+        req = kind.labels_needed(dsg, run_, draw, labels)
+        if not len(req):
+            break
+        assert np.all(labels[req.rows] < 0) and np.unique(req.queries).size == req.queries.size  # one per query
+        labels[req.rows] = truth[req.rows]
+        bought += req.rows.tolist()
+        calls += 1
+    return run_, draw, labels, bought, calls
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_batched_requests_buy_exactly_the_labels_of_the_one_query_at_a_time_process(seed):
+    # small pools, a few very expensive documents, some labels held (free): cost <= budget on every run
+    rng = np.random.default_rng(seed)
+    pool, a, b, _ = _problem(100 + seed, n_queries=int(rng.integers(6, 25)))
+    truth = pool.sample_labels(rng)
+    costs = _awkward_costs(pool, rng)
+    held_labels = np.where(rng.random(truth.size) < 0.2, truth, -1)
+    held = held_labels >= 0
+    for rankings in ((a,), (a, b)):
+        dsg = ar.make_design(pool, rankings, pool.probs, metric="err@5", method="prefix", costs=costs)
+        kind = dsg.method_spec.kind
+        for budget in (3.0, 5.0, 9.0):
+            try:
+                run_, draw, labels, bought, _ = _engine(kind, dsg, budget, truth, held_labels, rng)
+            except ValueError as exc:
+                assert "too small" in str(exc)
+                continue
+            ref_bought, n_used, cut = _reference(kind, dsg, run_, draw, truth, held_labels, budget)
+            assert sorted(bought) == sorted(ref_bought)
+            bw = kind.walk(dsg, run_, draw, labels)
+            assert (bw.n_used, bw.cut) == (n_used, cut)
+            layout = run_.layout
+            spent = sum(float(layout.cost[np.nonzero(layout.rows == r)][0]) for r in bought)
+            assert spent <= budget * (1 + 1e-9)
+            assert not held[bought].any()  # held labels are never asked again
+            if n_used >= 2 or run_.plan.exact:
+                fit = kind.estimate(dsg, run_, draw, labels, held=held)
+                assert fit.cost_spent <= budget and fit.cost_spent == pytest.approx(spent, abs=1e-9)
+                tr = fit.trace
+                assert tr.attrs["budget_left"] == pytest.approx(budget - fit.cost_spent)
+                assert tr["used"].sum() == len(tr) - (tr["query"] == tr.attrs["cut_query"]).sum()
+                assert fit.n_draws == n_used
+
+
+def test_the_api_never_spends_more_than_the_budget_and_reports_the_cut_query():
+    pool, a, b, rng = _problem(7, n_queries=40)
+    truth = pool.sample_labels(rng)
+    costs = _awkward_costs(pool, rng, n_expensive=6)
+    lab = ar.KnownLabels(pool.query_ids, pool.offsets, truth)
+    over = 0
+    for seed in range(15):
+        res = ar.compare(pool, a, b, pool.probs, lab, budget=6.0, metric="err@5", method="prefix", rng=seed,
+                         costs=costs)
+        assert res.cost_spent <= 6.0
+        tr = res.trace
+        assert tr["cost"].sum() == pytest.approx(res.cost_spent)
+        assert tr.attrs["budget_left"] == pytest.approx(6.0 - res.cost_spent)
+        cut = tr.attrs["cut_query"]
+        if cut is not None:
+            assert not tr.loc[tr["query"] == cut, "used"].any() and tr.loc[tr["query"] != cut, "used"].all()
+            assert np.isnan(tr.loc[tr["query"] == cut, "pi"]).all()
+            # the cut query's bought labels are kept in the result's judgments
+            over += int(tr["query"].eq(cut).any())
+            cut_id = int(pool.query_ids[cut])
+            for row in tr.loc[tr["query"] == cut, "doc_row"]:
+                assert res.judgments[cut_id][int(row)] == truth[row]
+        assert res.n_draws == tr.loc[tr["used"], "query"].nunique() or res.n_draws > tr["query"].nunique() - 1
+    assert over > 0  # some runs bought labels of a query they could not finish
+
+
+def test_a_budget_too_small_is_refused_before_any_label_naming_the_smallest_usable_one():
+    pool, a, b, rng = _problem(4, n_queries=60)
+    truth = pool.sample_labels(rng)
+    asked = []
+
+    def labeler(qid, docs):
+        asked.append(qid)
+        return ar.KnownLabels(pool.query_ids, pool.offsets, truth)(qid, docs)
+
+    with pytest.raises(ValueError, match="too small for the prefix method") as err:
+        ar.estimate(pool, a, pool.probs, labeler, budget=0.3, metric="err@5", method="prefix", rng=0)
+    assert asked == [] and "smallest usable budget is about" in str(err.value)
+    usable = float(str(err.value).split("smallest usable budget is about ")[1].rstrip("."))
+    assert 0.3 < usable < 60
+    ran = short = 0
+    for seed in range(20):  # at the named budget: planned, and most runs complete >= 2 queries
+        try:
+            ar.estimate(pool, a, pool.probs, labeler, budget=usable * 1.02, metric="err@5", method="prefix",
+                        rng=seed)
+            ran += 1
+        except ValueError as exc:  # an unlucky run: fewer than 2 completed, the labels bought are handed back
+            assert "completed" in str(exc) and hasattr(exc, "judgments")
+            short += 1
+    assert ran > short
+
+
+def test_depth_tables_equal_the_within_query_estimate_of_every_depth():
+    from activerank.design.kinds.prefix import within_estimate
+
+    rng = np.random.default_rng(3)
+    n, J, t = 5, 6, 2
+    D = rng.normal(size=(n, J, t))
+    P = np.sort(rng.uniform(0.05, 1.0, size=(n, J)), axis=1)[:, ::-1]
+    m = np.arange(J)[None, :] < rng.integers(1, J + 1, n)[:, None]
+    cost = rng.uniform(0, 2, (n, J))
+    E, V, C = depth_tables(D, P, m, cost)
+    for d in range(J + 1):
+        judged = m & (np.arange(J)[None, :] < d)
+        e, v = within_estimate(D, P, judged)
+        np.testing.assert_allclose(E[:, d], e, atol=1e-12)
+        np.testing.assert_allclose(V[:, d], v, atol=1e-12)
+        np.testing.assert_allclose(C[:, d], np.where(judged, cost, 0).sum(1), atol=1e-12)
+
+
+def _tiny(seed=11, n_queries=10):
+    pool, a, b, rng = _problem(seed, n_queries=n_queries)
+    truth = pool.sample_labels(np.random.default_rng(5))
+    dsg = ar.make_design(pool, (a, b), pool.probs, metric="err@5", method="prefix")
+    vals = [pool_metric_values(truth, r.truncate(5), metric="err@5", ymax=2) for r in (a, b)]
+    return pool, dsg, truth, float(np.mean(vals[0] - vals[1]))
+
+
+def test_variance_estimate_is_unbiased_on_a_tiny_pool_by_simulation():
+    # the terms 1{x in S} e_x / pi_x are uncorrelated (priority sampling with a budget cut), so the Poisson
+    # two-stage variance formula with the realized pi is unbiased: mean estimate / empirical variance ~ 1
+    pool, dsg, truth, value = _tiny()
+    kind = dsg.method_spec.kind
+    layout = design_layout(dsg, None)
+    plan = kind.plan_queries(layout, dsg.probs, dsg.p, dsg.prediction.variance, dsg.q > 0, 2.5,
+                             np.random.default_rng(1), defensive=dsg.defensive)
+    assert 4 < plan.pi.sum() < 9  # the budget cuts in most runs
+    reps = 6000
+    est, cov, n, cost = kind.simulate(layout, plan, dsg.probs, truth, dsg.p, dsg.prediction.mean, reps,
+                                      np.random.default_rng(2), budget=2.5)
+    e = est[:, 0]
+    assert cost.max() <= 2.5
+    assert abs(e.mean() - value) <= 3 * e.std(ddof=1) / np.sqrt(reps)
+    ratio = cov[:, 0, 0].mean() / e.var(ddof=1)
+    assert ratio == pytest.approx(1.0, abs=0.08), ratio
+
+
+def test_simulate_agrees_with_the_engine():
+    # the same design through the engine: the same mean and spread of the estimate (a few hundred runs)
+    pool, dsg, truth, value = _tiny(seed=12, n_queries=12)
+    from activerank.engine import FixedBudget, run
+    from activerank.pool import pool_iv
+
+    pool_ = pool_iv(pool)
+    lab = ar.KnownLabels(pool.query_ids, pool.offsets, truth)
+    rng = np.random.default_rng(0)
+    out, spent = [], []
+    for _ in range(300):
+        res = run(dsg, pool_, lab, FixedBudget(3.0, rng))
+        out.append(res.difference)
+        spent.append(res.cost_spent)
+    out = np.array(out)
+    assert max(spent) <= 3.0
+    kind = dsg.method_spec.kind
+    layout = design_layout(dsg, None)
+    plan = kind.plan_queries(layout, dsg.probs, dsg.p, dsg.prediction.variance, dsg.q > 0, 3.0,
+                             np.random.default_rng(1), defensive=dsg.defensive)
+    est, _, _, _ = kind.simulate(layout, plan, dsg.probs, truth, dsg.p, dsg.prediction.mean, 4000,
+                                 np.random.default_rng(2), budget=3.0)
+    se = np.hypot(out.std() / np.sqrt(out.size), est[:, 0].std() / np.sqrt(est.shape[0]))
+    assert abs(out.mean() - est[:, 0].mean()) <= 3.5 * se
+    assert out.std() == pytest.approx(est[:, 0].std(), rel=0.2)
