@@ -13,6 +13,8 @@ from activerank.metrics import pool_metric_values
 from ..conftest import stat_reps
 from .test_documents import _problem
 
+pytestmark = pytest.mark.filterwarnings("ignore::activerank.FewLabelsWarning")
+
 
 def _awkward_costs(pool, rng, n_expensive=3):
     """Per-document costs with a few documents 40x dearer than the rest."""
