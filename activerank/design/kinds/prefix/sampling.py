@@ -56,7 +56,7 @@ class PrefixDraw:
 
     queries: np.ndarray
     U: np.ndarray
-    xi: np.ndarray
+    xi: np.ndarray | None = None  # None: a sample stored before the hard budget (refused by ``walk``)
 
 
 def design_layout(design, judged) -> PrefixLayout:
@@ -281,6 +281,9 @@ class PrefixSampling(DesignKind):
 
     def walk(self, design, plan: PrefixRun, sample: PrefixDraw, labels):
         """The hard-budget walks of ``sample`` given ``labels`` (:func:`.budget.budget_walk`)."""
+        if sample.xi is None:
+            raise ValueError("this prefix sample has no priorities `xi` (a Poisson sample stored before the prefix "
+                             "method's hard budget): it cannot be judged or estimated by this version; draw it again.")
         layout, pplan = plan.parts()
         return budget_walk(layout, design.probs, pplan, sample, self.order, labels, plan.budget)
 
@@ -329,7 +332,7 @@ class PrefixSampling(DesignKind):
         n = bw.n_used
         walked = n + 1 if bw.cut >= 0 else n  # the sample and the cut query, whose labels are bought too
         x = sample.queries[:walked]
-        threshold = float(sample.xi[bw.cut]) if bw.cut >= 0 else math.inf
+        threshold = float(sample.xi[bw.cut]) if bw.cut >= 0 and sample.xi is not None else math.inf
         # the realized inclusion probability min(1, w xi_f) (1 when no query is cut); the cut query has none
         pi = np.minimum(1.0, pplan.pi[x] * threshold) if bw.cut >= 0 else np.ones(walked)
         used = np.arange(walked) < n
