@@ -286,3 +286,34 @@ def test_hard_budget_is_unbiased_with_an_unbiased_variance_estimate_on_the_sampl
     for budget in (2.5, 4.0):
         est, raw, used, cost, q = _sim_cell(dsg, truth, budget, reps, np.random.default_rng(int(budget * 10)))
         _check_cell(est, raw, used, cost, q, np.array([value]), budget, (0.92, 1.0))  # t on few carrying queries: wide
+
+
+@pytest.mark.parametrize("n_systems", [1, 2, 3])
+@pytest.mark.parametrize("metric", ["err@5", "rr@4"])
+def test_reachable_documents_bound_every_walk(n_systems, metric):
+    # the batches rely on it: a document outside `reachable` is never judged, whatever the labels
+    from activerank.design.kinds.prefix.budget import reachable
+
+    pool, a, b, rng = _problem(20 + n_systems, n_queries=40)
+    c = ar.relevance.rankers.rank_by_scores(rng.random(pool.probs.shape[0]), pool.offsets)
+    rankings = (a, b, c)[:n_systems]
+    dsg = ar.make_design(pool, rankings, pool.probs, metric=metric, method="prefix",
+                         **({"target": "baseline"} if n_systems == 3 else {}))
+    kind = dsg.method_spec.kind
+    layout = design_layout(dsg, None)
+    plan = kind.plan_queries(layout, dsg.probs, dsg.p, dsg.prediction.variance, dsg.q > 0, 6.0,
+                             np.random.default_rng(0), defensive=dsg.defensive)
+    q = np.flatnonzero(plan.pi > 0)
+    R = layout.values
+    rho, sd = layout.document_values(dsg.probs, q)
+    for rep in range(20):
+        labels = pool.sample_labels(rng)
+        f = R[labels[np.maximum(layout.rows[q], 0)]]
+        docs, g, s = judging_paths(layout, q, layout.system_values(dsg.probs), sd, f, order=kind.order)
+        P = stop_probabilities(s, plan.floor[q], plan.tau[q])
+        U = rng.random(q.size)
+        judged = (docs >= 0) & (U[:, None] <= P)
+        ok = reachable(layout, dsg.probs, plan, q, U)
+        b_, st = np.nonzero(judged)
+        assert ok[b_, docs[b_, st]].all()
+        assert (~ok).any() or rep > 0  # the bound prunes something

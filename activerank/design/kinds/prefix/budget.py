@@ -10,8 +10,8 @@ budget is cut the moment its next label does not fit; call it ``f``.  The sample
 inclusion probability ``min(1, w_x xi_f)`` (1 for every query when none is cut).
 
 Labels come in batches, not one query at a time: a query's walk costs at most
-``ub_x`` (its cost so far plus every document it has not judged; its realized
-cost once complete), so the query at position ``i`` of the priority order is
+``ub_x`` (its cost so far plus every document it has not judged and can still
+reach, :func:`reachable`; its realized cost once complete), so the query at position ``i`` of the priority order is
 surely reached, and its next label surely bought by the one-at-a-time process,
 when ``sum_{k < i} ub_k + spent_i + next_i <= B``.  :func:`budget_walk` asks for
 exactly those labels: every walk that can safely move on does, and the requests
@@ -26,7 +26,7 @@ import numpy as np
 
 from .layout import Walk, walk_sample
 
-__all__ = ["BudgetWalk", "budget_walk", "depth_tables", "fits_limit"]
+__all__ = ["BudgetWalk", "budget_walk", "depth_tables", "fits_limit", "reachable"]
 
 
 def fits_limit(budget: float) -> float:
@@ -68,6 +68,31 @@ class BudgetWalk:
         return not bool(self.request.any())
 
 
+def reachable(layout, probs, plan, x, U) -> np.ndarray:
+    """Documents the walk of query ``x`` with uniform ``U`` can ever judge, shape (n, J), bool.
+
+    A document is judged only if ``U <= stop_scale(a)`` with its score ``a = sd ||g||``
+    (:func:`.layout.walk_sample`), whatever the labels before it.  For a cascade metric with
+    ``R(y)`` in [0, 1] and discounts ``c >= 0``, the derivative of one ranking's value with respect
+    to the document at rank ``r`` is ``S_r (c(r) - T_r)`` with ``S_r`` in [0, 1] and ``T_r`` in
+    ``[0, max_{i>r} c(i)]``, so ``|g_s| <= max_{i>=r} c(i)`` and ``||g|| <= ||sum_s |C_s| max_{i>=r_s} c(i)||``
+    bounds the score in every state.  Documents whose bound falls below ``U`` are never judged.
+    """
+    from .layout import stop_scale
+
+    c = np.asarray(layout.discount, dtype=np.float64)
+    if np.any(c < 0):  # no bound: every document may be judged
+        return layout.mask[x].copy()
+    tail = np.concatenate([np.maximum.accumulate(c[::-1])[::-1], [0.0]])  # max_{i >= r} c(i); absent: 0
+    pos = layout.pos[x]  # (n, J, s)
+    top = tail[np.where(pos >= 0, pos, c.size)]  # (n, J, s)
+    G = np.einsum("njs,ts->njt", top, np.abs(layout.contrast))
+    _, sd = layout.document_values(probs, x)
+    bound = sd * np.sqrt((G**2).sum(-1)) * (1.0 + 1e-9)  # a little above: rounding of the walk's own score
+    scale = stop_scale(bound, plan.floor[x][:, None], plan.tau[x][:, None])
+    return layout.mask[x] & (np.asarray(U)[:, None] <= scale)
+
+
 def _walk_states(layout, probs, plan, x, U, order, labels):
     walk = walk_sample(layout, probs, plan, x, U, order, labels)
     cost = layout.cost[x]
@@ -76,7 +101,12 @@ def _walk_states(layout, probs, plan, x, U, order, labels):
     waiting = walk.waiting >= 0
     at = np.argmax(layout.rows[x] == walk.waiting[:, None], axis=1)  # layout position of the awaited row
     nxt = np.where(waiting, cost[np.arange(x.size), at], 0.0)
-    ub = np.where(waiting, cost.sum(1), spent)  # the judged documents plus every one not judged yet
+    # a walk in progress costs at most its judged documents plus every other one it can still reach
+    done = np.zeros(cost.shape, dtype=bool)
+    b, st = np.nonzero(walk.judged)
+    done[b, walk.docs[b, st]] = True
+    left = np.where(reachable(layout, probs, plan, x, U) & ~done, cost, 0.0).sum(1)
+    ub = np.where(waiting, spent + left, spent)
     return walk, spent, ~waiting, nxt, ub
 
 
