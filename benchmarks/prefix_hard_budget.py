@@ -17,7 +17,9 @@ the output whose interval covers least, ``Evar/var`` mean raw two-stage variance
 variance, ``Eused/var`` the same for the pooled variance the interval uses, ``cover`` the 95% interval as
 the engine reports it (pooled variance, ``prefix_dof``), ``pred/var`` the model's predicted variance (what
 ``auto`` compares) over the empirical one, ``engine mean`` the engine's mean estimate minus the simulator's
-in units of their joint SE.
+in units of their joint SE.  ``--before``: the Poisson design before the hard budget on the same cell
+(same plans' kind, same walks): mean sample size, coverage (the output covering least), mean / max realized
+cost over the budget, and the share of runs over the budget.
 
 ``--calls``: labeler calls of one run through the engine with a batch labeler on a 5,000-query synthetic
 pool (ERR@10, one ranker) and on MQ2008 (fold 1, ``ACTIVERANK_DATA``) at several budgets.
@@ -44,7 +46,15 @@ sys.path.insert(0, HERE)
 import activerank as ar  # noqa: E402
 from activerank._validation import scores_iv  # noqa: E402
 from activerank.api import make_design  # noqa: E402
-from activerank.design.kinds.prefix import design_layout  # noqa: E402
+from activerank.design.kinds.prefix import (  # noqa: E402
+    PRIOR_DOF,
+    design_layout,
+    pooled_covariance,
+    prefix_dof,
+    prefix_estimate,
+)
+from activerank.design.kinds.prefix.budget import depth_tables  # noqa: E402
+from activerank.design.kinds.prefix.layout import _by_step, judging_paths, stop_probabilities  # noqa: E402
 from activerank.engine import FixedBudget, run  # noqa: E402
 from activerank.metrics import pool_metric_values  # noqa: E402
 from activerank.pool import pool_iv  # noqa: E402
@@ -112,6 +122,35 @@ def simulate(dsg, labels, budget, reps, rng, per_plan=100):
     res["sum_pi"] = float(np.mean(sum_pi))
     res["pred"] = pred
     return res
+
+
+def poisson_before(dsg, labels, budget, reps, rng, per_plan=100):
+    """The design before the hard budget (Poisson queries, the same walks), simulated with the same tables:
+    estimates, pooled variances, degrees of freedom, sample sizes and realized costs."""
+    kind = dsg.method_spec.kind; layout = design_layout(dsg, None)
+    out = []
+    for _ in range(0, reps, per_plan):
+        plan = kind.plan_queries(layout, dsg.probs, dsg.p, dsg.prediction.variance, dsg.q > 0, budget, rng, defensive=dsg.defensive)
+        q = np.flatnonzero(plan.pi > 0); R = layout.values
+        f = R[labels[np.maximum(layout.rows[q], 0)]]
+        rho, sd = layout.document_values(dsg.probs, q)
+        docs, g, a = judging_paths(layout, q, layout.system_values(dsg.probs), sd, f, order=kind.order)
+        m = docs >= 0
+        D = (_by_step(f, docs) - _by_step(rho, docs))[..., None] * g
+        P = np.where(m, stop_probabilities(a, plan.floor[q], plan.tau[q]), 0.0)
+        E, V, C = depth_tables(D, P, m, _by_step(layout.cost[q], docs))
+        mv = plan.model_variance(dsg.p, dsg.prediction.output_variance)
+        pm = dsg.p @ dsg.prediction.mean
+        for _ in range(per_plan):
+            s = np.flatnonzero(rng.random(q.size) < plan.pi[q]); U = rng.random(s.size)
+            d = (U[:, None] <= P[s]).sum(1)
+            e, v = E[s, d], V[s, d]
+            est, cov = prefix_estimate(e, v, plan.pi[q][s], dsg.p[q][s], pm)
+            k = prefix_dof(e, v, plan.pi[q][s], dsg.p[q][s]); k = k if k > 0 else PRIOR_DOF
+            cov = pooled_covariance(cov, s.size, mv)
+            out.append((est, np.diag(cov), k, s.size, C[s, d].sum()))
+    est = np.array([o[0] for o in out]); var = np.array([o[1] for o in out]); k = np.array([o[2] for o in out])
+    return est, var, k, np.array([o[3] for o in out]), np.array([o[4] for o in out])
 
 
 def engine_runs(dsg, pool, labels, budget, reps, seed):
@@ -205,6 +244,7 @@ def main(argv=None) -> int:
     ap.add_argument("--budgets", default="8,12")
     ap.add_argument("--seed", type=int, default=20261127)
     ap.add_argument("--calls", action="store_true")
+    ap.add_argument("--before", action="store_true", help="also simulate the Poisson design before the hard budget")
     ap.add_argument("--out", default=os.path.join(HERE, "results", "prefix_hard_budget.md"))
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
@@ -220,14 +260,20 @@ def main(argv=None) -> int:
                 rng = np.random.default_rng([args.seed, ci, si, int(budget * 10)])
                 sim = simulate(dsg, labels, budget, args.reps, rng)
                 eng = engine_runs(dsg, pool, labels, budget, args.engine_reps, args.seed + si)
-                rows.append(dict(pool=name, scenario=scenario, budget=budget, **summarize(sim, true, budget, eng)))
+                row = summarize(sim, true, budget, eng)
+                if args.before:
+                    est, var, k, nb, cost = poisson_before(dsg, labels, budget, args.reps, rng)
+                    cover = (np.abs(est - true) <= stats.t.ppf(0.975, k)[:, None] * np.sqrt(var)).mean(0)
+                    row["before"] = (f"n {nb.mean():.1f}, cover {cover.min():.3f}, cost {cost.mean() / budget:.3f} / "
+                                     f"{cost.max() / budget:.2f}, over {np.mean(cost > budget * (1 + 1e-9)):.2f}")
+                rows.append(dict(pool=name, scenario=scenario, budget=budget, **row))
                 print(rows[-1], flush=True)
     cols = ["pool", "scenario", "budget", "reps", "sum_pi", "n", "n_min", "cost", "bias_se", "evar", "eused", "cover",
-            "pred", "engine"]
+            "pred", "engine", "before"]
     fmt = lambda v: f"{v:.3g}" if isinstance(v, float) else str(v)  # noqa: E731
     lines = ["# prefix with a hard budget: cost, bias, variance estimate, coverage (prefix_hard_budget.py)", "",
              f"`python benchmarks/prefix_hard_budget.py --reps {args.reps} --engine-reps {args.engine_reps} "
-             f"--budgets {args.budgets}{' --calls' if args.calls else ''}` (seed {args.seed}). ERR@10. Columns: "
+             f"--budgets {args.budgets}{' --calls' if args.calls else ''}{' --before' if args.before else ''}` (seed {args.seed}). ERR@10. Columns: "
              "module docstring (`cost` = mean / max realized cost over the budget).", "",
              "| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     lines += ["| " + " | ".join(fmt(r.get(c, "")) for c in cols) + " |" for r in rows]
