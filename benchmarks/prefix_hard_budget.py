@@ -130,7 +130,8 @@ def poisson_before(dsg, labels, budget, reps, rng, per_plan=100):
     kind = dsg.method_spec.kind; layout = design_layout(dsg, None)
     out = []
     for _ in range(0, reps, per_plan):
-        plan = kind.plan_queries(layout, dsg.probs, dsg.p, dsg.prediction.variance, dsg.q > 0, budget, rng, defensive=dsg.defensive)
+        plan = kind.plan_queries(layout, dsg.probs, dsg.p, dsg.prediction.variance, dsg.q > 0, budget, rng,
+                                 defensive=dsg.defensive)
         q = np.flatnonzero(plan.pi > 0); R = layout.values
         f = R[labels[np.maximum(layout.rows[q], 0)]]
         rho, sd = layout.document_values(dsg.probs, q)
@@ -273,13 +274,15 @@ def main(argv=None) -> int:
     fmt = lambda v: f"{v:.3g}" if isinstance(v, float) else str(v)  # noqa: E731
     lines = ["# prefix with a hard budget: cost, bias, variance estimate, coverage (prefix_hard_budget.py)", "",
              f"`python benchmarks/prefix_hard_budget.py --reps {args.reps} --engine-reps {args.engine_reps} "
-             f"--budgets {args.budgets}{' --calls' if args.calls else ''}{' --before' if args.before else ''}` (seed {args.seed}). ERR@10. Columns: "
+             f"--budgets {args.budgets}{' --calls' if args.calls else ''}{' --before' if args.before else ''}` "
+             f"(seed {args.seed}). ERR@10. Columns: "
              "module docstring (`cost` = mean / max realized cost over the budget).", "",
              "| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     lines += ["| " + " | ".join(fmt(r.get(c, "")) for c in cols) + " |" for r in rows]
     if args.calls:
         lines += ["", "## Labeler calls (one run, a batch labeler, ERR@10 one ranker, rng=0)", "",
-                  "| pool | budget | calls | labels | completed queries | cost/B | seconds |", "|---|---|---|---|---|---|---|"]
+                  "| pool | budget | calls | labels | completed queries | cost/B | seconds |",
+                  "|---|---|---|---|---|---|---|"]
         for r in labeler_calls():
             print(r, flush=True)
             lines.append(f"| {r[0]} | {r[1]:g} | {r[2]} | {r[3]} | {r[4]} | {r[5]:.4f} | {r[6]:.1f} |")
