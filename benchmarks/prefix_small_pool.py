@@ -16,7 +16,8 @@ point estimate, the raw (unbiased) variance estimate and the reported one can be
 * coverage of the 95% interval: ``normal``, ``t(n-1)`` (prefix: what the engine reports), and with the
   variance's Satterthwaite degrees of freedom (``t(kish)``).
 
-No range handling (the raw interval: ``coverage_raw`` of metric_bias).
+No range handling (the raw interval: ``coverage_raw`` of metric_bias).  ``prefix_runs`` simulates the prefix
+design before its hard budget (Poisson queries); ``benchmarks/prefix_hard_budget.py`` runs the current one.
 
 Run:  python benchmarks/prefix_small_pool.py [--reps 2000] [--budget 12]
 Writes benchmarks/results/prefix_small_pool.md.

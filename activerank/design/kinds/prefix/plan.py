@@ -10,7 +10,8 @@ import numpy as np
 
 from .layout import PrefixLayout, _by_step, _compiled, judging_paths, stop_probabilities
 
-__all__ = ["N_PLANNING_SIMULATIONS", "TAU_GRID", "WITHIN_DEFENSIVE", "PrefixPlan", "plan_prefix"]
+__all__ = ["N_PLANNING_SIMULATIONS", "TAU_GRID", "WITHIN_DEFENSIVE", "PrefixPlan", "PrefixPlanner", "plan_prefix",
+           "prefix_planner"]
 
 #: Number of nonzero ``tau`` values the design tries per query (plus ``tau = 0``: judge everything).
 TAU_GRID = 24
@@ -104,7 +105,8 @@ def _planning_sums(layout, q, n_sims, rho_sys, rho, sd, f, order, shares):
 
 def plan_prefix(layout: PrefixLayout, probs, p, variance, live, budget: float, rng, *, defensive: float = 0.1,
                 n_sims: int = N_PLANNING_SIMULATIONS, order: str = "adaptive", chunk: int = 4096) -> PrefixPlan:
-    """Choose ``pi_x`` and ``tau_x`` for an expected ``budget`` (module docstring).
+    """Choose ``pi_x`` and ``tau_x`` for an expected ``budget`` (module docstring):
+    :func:`prefix_planner` then :meth:`PrefixPlanner.allocate`.
 
     Parameters
     ----------
@@ -124,6 +126,98 @@ def plan_prefix(layout: PrefixLayout, probs, p, variance, live, budget: float, r
     order : {"adaptive", "rank"}
         The judging order (:class:`JudgingWalk`).
     """
+    return prefix_planner(layout, probs, p, variance, live, rng, defensive=defensive, n_sims=n_sims, order=order,
+                          chunk=chunk).allocate(budget)
+
+
+@dataclass(frozen=True, eq=False)
+class PrefixPlanner:
+    """The planning averages of every query and stopping scale, from which :meth:`allocate` chooses the plan
+    of any budget (the simulations do not depend on the budget, so trying several budgets is cheap).
+
+    Attributes
+    ----------
+    taus, W, C : ndarray of shape (G, n_queries), (G, n_queries, n_outputs), (G, n_queries)
+        Stopping scale, added within-query variance and expected cost of every grid entry (entry 0: judge all).
+    floor : ndarray of shape (n_queries,)
+    V : ndarray of shape (n_queries,)
+        The model's variance with the defensive share mixed in.
+    pw : ndarray of shape (n_queries,)
+        Query weights (0 off ``live``).
+    full_cost : ndarray of shape (n_queries,)
+    live : ndarray of shape (n_queries,), bool
+    """
+
+    taus: np.ndarray
+    W: np.ndarray
+    C: np.ndarray
+    floor: np.ndarray
+    V: np.ndarray
+    pw: np.ndarray
+    full_cost: np.ndarray
+    live: np.ndarray
+
+    @property
+    def total_cost(self) -> float:
+        """The cost of judging every live query whole (a larger budget gives the exact value)."""
+        return float(self.full_cost[self.live].sum())
+
+    def allocate(self, budget: float) -> PrefixPlan:
+        """The plan whose expected cost is ``budget``: price ``mu`` by bisection (module docstring)."""
+        N = self.live.size
+        live, pw, V, C = self.live, self.pw, self.V, self.C
+        if budget >= self.total_cost:  # judge every live query whole: the value is exact
+            pi = live.astype(np.float64)
+            return PrefixPlan(pi, np.zeros(N), self.floor, self.full_cost, np.zeros_like(self.W[0]), self.total_cost,
+                              live)
+        Wsum = self.W.sum(-1)
+        Ccl = np.maximum(C, 1e-300)
+        cols = np.arange(N)
+
+        def choose(mu):
+            with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+                pis = np.minimum(1.0, pw[None] * np.sqrt((V[None] + Wsum) / (mu * Ccl)))
+                val = np.where(pis > 0, pw[None] ** 2 * (V[None] + Wsum) / pis, 0.0) - pw[None] ** 2 * V[None] \
+                    + mu * pis * C
+            j = np.argmin(val, axis=0)
+            return np.where(live, pis[j, cols], 0.0), j
+
+        lo_mu, hi_mu = 1e-30, 1e30
+        for _ in range(200):
+            mu = np.sqrt(lo_mu * hi_mu)
+            pi, j = choose(mu)
+            if float(np.dot(pi, C[j, cols])) > budget:
+                lo_mu = mu
+            else:
+                hi_mu = mu
+            if hi_mu / lo_mu < 1 + 1e-10:
+                break
+        pi, j = choose(hi_mu)
+        Cx = C[j, cols]
+        return PrefixPlan(pi, self.taus[j, cols], self.floor, Cx, self.W[j, cols], float(np.dot(pi, Cx)), live)
+
+    def smallest_budget(self, n_queries: float) -> float:
+        """The smallest budget whose plan samples ``n_queries`` queries in expectation (``sum pi``; bisection,
+        rounded up to 3 significant digits); the exact budget when even that samples fewer."""
+        total = self.total_cost
+        if self.allocate(total).pi.sum() < n_queries:
+            return total
+        lo, hi = 0.0, total
+        for _ in range(60):
+            mid = 0.5 * (lo + hi)
+            if self.allocate(mid).pi.sum() >= n_queries:
+                hi = mid
+            else:
+                lo = mid
+            if hi - lo <= 1e-4 * hi:
+                break
+        digits = 2 - int(np.floor(np.log10(hi))) if hi > 0 else 0
+        return float(np.ceil(hi * 10.0**digits) / 10.0**digits)
+
+
+def prefix_planner(layout: PrefixLayout, probs, p, variance, live, rng, *, defensive: float = 0.1,
+                   n_sims: int = N_PLANNING_SIMULATIONS, order: str = "adaptive", chunk: int = 4096) -> PrefixPlanner:
+    """The planning simulations of :func:`plan_prefix` (its parameters but the budget)."""
     N, J = layout.rows.shape
     rho_sys = layout.system_values(probs)
     R = layout.values
@@ -154,34 +248,5 @@ def plan_prefix(layout: PrefixLayout, probs, p, variance, live, budget: float, r
     vbar = float(V[live].mean()) if live.any() else 0.0
     # a model certain of every label (V = W = 0) still gets every live query sampled: it may be wrong
     V = (1.0 - defensive) * V + defensive * (vbar if vbar > 0 else 1.0)
-    Wsum = W.sum(-1)
     pw = np.where(live, np.asarray(p, dtype=np.float64), 0.0)
-    total = float(full_cost[live].sum())
-    if budget >= total:  # judge every live query whole: the value is exact
-        pi = live.astype(np.float64)
-        return PrefixPlan(pi, np.zeros(N), floor, full_cost, np.zeros_like(W[0]), total, live)
-    Ccl = np.maximum(C, 1e-300)
-
-    def choose(mu):
-        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            pis = np.minimum(1.0, pw[None] * np.sqrt((V[None] + Wsum) / (mu * Ccl)))
-            val = np.where(pis > 0, pw[None] ** 2 * (V[None] + Wsum) / pis, 0.0) - pw[None] ** 2 * V[None] \
-                + mu * pis * C
-        j = np.argmin(val, axis=0)
-        cols = np.arange(N)
-        return np.where(live, pis[j, cols], 0.0), j
-
-    lo_mu, hi_mu = 1e-30, 1e30
-    for _ in range(200):
-        mu = np.sqrt(lo_mu * hi_mu)
-        pi, j = choose(mu)
-        if float(np.dot(pi, C[j, np.arange(N)])) > budget:
-            lo_mu = mu
-        else:
-            hi_mu = mu
-        if hi_mu / lo_mu < 1 + 1e-10:
-            break
-    pi, j = choose(hi_mu)
-    cols = np.arange(N)
-    Cx = C[j, cols]
-    return PrefixPlan(pi, taus[j, cols], floor, Cx, W[j, cols], float(np.dot(pi, Cx)), live)
+    return PrefixPlanner(taus, W, C, floor, V, pw, full_cost, np.asarray(live, dtype=bool))

@@ -11,20 +11,32 @@ import numpy as np
 from ....inference.estimators import Estimate
 from ....inference.small_sample.clusters import cluster_dof
 from ..base import NO_LABELS, DesignFit, DesignKind, LabelRequest
-from .layout import PrefixLayout, _by_step, judging_paths, prefix_layout, stop_probabilities, walk_sample
-from .plan import N_PLANNING_SIMULATIONS, PrefixPlan, plan_prefix
+from ..query import clamp_cost
+from .budget import budget_walk, depth_tables, fits_limit
+from .layout import PrefixLayout, _by_step, judging_paths, prefix_layout, stop_probabilities
+from .plan import N_PLANNING_SIMULATIONS, PrefixPlan, PrefixPlanner, prefix_planner
 
-__all__ = ["PLANNING_SEED", "PRIOR_DOF", "PrefixDraw", "PrefixRun", "PrefixSampling", "design_layout", "pooled_covariance",
-           "prefix_dof", "prefix_estimate", "within_estimate"]
+__all__ = ["MIN_COMPLETED", "PLANNING_SEED", "PRIOR_DOF", "PrefixDraw", "PrefixRun", "PrefixSampling", "design_layout",
+           "expected_completed", "pooled_covariance", "prefix_dof", "prefix_estimate", "within_estimate"]
 
 #: Seed of the planning simulations behind the predicted variance (``method="auto"``, planning calls).
 PLANNING_SEED = 20121
+
+#: Completed queries the budget must buy in expectation (a standard error needs 2).
+MIN_COMPLETED = 2.0
+
+
+def expected_completed(plan: PrefixPlan) -> float:
+    """The model's expected number of completed queries under the hard budget: the planned ``sum pi``
+    (the Poisson design's sample size at the same expected cost) less the one query the budget cuts
+    (``docs/prefix.md`` §7; renewal bound ``E[K] >= B / c - 1``)."""
+    return float(plan.pi.sum()) - 1.0
 
 
 @dataclass(frozen=True, eq=False)
 class PrefixRun:
     """What a ``prefix`` run fixes before its draw: the judging layout and the plan (None when every query
-    is determined), and the budget."""
+    is determined), and the budget (a hard cap on the cost of the labels bought)."""
 
     layout: PrefixLayout | None
     plan: PrefixPlan | None
@@ -39,10 +51,12 @@ class PrefixRun:
 
 @dataclass(frozen=True, eq=False)
 class PrefixDraw:
-    """The Poisson sample of queries (pool positions) and one uniform ``U`` per sampled query."""
+    """Every live query (pool positions) in priority order: ascending ``xi = u / pi``, with its uniform ``U``
+    of the within-query walk (the budget decides how many of them are judged, ``docs/prefix.md`` §7)."""
 
     queries: np.ndarray
     U: np.ndarray
+    xi: np.ndarray | None = None  # None: a sample stored before the hard budget (refused by ``walk``)
 
 
 def design_layout(design, judged) -> PrefixLayout:
@@ -164,7 +178,8 @@ def pooled_covariance(cov, n, model_variance, prior_dof: float = PRIOR_DOF):
 
 
 class PrefixSampling(DesignKind):
-    """Plug-in of the ``prefix`` method: Poisson queries, a random-depth prefix judged in each (module doc).
+    """Plug-in of the ``prefix`` method: queries in priority order under a hard budget, a random-depth prefix
+    judged in each (module doc).
 
     Attributes
     ----------
@@ -195,17 +210,36 @@ class PrefixSampling(DesignKind):
         self.n_sims = int(n_sims)
         self.order = order
 
+    def planner(self, layout, probs, p, variance, live, rng, *, defensive=0.1) -> PrefixPlanner:
+        """The planning simulations, from which the plan of any budget follows (:func:`prefix_planner`)."""
+        return prefix_planner(layout, probs, p, variance, live, rng, defensive=defensive, n_sims=self.n_sims,
+                              order=self.order)
+
     def plan_queries(self, layout, probs, p, variance, live, budget, rng, *, defensive=0.1) -> PrefixPlan:
         """Query inclusion probabilities and stopping rules for ``budget`` (:func:`plan_prefix`)."""
-        return plan_prefix(layout, probs, p, variance, live, budget, rng, defensive=defensive, n_sims=self.n_sims,
-                           order=self.order)
+        return self.planner(layout, probs, p, variance, live, rng, defensive=defensive).allocate(float(budget))
 
     @staticmethod
     def draw_queries(plan: PrefixPlan, rng):
-        """Poisson sample of queries and one uniform per sampled query: (queries, U)."""
-        u = rng.random(plan.pi.size)
-        x = np.flatnonzero(u < plan.pi)
-        return x, rng.random(x.size)
+        """The priority order of the live queries and their uniforms: ``(queries, U, xi)``, ``xi = u / pi``
+        ascending (order sampling; the budget stop decides the sample, ``docs/prefix.md`` §7)."""
+        q = np.flatnonzero(plan.pi > 0)
+        xi = rng.random(q.size) / plan.pi[q]
+        o = np.argsort(xi, kind="stable")
+        return q[o], rng.random(q.size), xi[o]
+
+    @staticmethod
+    def check_budget(planner: PrefixPlanner, plan: PrefixPlan, budget: float) -> None:
+        """Refuse (ValueError) a budget that completes fewer than :data:`MIN_COMPLETED` queries in expectation,
+        naming the smallest budget that does."""
+        if plan.exact or expected_completed(plan) >= MIN_COMPLETED - 1e-6:
+            return
+        usable = planner.smallest_budget(MIN_COMPLETED + 1.0)
+        raise ValueError(f"`budget`={budget:g} is too small for the prefix method: it completes about "
+                         f"{max(expected_completed(plan), 0.0):.3g} queries in expectation under the model (the "
+                         f"planned {plan.pi.sum():.3g} less the one the hard budget cuts); at least "
+                         f"{MIN_COMPLETED:g} are needed for a standard error. The smallest usable budget is "
+                         f"about {usable:g}.")
 
     # ------------------------------------------------------------------ the design-kind protocol
 
@@ -233,48 +267,51 @@ class PrefixSampling(DesignKind):
         if not design.q.any():  # every query is determined: nothing to draw or judge
             return PrefixRun(None, None, float(budget))
         layout = design_layout(design, judged)
-        plan = self.plan_queries(layout, design.probs, design.p, design.prediction.variance, design.q > 0,
-                                 float(budget), rng, defensive=design.defensive)
-        if plan.pi.sum() < 2.0 - 1e-6 and not plan.exact:
-            raise ValueError(f"`budget`={budget:g} is too small for the prefix method: it samples "
-                             f"{plan.pi.sum():.3g} queries in expectation; at least 2 are needed for a standard "
-                             "error.")
+        planner = self.planner(layout, design.probs, design.p, design.prediction.variance, design.q > 0, rng,
+                               defensive=design.defensive)
+        plan = planner.allocate(float(budget))
+        self.check_budget(planner, plan, float(budget))
         return PrefixRun(layout, plan, float(budget))
 
     def draw(self, design, plan: PrefixRun, rng) -> PrefixDraw | None:
-        """The Poisson sample of queries and their uniforms (refused, before any label, below 2 queries)."""
+        """The priority order of the live queries and their uniforms (:meth:`draw_queries`)."""
         if plan.plan is None:
             return None
-        x, U = self.draw_queries(plan.plan, rng)
-        if x.size < 2 and not plan.plan.exact:
-            raise ValueError(f"the budget ({plan.budget:g}) drew {x.size} quer{'y' if x.size == 1 else 'ies'} for the "
-                             "prefix method's sample (Poisson: the sample size is random); no standard error can be "
-                             "computed from fewer than 2. Raise the budget, or run again with another rng.")
-        return PrefixDraw(x, U)
+        return PrefixDraw(*self.draw_queries(plan.plan, rng))
+
+    def walk(self, design, plan: PrefixRun, sample: PrefixDraw, labels):
+        """The hard-budget walks of ``sample`` given ``labels`` (:func:`.budget.budget_walk`)."""
+        if sample.xi is None:
+            raise ValueError("this prefix sample has no priorities `xi` (a Poisson sample stored before the prefix "
+                             "method's hard budget): it cannot be judged or estimated by this version; draw it again.")
+        layout, pplan = plan.parts()
+        return budget_walk(layout, design.probs, pplan, sample, self.order, labels, plan.budget)
 
     def labels_needed(self, design, plan: PrefixRun, sample: PrefixDraw | None, labels) -> LabelRequest:
-        """The next document of every sampled query whose walk waits for a label (one per query)."""
+        """The next document of every query whose walk surely goes on within the budget (one per query;
+        :mod:`.budget`)."""
         if sample is None:
             return NO_LABELS
-        layout, pplan = plan.parts()
-        walk = walk_sample(layout, design.probs, pplan, sample.queries, sample.U, self.order, labels)
-        waiting = walk.waiting >= 0
-        return LabelRequest(sample.queries[waiting], walk.waiting[waiting])
+        bw = self.walk(design, plan, sample, labels)
+        i = np.flatnonzero(bw.request)
+        return LabelRequest(sample.queries[i], bw.walk.waiting[i])
 
     def predicted_variance(self, design, budget) -> float:
         """``sum_x p(x)^2 [(Var_theta[theta | x] + W(x)) / pi(x) - Var_theta[theta | x]]`` with the plan's
-        inclusion probabilities and added within-query variance ``W`` for the budget; the planning
-        simulations use the fixed :data:`PLANNING_SEED`, so the prediction does not depend on ``rng``."""
+        inclusion probabilities and added within-query variance ``W`` for the budget less one mean query's
+        cost (what the hard budget's cut loses); the planning simulations use the fixed
+        :data:`PLANNING_SEED`, so the prediction does not depend on ``rng``."""
         live = design.q > 0
         if not live.any():
             return 0.0
-        plan = self.plan_queries(design_layout(design, None), design.probs, design.p, design.prediction.variance,
-                                 live, float(budget), np.random.default_rng(PLANNING_SEED), defensive=design.defensive)
+        planner = self.planner(design_layout(design, None), design.probs, design.p, design.prediction.variance,
+                               live, np.random.default_rng(PLANNING_SEED), defensive=design.defensive)
+        plan = planner.allocate(float(budget))
         if plan.exact:
             return 0.0
-        if plan.pi.sum() < 2.0:
-            raise ValueError(f"`budget`={budget:g} is too small for the prefix method: it samples "
-                             f"{plan.pi.sum():.3g} queries in expectation")
+        self.check_budget(planner, plan, float(budget))
+        # the hard budget loses about one query's cost to the cut: the Poisson variance one mean query lower
+        plan = planner.allocate(float(budget) * (1.0 - 1.0 / float(plan.pi.sum())))
         ok = plan.pi > 0
         p, V, W, pi = design.p[ok], design.prediction.variance[ok], plan.within_variance[ok].sum(-1), plan.pi[ok]
         return float(np.sum(p**2 * ((V + W) / pi - V)))
@@ -287,23 +324,39 @@ class PrefixSampling(DesignKind):
 
         if sample is None:
             return census_fit(design, labels, plan.budget)
-        d, x = design, sample.queries
+        d = design
         layout, pplan = plan.parts()
-        walk = walk_sample(layout, d.probs, pplan, x, sample.U, self.order, labels)
-        if (walk.waiting >= 0).any():
-            raise ValueError(f"{int((walk.waiting >= 0).sum())} sampled queries still wait for a judgment.")
-        docs, judged = walk.docs, walk.judged
+        bw = self.walk(d, plan, sample, labels)
+        if not bw.finished:
+            raise ValueError(f"{int(bw.request.sum())} sampled queries still wait for a judgment.")
+        n = bw.n_used
+        walked = n + 1 if bw.cut >= 0 else n  # the sample and the cut query, whose labels are bought too
+        x = sample.queries[:walked]
+        threshold = float(sample.xi[bw.cut]) if bw.cut >= 0 and sample.xi is not None else math.inf
+        # the realized inclusion probability min(1, w xi_f) (1 when no query is cut); the cut query has none
+        pi = np.minimum(1.0, pplan.pi[x] * threshold) if bw.cut >= 0 else np.ones(walked)
+        used = np.arange(walked) < n
+        pi = np.where(used, pi, np.nan)
+        exact = pplan.exact and bw.cut < 0
+        if n < 2 and not exact:
+            raise ValueError(f"the budget ({plan.budget:g}) completed {n} quer{'y' if n == 1 else 'ies'} of the prefix "
+                             "method's sample before it ran out (the hard budget makes the sample size random); no "
+                             "standard error can be computed from fewer than 2. The judgments bought are kept (this "
+                             "error's `judgments`): pass them back as `judgments=` (they cost nothing then) with a "
+                             "larger budget.")
+        walk = bw.walk
+        D, P, judged, docs = walk.D[:walked], walk.P[:walked], walk.judged[:walked], walk.docs[:walked]
         rows = layout.rows[x]
-        e, V = within_estimate(walk.D, walk.P, judged)
-        pi = pplan.pi[x]
-        est, cov = prefix_estimate(e, V, pi, d.p[x], d.prediction.pool_mean(d.p))
+        S = x[:n]
+        e, V = within_estimate(D[:n], P[:n], judged[:n])
+        est, cov = prefix_estimate(e, V, pi[:n], d.p[S], d.prediction.pool_mean(d.p))
         sample_cov = cov
         ov = d.prediction.output_variance
         pooled = ci != "normal" and ov is not None
         if pooled:  # small samples: the model's predicted variance pooled in
-            cov = pooled_covariance(cov, x.size, pplan.model_variance(d.p, ov))
+            cov = pooled_covariance(cov, n, pplan.model_variance(d.p, ov))
         # the t's degrees of freedom: from the queries that carry the sample's variance, not all those sampled
-        k_eff = prefix_dof(e, V, pi, d.p[x])
+        k_eff = prefix_dof(e, V, pi[:n], d.p[S])
         jq, js = np.nonzero(judged)
         doc_rows = rows[jq, docs[jq, js]]
         step_rows = np.take_along_axis(rows, np.maximum(docs, 0), axis=1)  # the row judged at every step
@@ -312,60 +365,70 @@ class PrefixSampling(DesignKind):
         charged_doc = np.where(new, step_cost, 0.0)
         trace = pd.DataFrame({
             "query": x[jq], "doc_row": doc_rows, "step": js, "layout_position": docs[jq, js], "pi": pi[jq],
-            "P": walk.P[jq, js], "p": d.p[x[jq]], "new": new[jq, js], "cost": charged_doc[jq, js],
-            "grade": labels[doc_rows],
+            "P": P[jq, js], "p": d.p[x[jq]], "new": new[jq, js], "cost": charged_doc[jq, js],
+            "grade": labels[doc_rows], "used": used[jq],
         })
         trace["cumulative_cost"] = np.cumsum(trace["cost"].to_numpy())
-        trace.attrs.update(design="Poisson sample of queries, a random-length sequence of documents judged in each "
-                                  "(prefix)",
-                           expected_cost=float(pplan.budget), n_sampled_queries=int(x.size),
+        cost = clamp_cost(float(charged_doc.sum(1).sum()), plan.budget)  # per query, then over queries
+        trace.attrs.update(design="queries in priority order (xi = u / pi), a random-length sequence of documents "
+                                  "judged in each until the budget is spent; the query the budget cuts is not "
+                                  "used (prefix, hard budget)",
+                           expected_cost=float(pplan.budget), n_sampled_queries=int(n),
+                           cut_query=int(x[n]) if bw.cut >= 0 else None, threshold=threshold,
+                           budget_left=float(plan.budget - cost),
                            sample_variance=np.diag(sample_cov).tolist(), dof=k_eff)
-        exact = pplan.exact
         if exact or ci == "normal":
             dof = math.inf
         elif k_eff > 0:
             dof = k_eff
         else:  # no sample variance: the model's (its pseudo degrees of freedom), or nothing to widen
-            dof = PRIOR_DOF if pooled else float(max(x.size - 1, 1))
-        main = Estimate(est, np.zeros_like(cov) if exact else cov, float(x.size))
+            dof = PRIOR_DOF if pooled else float(max(n - 1, 1))
+        main = Estimate(est, np.zeros_like(cov) if exact else cov, float(n))
         own = main if d.target.kind == "mean" else None
-        cost = float(charged_doc.sum(1).sum())  # per query, then over queries (the order results were tested in)
-        return DesignFit(main, own, dof, int(x.size), int(np.unique(x).size), cost, plan.budget, exact, trace,
+        return DesignFit(main, own, dof, int(n), int(n), cost, plan.budget, exact, trace,
                          ci="normal" if math.isinf(dof) else "t")
 
     def simulate(self, layout, plan, probs, labels, p, mean, n_reps, rng, *, output_variance=None,
-                 with_dof: bool = False):
-        """Batched repetitions on a fully labelled pool (benchmarks): estimates and covariances.
+                 with_dof: bool = False, budget: float | None = None, chunk: int = 64):
+        """Batched repetitions of the hard-budget design on a fully labelled pool (benchmarks, planning).
 
-        The judging sequence of a query is a deterministic function of its labels, so
-        ``D`` and ``P`` are computed once per query; a repetition only draws the
-        Poisson sample and the uniforms.
+        The judging sequence of a query is a deterministic function of its labels and a
+        walk judges its first ``d`` steps for ``d = #{j : U <= P_j}``, so the within-query
+        estimate, its variance estimate and the cost of every depth are tabled once per
+        query (:func:`.budget.depth_tables`); a repetition draws the priorities and the
+        uniforms, cuts the priority order at the budget and reads the tables.
+
+        Parameters
+        ----------
+        budget : float, optional
+            The hard budget (default: the plan's expected cost ``plan.budget``).
 
         Returns
         -------
         estimate : ndarray of shape (n_reps, t)
         covariance : ndarray of shape (n_reps, t, t)
         n : ndarray of shape (n_reps,)
-            Sampled queries.
+            Completed (used) queries.
         cost : ndarray of shape (n_reps,)
-            Realized cost.
+            Realized cost (at most the budget), the cut query's bought labels included.
 
         With ``output_variance`` (the model's per-query variance of every output, shape
         (n_queries, t)) the covariance is pooled with the model's prediction as the engine
         does (:func:`pooled_covariance`).  With ``with_dof`` a fifth array of shape (n_reps,)
         holds the interval's degrees of freedom, as the engine reports them (``ci="auto"``).
         """
-        order = self.order
-        live = plan.pi > 0
-        q = np.flatnonzero(live)
+        B = float(plan.budget if budget is None else budget)
+        limit = fits_limit(B)
+        q = np.flatnonzero(plan.pi > 0)
         R = layout.values
         f = R[labels[np.maximum(layout.rows[q], 0)]]
         rho, sd = layout.document_values(probs, q)
-        docs, g, a = judging_paths(layout, q, layout.system_values(probs), sd, f, order=order)
+        docs, g, a = judging_paths(layout, q, layout.system_values(probs), sd, f, order=self.order)
         m = docs >= 0
         D = ((_by_step(f, docs) - _by_step(rho, docs)))[..., None] * g
-        P = stop_probabilities(a, plan.floor[q], plan.tau[q])
-        step_cost = _by_step(layout.cost[q], docs)
+        P = np.where(m, stop_probabilities(a, plan.floor[q], plan.tau[q]), 0.0)  # no step past the last
+        E, Vt, C = depth_tables(D, P, m, _by_step(layout.cost[q], docs))
+        w, pq = plan.pi[q], p[q]
         t = layout.contrast.shape[0]
         pool_mean = p @ mean
         model_var = None if output_variance is None else plan.model_variance(p, output_variance)
@@ -374,18 +437,34 @@ class PrefixSampling(DesignKind):
         n = np.zeros(n_reps, dtype=np.int64)
         cost = np.zeros(n_reps)
         dof = np.zeros(n_reps)
-        for r in range(n_reps):
-            s = rng.random(q.size) < plan.pi[q]
-            U = rng.random(int(s.sum()))
-            judged = m[s] & (U[:, None] <= P[s])
-            e, V = within_estimate(D[s], P[s], judged)
-            est[r], cov[r] = prefix_estimate(e, V, plan.pi[q][s], p[q][s], pool_mean)
-            n[r] = s.sum()
-            k_eff = prefix_dof(e, V, plan.pi[q][s], p[q][s])
-            dof[r] = k_eff if k_eff > 0 else (PRIOR_DOF if model_var is not None else max(n[r] - 1.0, 1.0))
-            if model_var is not None:
-                cov[r] = pooled_covariance(cov[r], n[r], model_var)
-            cost[r] = float(np.where(judged, step_cost[s], 0.0).sum())
+        for lo in range(0, n_reps, chunk):
+            r = min(chunk, n_reps - lo)
+            xi = rng.random((r, q.size)) / w
+            U = rng.random((r, q.size))
+            depth = (U[:, :, None] <= P[None]).sum(-1)  # judged steps of every query's walk
+            o = np.argsort(xi, axis=1, kind="stable")
+            dep = np.take_along_axis(depth, o, axis=1)
+            cq = C[o, dep]  # (r, n) realized cost in priority order
+            cum = np.cumsum(cq, axis=1)
+            k = (cum <= limit).sum(1)  # completed queries (cum is non-decreasing)
+            for i in range(r):
+                ki, ri = int(k[i]), lo + i
+                spent = float(cum[i, ki - 1]) if ki else 0.0
+                if ki < q.size:  # the cut query: its walk stops before the first label that does not fit
+                    fc, fd = int(o[i, ki]), int(dep[i, ki])
+                    part = int(np.searchsorted(C[fc, :fd + 1], limit - spent, side="right")) - 1
+                    spent += float(C[fc, part])
+                    pi = np.minimum(1.0, w[o[i, :ki]] * xi[i, fc])
+                else:
+                    pi = np.ones(ki)
+                s, ds = o[i, :ki], dep[i, :ki]
+                e, V = E[s, ds], Vt[s, ds]
+                est[ri], cov[ri] = prefix_estimate(e, V, pi, pq[s], pool_mean)
+                n[ri], cost[ri] = ki, spent
+                k_eff = prefix_dof(e, V, pi, pq[s]) if ki else 0.0
+                dof[ri] = k_eff if k_eff > 0 else (PRIOR_DOF if model_var is not None else max(ki - 1.0, 1.0))
+                if model_var is not None:
+                    cov[ri] = pooled_covariance(cov[ri], ki, model_var)
         if with_dof:
             return est, cov, n, cost, dof
         return est, cov, n, cost
