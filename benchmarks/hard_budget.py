@@ -181,6 +181,16 @@ def report(df: pd.DataFrame, cmd: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _commands(out: str) -> list:
+    """The command lines of the earlier runs, from their report."""
+    try:
+        with open(out + ".md") as f:
+            line = f.read().splitlines()[2]
+        return [line.split("`")[1]]
+    except (OSError, IndexError):
+        return []
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--reps", type=int, default=500)
@@ -190,6 +200,7 @@ def main(argv=None) -> int:
     ap.add_argument("--workers", type=int, default=1)
     ap.add_argument("--seed", type=int, default=2030)
     ap.add_argument("--out", default=os.path.join(HERE, "results", "hard_budget"))
+    ap.add_argument("--append", action="store_true", help="add the cells to an earlier run's CSV (same --out)")
     args = ap.parse_args(argv)
     designs = tuple(d for d in args.designs.split(",") if d)
     todo = tasks(args.datasets.split(","), designs, args.reps, args.seed, args.costs.split(","))
@@ -204,8 +215,11 @@ def main(argv=None) -> int:
             rows.append(cell(t))
             print(f"[{i + 1}/{len(todo)}] {rows[-1]}", flush=True)
     df = pd.DataFrame(rows)
-    df.to_csv(args.out + ".csv", index=False)
     cmd = "python benchmarks/hard_budget.py " + " ".join(argv if argv is not None else sys.argv[1:])
+    if args.append and os.path.exists(args.out + ".csv"):
+        df = pd.concat([pd.read_csv(args.out + ".csv"), df], ignore_index=True)
+        cmd = "; ".join([*_commands(args.out), cmd.strip()])
+    df.to_csv(args.out + ".csv", index=False)
     with open(args.out + ".md", "w") as f:
         f.write(report(df, cmd.strip()))
     return 0
