@@ -121,6 +121,11 @@ class PrefixCampaignPlan:
         return self.xi is None
 
     @property
+    def order_set(self) -> frozenset:
+        """The queries of the priority order (the former design: of the sample)."""
+        return frozenset(self.queries.tolist())
+
+    @property
     def n_queries(self) -> int:
         return int(self.queries.size)
 

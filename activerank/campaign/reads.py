@@ -172,13 +172,16 @@ class _Reads:
     def tasks(self, query) -> list[str]:
         """Document ids to judge for a planned query (by id), in ranking order (document-level
         campaigns: the query's sampled documents, in draw order; prefix campaigns: the documents its walk
-        has judged and the one it asks for next, in judging order)."""
+        has judged and the one it asks for next, in judging order, and none for a query of the priority
+        order the budget has not reached)."""
         if self._rounds:  # replay the sample only when judgments arrived since the last replay
             last = self._db.execute("SELECT MAX(judgment_id) FROM judgments").fetchone()[0]
             if last != self._rounds_seen:
                 self._refresh(self._combined()[0])
                 self._rounds_seen = last
         x = self._qindex.get(key(query))
+        if x is not None and x not in self._needed and self._prefix is not None and x in self._prefix.order_set:
+            return []  # a query of the priority order the budget has not reached (yet): nothing to judge now
         if x is None or x not in self._needed:
             raise ValueError(f"`query` {key(query)!r} is not a planned query of this campaign.")
         return [self._dkeys[r] for r in self._needed[x]]

@@ -213,3 +213,49 @@ def test_exclude_exported_skips_only_tasks_already_out(tmp_path, data, probs, la
             (tmp_path / f"a{r}.jsonl").write_text("".join(json.dumps(t) + "\n" for t in ans))
             c.import_judgments(tmp_path / f"a{r}.jsonl")
         _same(c.estimate(), ref)
+
+
+def test_a_store_of_the_former_poisson_design_opens_but_is_not_estimated(tmp_path, data, probs, labels):
+    from activerank.campaign.integrity import seal
+
+    a = data.X[:, 24]
+    path = tmp_path / "c.db"
+    with Campaign.create(path, data, a, probs, budget=8, metric="err@10", method=METHOD, seed=4) as c:
+        first = _round(c, labels, tmp_path / "r0.jsonl")
+    # a store written before the hard budget: no priorities, schema version 7 (its checksums sealed as then)
+    with sqlite3.connect(path) as con:
+        con.execute("DELETE FROM arrays WHERE name = 'prefix_xi'")
+        con.execute("UPDATE schema_version SET version = 7")
+        seal(con)
+    with Campaign.open(path) as c:
+        assert c.check() == []
+        st = c.status()
+        assert st.n_documents_judged == len(first) and st.n_judgments == len(first)
+        judged = c.judgments()
+        assert sum(len(d) for d in judged.values()) == len(first)  # every stored judgment exports
+        assert c.write_qrels(tmp_path / "old.qrels") == len(first)
+        c.backup(tmp_path / "backup.db")
+        for _ in range(2):  # refused, and refused again: nothing is dropped
+            with pytest.raises(ValueError, match=r"before the prefix method's hard budget.*Poisson.*judgments="):
+                c.estimate()
+        assert c.status().n_judgments == len(first)
+    # its judgments are reused by the engine at no cost
+    qrels = {k: {d: int(g) for d, g in v.items()} for k, v in judged.items()}
+    res = ar.estimate(data, a, probs, labels, budget=8, metric="err@10", method=METHOD, rng=4,
+                      judgments={int(k): v for k, v in qrels.items()})
+    assert np.isfinite(res.estimate)
+
+
+def test_check_finds_judgments_over_the_budget(tmp_path, data, probs, labels, monkeypatch):
+    a = data.X[:, 24]
+    with Campaign.create(tmp_path / "c.db", data, a, probs, budget=8, metric="err@10", method=METHOD,
+                         seed=4) as c:
+        _run_rounds(c, labels, tmp_path)
+        assert c.check() == []
+        # a replay that walked past the budget (a broken budget walk) is reported
+        from activerank.campaign.prefix import PrefixCampaignPlan
+
+        walk = PrefixCampaignPlan.walk
+        monkeypatch.setattr(PrefixCampaignPlan, "walk", lambda self, d, g, budget, layout=None:
+                            walk(self, d, g, 2 * budget, layout))
+        assert any("cost more than the budget 8" in p for p in c.check())
