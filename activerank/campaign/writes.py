@@ -248,9 +248,9 @@ class _Writes:
             its labeler, the budget is spent in
             expectation (the realized cost of the sample may exceed it), and
             the estimate needs every sampled document judged.  ``method="prefix"``
-            (cascade metrics) stores the engine's design and query sample; its
-            tasks come in rounds, one document per sampled query still being
-            judged, chosen from the judgments stored so far
+            (cascade metrics) stores the engine's design and priority order of the
+            queries; its tasks come in rounds, one document per query whose walk
+            surely fits the hard budget, chosen from the judgments stored so far
             (:mod:`activerank.campaign.prefix`).
         seed : int or None
             Seed of the draw sequence (stored).  ``None`` picks one at random
