@@ -9,7 +9,7 @@ metric at any time from what has been judged.  With a document-level method
 sample of single (query, document) pairs; the other document-level methods'
 tasks are the documents the engine asks for, recorded
 (:mod:`activerank.campaign.documents`).  With ``method="prefix"`` the tasks
-come in rounds, one document per sampled query still being judged
+come in rounds, one document per query whose walk surely fits the hard budget
 (:mod:`activerank.campaign.prefix`).
 
 Every chunk of judgments an import reports committed is in the store file

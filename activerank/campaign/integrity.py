@@ -31,7 +31,7 @@ import json
 import sqlite3
 from contextlib import contextmanager
 
-from .schema import DB_ERRORS, DESIGN_TABLES, SCHEMA_VERSION, TABLES, create_tables, read_version
+from .schema import CURRENT_VERSIONS, DB_ERRORS, DESIGN_TABLES, SCHEMA_VERSION, TABLES, create_tables, read_version
 
 __all__ = ["CorruptStoreError", "append_judgments", "full_problems", "quick_problems", "seal"]
 
@@ -202,8 +202,8 @@ def grade_problems(conn: sqlite3.Connection, *, limit: int = MAX_LISTED) -> list
 def _schema_problems(conn) -> list[str]:
     out = []
     version = read_version(conn)
-    if version != SCHEMA_VERSION:
-        out.append(f"schema_version holds {version!r}, expected {SCHEMA_VERSION}")
+    if version not in CURRENT_VERSIONS:
+        out.append(f"schema_version holds {version!r}, expected one of {list(CURRENT_VERSIONS)}")
     have = {name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
     missing = [t for t in TABLES if t not in have]
     if missing:
@@ -319,16 +319,16 @@ def _foreign_keys(conn) -> list[str]:
 
 
 def migrate(conn: sqlite3.Connection, path: str) -> None:
-    """Upgrade a store of version 1 to 6 to version 7 in one write transaction (a no-op on version 7).
+    """Upgrade a store of version 1 to 6 to version 7 in one write transaction (a no-op on version 7 or 8).
 
     The store must pass SQLite's full ``integrity_check`` first: the checksums
     computed here vouch for the stored rows from now on.
     """
-    if read_version(conn) == SCHEMA_VERSION:
+    if read_version(conn) in CURRENT_VERSIONS:
         return
     conn.execute("BEGIN IMMEDIATE")
     try:
-        if read_version(conn) != SCHEMA_VERSION:  # another process may have upgraded it meanwhile
+        if read_version(conn) not in CURRENT_VERSIONS:  # another process may have upgraded it meanwhile
             res = [r[0] for r in conn.execute("PRAGMA integrity_check")]
             if res != ["ok"]:
                 raise CorruptStoreError(path, ["integrity_check: " + "; ".join(res[:5])],

@@ -172,13 +172,16 @@ class _Reads:
     def tasks(self, query) -> list[str]:
         """Document ids to judge for a planned query (by id), in ranking order (document-level
         campaigns: the query's sampled documents, in draw order; prefix campaigns: the documents its walk
-        has judged and the one it asks for next, in judging order)."""
+        has judged and the one it asks for next, in judging order, and none for a query of the priority
+        order the budget has not reached)."""
         if self._rounds:  # replay the sample only when judgments arrived since the last replay
             last = self._db.execute("SELECT MAX(judgment_id) FROM judgments").fetchone()[0]
             if last != self._rounds_seen:
                 self._refresh(self._combined()[0])
                 self._rounds_seen = last
         x = self._qindex.get(key(query))
+        if x is not None and x not in self._needed and self._prefix is not None and x in self._prefix.order_set:
+            return []  # a query of the priority order the budget has not reached (yet): nothing to judge now
         if x is None or x not in self._needed:
             raise ValueError(f"`query` {key(query)!r} is not a planned query of this campaign.")
         return [self._dkeys[r] for r in self._needed[x]]
@@ -286,6 +289,10 @@ class _Reads:
             rows = self._needed[x]
             n = sum(1 for r in rows.tolist() if r in grades)
             (done if n == rows.size else partial if n else pending).append(x)
+        if self._prefix is not None:  # the sample: the queries before the cut, once no walk asks for more
+            state = self._prefix_state
+            prefix = state.n_used if state.finished and not (partial or pending) else 0
+            return grades, conflicts, done, partial, pending, prefix
         if self._documents is not None or self._wor is not None or self._rounds:  # usable only whole
             prefix = self._plan.n_draws if not (partial or pending) else 0
             return grades, conflicts, done, partial, pending, prefix
@@ -311,9 +318,13 @@ class _Reads:
         """
         grades, conflicts, done, partial, pending, prefix = self._progress(combine)
         planned = self._clamp(math.fsum(self._plan.charged))
+        n_draws = self._plan.n_draws
         if self._task_cost is not None:  # costs of the judged documents; the rest is not decided yet
             spent = self._clamp(math.fsum(self._task_cost[r] for r in self._needed_rows if r in grades))
             in_prog = 0.0
+            if self._prefix is not None and not self._prefix.legacy:  # hard budget: judged + asked for now
+                planned = self._clamp(spent + math.fsum(self._task_cost[r] for r in self._waiting.values()))
+                n_draws = len(self._planned)
             blocking = next((self._qkeys[x] for x in self._planned if x in self._waiting), None)
         elif self._documents is None:
             cost = self._design.costs.cost
@@ -335,7 +346,7 @@ class _Reads:
         n_exp = db.execute("SELECT COUNT(*) FROM exports").fetchone()[0]
         return CampaignStatus(
             budget=self.budget, cost_planned=planned, cost_spent=spent, cost_in_progress=in_prog,
-            budget_left=max(0.0, self.budget - spent - in_prog), n_draws=self._plan.n_draws,
+            budget_left=max(0.0, self.budget - spent - in_prog), n_draws=n_draws,
             queries_done=tuple(self._qkeys[x] for x in done),
             queries_partial=tuple(self._qkeys[x] for x in partial),
             queries_pending=tuple(self._qkeys[x] for x in pending),

@@ -45,7 +45,10 @@ from .documents import (
     plan_documents,
 )
 from .integrity import full_problems
+from .schema import PREFIX_SCHEMA_VERSION
 from .prefix import ARRAY_NAMES as _PREFIX_ARRAYS
+from .prefix import LEGACY_MESSAGE as _PREFIX_LEGACY
+from .prefix import OPTIONAL_ARRAY_NAMES as _PREFIX_OPTIONAL
 from .prefix import PrefixCampaignPlan, estimate_prefix, plan_prefix_campaign
 from .without_replacement import estimate_without_replacement, plan_without_replacement
 
@@ -63,7 +66,8 @@ def plan_family(dsg, pool, budget: float, seed: int):
 
     ``plan`` lists the draws (query-level with replacement), the units (one per
     document task), the sample without replacement in selection order, the
-    prefix method's sampled queries with their expected costs, or the queries of
+    prefix method's priority order (every live query, with its planned expected
+    cost; the hard budget decides how far it is judged), or the queries of
     another design kind's sample (:meth:`~activerank.design.kinds.base.DesignKind.query_draws`).
     """
     documents = wor = prefix = None
@@ -76,7 +80,7 @@ def plan_family(dsg, pool, budget: float, seed: int):
         if plan.n_draws == 0:
             raise ValueError("the design sampled no query: there is nothing to judge.")
         return plan, None, None, None, dict(kind.to_arrays(dsg, planned, sample))
-    if dsg.method_spec.unit == "prefix":  # the engine's design and sample; tasks come in rounds
+    if dsg.method_spec.unit == "prefix":  # the engine's design and priority order; tasks come in rounds
         prefix = plan_prefix_campaign(dsg, budget, seed)
         x = prefix.queries
         plan = DrawPlan(queries=x, new=np.ones(x.size, dtype=bool), charged=prefix.plan.expected_cost[x],
@@ -149,12 +153,13 @@ class _Replay:
                                   threshold=float(self.meta["wor_threshold"]), cost=self._plan.charged,
                                   budget=self._plan.budget)
         if self.unit == "prefix":  # the tasks depend on the judgments: see _refresh_prefix
-            self._prefix = PrefixCampaignPlan.from_arrays({n: self._array(n) for n in _PREFIX_ARRAYS},
-                                                          expected_cost=float(self.meta["expected_cost"]))
+            self._prefix = PrefixCampaignPlan.from_arrays(
+                {n: self._array(n) for n in _PREFIX_ARRAYS + _PREFIX_OPTIONAL},
+                expected_cost=float(self.meta["expected_cost"]))
             self._design = replace(self._design, probs=self.probs(), document_costs=self._prefix.document_costs)
             self._prefix_layout = self._prefix.layout(self._design)  # built once: every replay reads it
             self._task_cost = self._prefix.document_cost(self._design, self._prefix_layout)
-            self._planned = [int(x) for x in self._prefix.queries]
+            self._planned, self._prefix_state = [], None  # the queries the budget reached: _refresh_prefix
             self._rounds = True
             self._refresh(self._combined()[0])
             return
@@ -219,9 +224,12 @@ class _Replay:
         self._needed_rows = {int(r): x for x, rows in self._needed.items() for r in rows}
 
     def _refresh_prefix(self, grades) -> None:
-        """A prefix campaign's tasks given the stored ``grades``: every sampled query needs the documents its
-        walk has judged and the one it asks for next (:mod:`activerank.campaign.prefix`)."""
-        judged, self._waiting = self._prefix.walk(self._design, grades, self._prefix_layout)
+        """A prefix campaign's tasks given the stored ``grades``: every query the budget has reached needs the
+        documents its walk has judged and, if its walk surely goes on, the one it asks for next
+        (:mod:`activerank.campaign.prefix`)."""
+        state = self._prefix.walk(self._design, grades, self.budget, self._prefix_layout)
+        self._prefix_state, self._planned, self._waiting = state, state.planned, state.waiting
+        judged = state.judged
         self._needed = {x: (np.append(judged[x], self._waiting[x]) if x in self._waiting else judged[x])
                         for x in self._planned}
         self._needed_rows = {int(r): x for x, rows in self._needed.items() for r in rows}
@@ -249,8 +257,8 @@ class _Replay:
         :mod:`activerank.campaign.documents`).  So does a campaign of a
         method without replacement (``active_wor``) until every sampled query
         is judged (:mod:`activerank.campaign.without_replacement`), and a
-        prefix campaign until every sampled query's walk is finished
-        (:mod:`activerank.campaign.prefix`).
+        prefix campaign until no walk asks for a judgment (:mod:`activerank.campaign.prefix`; a store of the
+        former Poisson prefix design is not estimated: the error says how to reuse its judgments).
 
         Returns
         -------
@@ -340,14 +348,16 @@ class _Replay:
         return estimate_sample(self._design, self.pool(), plan, sample, self._labels(grades))
 
     def _estimate_prefix(self, combine):
+        if self._prefix.legacy:
+            raise ValueError(_PREFIX_LEGACY)
         grades, _, done, partial, pending, _ = self._progress(combine)
         if self._waiting:
             first = next(x for x in self._planned if x in self._waiting)
             raise ValueError(
-                f"nothing to estimate yet: {len(self._waiting)} of the {len(self._planned)} sampled queries wait "
-                f"for a judgment ({len(partial)} started, {len(pending)} not; first: query {self._qkeys[first]!r}, "
-                f"document {self._dkeys[self._waiting[first]]!r}). A prefix campaign estimates from its whole "
-                "sample only, each query judged until its stopping rule says stop: export the next round of "
+                f"nothing to estimate yet: {len(self._waiting)} of the {len(self._planned)} queries the budget has "
+                f"reached wait for a judgment ({len(partial)} started, {len(pending)} not; first: query "
+                f"{self._qkeys[first]!r}, document {self._dkeys[self._waiting[first]]!r}). A prefix campaign "
+                "estimates once its budget is spent or every walk has stopped: export the next round of "
                 "tasks (one document per waiting query) and import the judgments. The judgments are kept.")
         labels = np.full(int(self._offsets[-1]), -1, dtype=np.int64)
         for r in self._needed_rows:
@@ -410,7 +420,8 @@ class _Replay:
         inclusion probabilities and seed, and checks the *expected* cost
         against the budget (the realized cost may exceed it); a campaign
         without replacement replays its one sample, a prefix campaign its
-        design and query sample.
+        design and priority order, and checks that the judgments its walks
+        hold cost at most the budget.
         """
         problems = full_problems(self._db)
         if self._documents is not None:
@@ -463,17 +474,35 @@ class _Replay:
 
     def _check_prefix(self) -> list[str]:
         cp, problems = self._prefix, []
+        if not np.array_equal(self._plan.queries, cp.queries):
+            problems.append("the stored draws differ from the stored prefix sample")
+        version = self._db.execute("SELECT version FROM schema_version").fetchone()[0]
+        if cp.legacy:  # the former Poisson design: this version draws another sample, no replay
+            if version == PREFIX_SCHEMA_VERSION:
+                problems.append(f"schema version {version} but no stored priorities (prefix_xi)")
+            if cp.expected_cost > self.budget * (1 + BUDGET_RTOL):
+                problems.append(f"expected cost {cp.expected_cost} of the prefix design exceeds the budget "
+                                f"{self.budget}")
+            return problems
+        if version != PREFIX_SCHEMA_VERSION:
+            problems.append(f"a prefix store with priorities has schema version {version}, expected "
+                            f"{PREFIX_SCHEMA_VERSION}")
         try:
             replay = plan_prefix_campaign(self._design, self.budget, self.seed)
         except ValueError as exc:
-            return [f"the prefix design could not be replayed with the stored seed: {exc}"]
-        if not (np.array_equal(replay.queries, cp.queries) and np.allclose(replay.U, cp.U, rtol=0, atol=0)
+            return problems + [f"the prefix design could not be replayed with the stored seed: {exc}"]
+        if not (np.array_equal(replay.queries, cp.queries) and np.array_equal(replay.U, cp.U)
+                and np.array_equal(replay.xi, cp.xi)
                 and np.allclose(replay.plan.pi, cp.plan.pi, rtol=1e-9, atol=1e-12)):
-            problems.append("the stored prefix sample differs from a replay with the stored seed")
-        if not np.array_equal(self._plan.queries, cp.queries):
-            problems.append("the stored draws differ from the stored prefix sample")
-        if cp.expected_cost > self.budget * (1 + BUDGET_RTOL):
-            problems.append(f"expected cost {cp.expected_cost} of the prefix design exceeds the budget {self.budget}")
+            problems.append("the stored prefix priority order differs from a replay with the stored seed")
+        # the hard budget: what the walks hold (the cut query's bought part included) fits in it
+        grades = self._combined()[0]
+        self._refresh(grades)
+        spent = math.fsum(self._task_cost[r] for r in self._needed_rows if r in grades)
+        asked = math.fsum(self._task_cost[r] for r in self._waiting.values())
+        if spent + asked > self.budget * (1 + BUDGET_RTOL):
+            problems.append(f"the judgments of the prefix walks ({spent}) and those asked for ({asked}) cost more "
+                            f"than the budget {self.budget}")
         return problems
 
     def _check_documents(self) -> list[str]:

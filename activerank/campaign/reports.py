@@ -179,9 +179,12 @@ class CampaignStatus:
     n_imports, n_exports : int
     combine : str
     unit : {"query", "document", "prefix"}
-        What the campaign samples.  A prefix campaign counts ``n_documents_needed`` as the documents its
-        walks have judged plus one per query still being judged, ``cost_planned`` as the expected cost of
-        the sampled queries and ``cost_spent`` as the cost of the judged documents.  Document-level campaigns count tasks in
+        What the campaign samples.  A prefix campaign counts ``n_draws`` as the queries of its priority
+        order the budget has reached (the queries ``queries_*`` list), ``n_documents_needed`` as the
+        documents its walks have judged plus one per query asked for now, ``cost_spent`` as the cost of the
+        judged documents (the cut query's included), ``cost_planned`` as that plus the documents asked for
+        now (both at most ``budget``), and ``draws_usable`` as the queries before the cut once no walk asks
+        for more (a store of the former Poisson design: the sampled queries and their expected cost).  Document-level campaigns count tasks in
         documents: ``n_draws`` = sampled documents, ``cost_spent`` = cost of
         those judged, ``cost_in_progress`` = 0, ``cost_planned`` = realized
         cost of the sample (may exceed ``budget``: Poisson sampling spends it

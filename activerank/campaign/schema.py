@@ -45,8 +45,12 @@ What the campaign samples is told by ``meta`` (one layout for every method):
   ``doc_ubis``): also ``document_plan = "recorded"``, ``arrays`` the documents
   the engine asks for with ``rng=seed`` (``recorded_*``) and ``document_costs``;
 - the ``prefix`` method (:mod:`activerank.campaign.prefix`): ``meta`` ``unit =
-  "prefix"`` and ``expected_cost``, ``draws`` one row per sampled query,
-  ``arrays`` the design and sample (``prefix_*``) and ``document_costs``.
+  "prefix"`` and ``expected_cost``, ``draws`` one row per live query in priority
+  order (the hard budget cuts it), ``arrays`` the design and priority order
+  (``prefix_*``, with the priorities ``prefix_xi``) and ``document_costs``;
+  schema version :data:`PREFIX_SCHEMA_VERSION` (8), same tables.  A version 7
+  prefix store holds the former Poisson sample (no ``prefix_xi``): it opens,
+  its judgments export, but it is not estimated.
 
 Versions 1 to 6 (before checksums; 3 to 6 told an activerank that could not
 plan documents, samples without replacement, prefixes or recorded documents
@@ -89,14 +93,18 @@ import numpy as np
 
 __all__ = [
     "SCHEMA_VERSION", "DOCUMENT_SCHEMA_VERSION", "WOR_SCHEMA_VERSION", "PREFIX_SCHEMA_VERSION",
-    "RECORDED_SCHEMA_VERSION", "READABLE_VERSIONS", "LEGACY_VERSIONS", "TABLES", "connect", "create_tables",
+    "RECORDED_SCHEMA_VERSION", "CURRENT_VERSIONS", "READABLE_VERSIONS", "LEGACY_VERSIONS", "TABLES", "connect", "create_tables",
 ]
 
 SCHEMA_VERSION = 7  # checksums of the judgments, the design and the schema; rollback journal
 # every method family has the same layout since version 7 (meta tells them apart); the names are kept
-DOCUMENT_SCHEMA_VERSION = WOR_SCHEMA_VERSION = PREFIX_SCHEMA_VERSION = RECORDED_SCHEMA_VERSION = SCHEMA_VERSION
+DOCUMENT_SCHEMA_VERSION = WOR_SCHEMA_VERSION = RECORDED_SCHEMA_VERSION = SCHEMA_VERSION
+# prefix stores of the hard budget (the priority order, ``prefix_xi``): version 8, so that an activerank that
+# knows only the former Poisson sample refuses them instead of reading the whole priority order as its sample
+PREFIX_SCHEMA_VERSION = 8
+CURRENT_VERSIONS = (SCHEMA_VERSION, PREFIX_SCHEMA_VERSION)  # same tables; never upgraded into each other
 LEGACY_VERSIONS = (1, 2, 3, 4, 5, 6)  # upgraded on open; 1: one ranker or a pair, no stored prediction arrays
-READABLE_VERSIONS = (*LEGACY_VERSIONS, SCHEMA_VERSION)
+READABLE_VERSIONS = (*LEGACY_VERSIONS, *CURRENT_VERSIONS)
 
 # the tables of every version up to 6, unchanged in version 7
 _TABLES_V6 = """

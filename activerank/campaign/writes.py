@@ -35,7 +35,7 @@ from . import io as cio
 from .integrity import CorruptStoreError, append_judgments, quick_problems, seal
 from .replay import BUDGET_RTOL, family_arrays, family_meta, plan_family
 from .reports import COMBINE_RULES, MAX_STORED_REJECTIONS, SCOPES, ImportReport, Rejection
-from .schema import SCHEMA_VERSION, SIDECARS, array_blob, connect, create_tables, key, now, remove_files, replace_store
+from .schema import PREFIX_SCHEMA_VERSION, SCHEMA_VERSION, SIDECARS, array_blob, connect, create_tables, key, now, remove_files, replace_store
 
 #: the campaign class a ``create`` builds (:class:`activerank.campaign.Campaign`, which mixes this in)
 _C = TypeVar("_C", bound="_Writes")
@@ -248,9 +248,9 @@ class _Writes:
             its labeler, the budget is spent in
             expectation (the realized cost of the sample may exceed it), and
             the estimate needs every sampled document judged.  ``method="prefix"``
-            (cascade metrics) stores the engine's design and query sample; its
-            tasks come in rounds, one document per sampled query still being
-            judged, chosen from the judgments stored so far
+            (cascade metrics) stores the engine's design and priority order of the
+            queries; its tasks come in rounds, one document per query whose walk
+            surely fits the hard budget, chosen from the judgments stored so far
             (:mod:`activerank.campaign.prefix`).
         seed : int or None
             Seed of the draw sequence (stored).  ``None`` picks one at random
@@ -343,7 +343,7 @@ class _Writes:
         ``documents`` is the document sample of a document-level method (``plan``
         then lists its units: one draw per task); ``wor`` the sample of a method without
         replacement (``plan`` lists its queries in selection order); ``prefix`` the design and sample of the
-        prefix method (``plan`` lists the sampled queries with their expected costs); ``kind_arrays`` what another
+        prefix method (``plan`` lists every live query in priority order with its expected cost); ``kind_arrays`` what another
         design kind stores (:meth:`~activerank.design.kinds.base.DesignKind.to_arrays`).  ``inputs`` are
         ``(path, role)`` pairs of the files the campaign was made from.
         """
@@ -368,7 +368,8 @@ class _Writes:
         try:
             conn.execute("BEGIN IMMEDIATE")
             create_tables(conn)
-            conn.execute("INSERT INTO schema_version VALUES (?)", (SCHEMA_VERSION,))
+            version = SCHEMA_VERSION if prefix is None else PREFIX_SCHEMA_VERSION
+            conn.execute("INSERT INTO schema_version VALUES (?)", (version,))
             conn.executemany("INSERT INTO meta VALUES (?, ?)", [(k, json.dumps(v)) for k, v in meta.items()])
             lengths = np.diff(offsets)
             conn.executemany(

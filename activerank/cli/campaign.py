@@ -7,8 +7,9 @@ A labeling campaign for real annotators, kept in one SQLite file:
 2. ``export`` writes the next tasks (query-document pairs, in draw order) as
    JSONL or CSV.  With a document-level method (``--method doc_dyn``) the
    tasks are the engine's sample of single documents; with ``--method prefix``
-   they come in rounds, one document per sampled query still being judged
-   (export, import, export again until ``status`` reports every query done).
+   they come in rounds, one document per query whose walk surely fits the
+   hard budget (export, import, export again until ``status`` reports every
+   query done).
 3. ``import`` reads judgments back (JSONL/CSV/qrels), row by row; bad rows are
    reported with their line numbers, good rows are stored; re-importing a
    file is harmless.
@@ -254,7 +255,7 @@ def _init_summary(camp, args) -> list:
         out.append(f"  budget {camp.budget:g}: {st.n_documents_needed} sampled documents to judge over {n_queries} "
                    f"queries, cost {st.cost_planned:.4g} (Poisson sampling spends the budget in expectation)")
     elif st.unit == "prefix":
-        out.append(f"  budget {camp.budget:g}: {n_queries} sampled queries, expected cost {st.cost_planned:.4g}; "
+        out.append(f"  budget {camp.budget:g} (a hard cap): {st.n_draws} queries of the priority order reached so far; "
                    "tasks come in rounds, one document per query still being judged (export, judge, import, "
                    "repeat until `status` reports every query done)")
     else:
@@ -319,8 +320,9 @@ def _cmd_status(args):
           f"stored, {st.n_conflicts} pairs with disagreeing annotators (combined by {st.combine})")
     if st.unit == "prefix":
         waiting = len(st.queries_partial) + len(st.queries_pending)
-        print("sampled queries: " + (f"{waiting} still being judged (one task each in the next export; first "
-                                     f"{st.blocking_query!r})" if waiting else "all done"))
+        print("queries reached: " + (f"{waiting} still being judged (one task each in the next export; first "
+                                     f"{st.blocking_query!r})" if waiting
+                                     else f"all done; {st.draws_usable} used by the estimate"))
     elif st.unit == "document":
         missing = st.n_documents_needed - st.n_documents_judged
         print("sampled documents: " + (f"{missing} still to judge before an estimate (waiting for query "

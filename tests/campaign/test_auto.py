@@ -12,7 +12,7 @@ from activerank.campaign import Campaign
 def _finish(camp, labels, tmp_path):
     """Export, answer, import until the estimate is usable (one round for fixed plans, several for prefix)."""
     for r in range(100):
-        if camp.status().draws_usable == camp.status().n_draws:
+        if camp.status().blocking_query is None:  # nothing waits (prefix: the query the budget cuts is not used)
             return
         out = tmp_path / f"t{r}.jsonl"
         camp.export_tasks(out, overwrite=True)

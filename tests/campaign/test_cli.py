@@ -706,7 +706,7 @@ def test_cli_prefix_campaign_in_rounds_equals_estimate(tmp_path, files, capsys):
     data = ar.load_letor(pool, n_grades=3)
     for r in range(100):
         code, out, _ = run_cli(["campaign", "status", db], capsys)
-        if "sampled queries: all done" in out:
+        if "queries reached: all done" in out:
             break
         assert "still being judged" in out
         tasks, ans = str(tmp_path / f"t{r}.jsonl"), str(tmp_path / f"a{r}.jsonl")

@@ -38,15 +38,39 @@ def _round(camp, labels, path):
     return [(str(t["query_id"]), str(t["doc_id"])) for t in tasks]
 
 
-def _run_rounds(camp, labels, tmp_path):
+def _run_rounds(camp, labels, tmp_path, rounds_out=None):
     asked, rounds = [], 0
     while camp.status().draws_usable == 0:
         got = _round(camp, labels, tmp_path / f"r{rounds}.jsonl")
         assert got, "a round with waiting queries exports tasks"
+        st = camp.status()
+        assert st.cost_spent <= st.cost_planned <= camp.budget  # the hard budget holds in every round
         asked += got
+        if rounds_out is not None:
+            rounds_out.append(sorted(got))
         rounds += 1
         assert rounds < 200
     return asked, rounds
+
+
+def _engine_rounds(camp, labels, seed):
+    """The engine's label requests round by round (its FixedBudget loop on the campaign's design)."""
+    d, pool = camp.design(), camp.pool()
+    kind, rng = d.method_spec.kind, np.random.default_rng(seed)
+    plan = kind.plan(d, camp.budget, judged=None, rng=rng)
+    sample = kind.draw(d, plan, rng)
+    held = np.full(pool.n_docs, -1, dtype=np.int64)
+    out = []
+    while True:
+        req = kind.labels_needed(d, plan, sample, held)
+        if not len(req):
+            return out
+        pairs = []
+        for x, rows in req.by_query():
+            qid, docs = pool.query_ids[x], pool.doc_keys(np.asarray(rows))
+            held[np.asarray(rows)] = labels(qid, list(docs))
+            pairs += [(str(qid), str(doc)) for doc in docs]
+        out.append(sorted(pairs))
 
 
 def _same(res, ref):
@@ -70,15 +94,25 @@ def test_rounds_ask_what_the_engine_asks_and_the_estimate_equals_estimate(tmp_pa
                          seed=4) as c:
         assert c.unit == "prefix" and c.check() == []
         st = c.status()
-        assert st.n_documents_judged == 0 and st.n_documents_needed == len(c.plan().queries)
+        # the priority order holds every live query; the budget reaches some of them in the first round
+        assert 0 < st.n_draws < len(c.plan().queries)
+        assert st.n_documents_judged == 0 and st.n_documents_needed == st.n_draws
         with pytest.raises(ValueError, match="wait for a judgment"):
             c.estimate()
-        asked, rounds = _run_rounds(c, labels, tmp_path)
+        engine_rounds, ours = _engine_rounds(c, labels, 4), []
+        asked, rounds = _run_rounds(c, labels, tmp_path, ours)
         res = c.estimate()
-        assert c.status().blocking_query is None
+        st, qids = c.status(), c.query_ids
+        assert st.blocking_query is None and c.check() == []
     assert sorted(asked) == sorted(rec.asked)  # the same documents, each asked once
-    assert rounds == ref.trace["step"].max() + 1  # a round per judging step
+    assert ours == engine_rounds  # round by round what the engine asks for
     _same(res, ref)
+    # the hard budget: spent (the cut query's labels included) = the engine's cost, within the budget
+    assert st.cost_spent == pytest.approx(ref.cost_spent, rel=1e-12) and ref.cost_spent <= 8 * (1 + 1e-9)
+    assert st.cost_planned == st.cost_spent and st.draws_usable == ref.trace.attrs["n_sampled_queries"]
+    cut = ref.trace.attrs["cut_query"]
+    assert cut is not None and st.n_draws == st.draws_usable + 1  # this budget cuts a query
+    assert qids[cut] in st.queries_done and st.n_documents_judged == len(ref.trace)
     with sqlite3.connect(tmp_path / "c.db") as con:
         assert con.execute("SELECT version FROM schema_version").fetchone()[0] == PREFIX_SCHEMA_VERSION
     with Campaign.open(tmp_path / "c.db") as c:  # everything the estimate needs is stored
@@ -153,7 +187,10 @@ def test_judgments_ahead_of_the_walk_are_kept_and_used(tmp_path, data, probs, la
         rep = c.import_judgments(tmp_path / "all.jsonl")
         assert rep.accepted == len(rows) and rep.n_rejected == 0
         st = c.status()
-        assert st.draws_usable == st.n_draws and st.n_documents_judged < len(rows)  # walks stop early
+        # walks stop early; the judgments past the budget count nowhere
+        assert 0 < st.draws_usable <= st.n_draws and st.n_documents_judged < len(rows)
+        assert st.cost_spent == pytest.approx(ref.cost_spent, rel=1e-12) and st.cost_spent <= c.budget
+        assert c.check() == []
         _same(c.estimate(), ref)
         assert c.export_tasks(tmp_path / "t.jsonl", overwrite=True).n_rows == 0
 
@@ -176,3 +213,49 @@ def test_exclude_exported_skips_only_tasks_already_out(tmp_path, data, probs, la
             (tmp_path / f"a{r}.jsonl").write_text("".join(json.dumps(t) + "\n" for t in ans))
             c.import_judgments(tmp_path / f"a{r}.jsonl")
         _same(c.estimate(), ref)
+
+
+def test_a_store_of_the_former_poisson_design_opens_but_is_not_estimated(tmp_path, data, probs, labels):
+    from activerank.campaign.integrity import seal
+
+    a = data.X[:, 24]
+    path = tmp_path / "c.db"
+    with Campaign.create(path, data, a, probs, budget=8, metric="err@10", method=METHOD, seed=4) as c:
+        first = _round(c, labels, tmp_path / "r0.jsonl")
+    # a store written before the hard budget: no priorities, schema version 7 (its checksums sealed as then)
+    with sqlite3.connect(path) as con:
+        con.execute("DELETE FROM arrays WHERE name = 'prefix_xi'")
+        con.execute("UPDATE schema_version SET version = 7")
+        seal(con)
+    with Campaign.open(path) as c:
+        assert c.check() == []
+        st = c.status()
+        assert st.n_documents_judged == len(first) and st.n_judgments == len(first)
+        judged = c.judgments()
+        assert sum(len(d) for d in judged.values()) == len(first)  # every stored judgment exports
+        assert c.write_qrels(tmp_path / "old.qrels") == len(first)
+        c.backup(tmp_path / "backup.db")
+        for _ in range(2):  # refused, and refused again: nothing is dropped
+            with pytest.raises(ValueError, match=r"before the prefix method's hard budget.*Poisson.*judgments="):
+                c.estimate()
+        assert c.status().n_judgments == len(first)
+    # its judgments are reused by the engine at no cost
+    qrels = {k: {d: int(g) for d, g in v.items()} for k, v in judged.items()}
+    res = ar.estimate(data, a, probs, labels, budget=8, metric="err@10", method=METHOD, rng=4,
+                      judgments={int(k): v for k, v in qrels.items()})
+    assert np.isfinite(res.estimate)
+
+
+def test_check_finds_judgments_over_the_budget(tmp_path, data, probs, labels, monkeypatch):
+    a = data.X[:, 24]
+    with Campaign.create(tmp_path / "c.db", data, a, probs, budget=8, metric="err@10", method=METHOD,
+                         seed=4) as c:
+        _run_rounds(c, labels, tmp_path)
+        assert c.check() == []
+        # a replay that walked past the budget (a broken budget walk) is reported
+        from activerank.campaign.prefix import PrefixCampaignPlan
+
+        walk = PrefixCampaignPlan.walk
+        monkeypatch.setattr(PrefixCampaignPlan, "walk", lambda self, d, g, budget, layout=None:
+                            walk(self, d, g, 2 * budget, layout))
+        assert any("cost more than the budget 8" in p for p in c.check())
