@@ -154,7 +154,11 @@ def test_design_based_unbiasedness_variance_and_coverage(method, n_systems, metr
                                                 defensive=dsg.defensive)
     err, se = out["estimate"][0] - truth, out["standard_error"][0]
     assert out["n_draws"].min() >= 50
-    assert out["cost"].mean() == pytest.approx(budget, rel=0.05)
+    assert out["cost"].max() <= budget  # a hard budget
+    if method == "doc_ubis":  # k fixed by what k draws per query can cost at most: 0.65-0.70 spent here
+        assert out["cost"].mean() >= 0.6 * budget
+    else:
+        assert out["cost"].mean() == pytest.approx(budget, rel=0.05)
     assert np.all(np.abs(err.mean(axis=0)) <= 3 * err.std(axis=0, ddof=1) / np.sqrt(reps))
     np.testing.assert_allclose(np.mean(se**2, axis=0), err.var(axis=0, ddof=1), rtol=0.1 if reps >= 2000 else 0.3)
     cover = np.mean(np.abs(err) <= 1.959964 * se, axis=0)
