@@ -182,8 +182,8 @@ def estimate(pool, scores, probs, labeler, *, budget, metric="err@10", k=None, m
         ``"auto"``.  The default takes one budgeted sample of queries without replacement and estimates the
         model's exact pool mean plus the Horvitz-Thompson sum of the residuals.  ``"active"`` is Sawade et
         al.'s Algorithm 1 (draws with replacement from ``q*``).  ``"doc_dyn"`` and the other document-level
-        methods (additive metrics) and ``"prefix"`` (cascade metrics) judge single documents and spend the
-        budget in expectation.  ``"auto"`` runs whichever of ``"active_wor"`` and ``"doc_dyn"`` /
+        methods (additive metrics) and ``"prefix"`` (cascade metrics) judge single documents; every method
+        keeps the realized cost within the budget.  ``"auto"`` runs whichever of ``"active_wor"`` and ``"doc_dyn"`` /
         ``"prefix"`` the relevance model predicts to have the smaller variance at the budget, and reports its
         choice in ``trace.attrs["auto"]``.
     costs : {"auto", "log_length", "constant", "uniform"}, array or callable

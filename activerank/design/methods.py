@@ -192,15 +192,16 @@ for _m in (
                        "pools (<= 200 queries, a fifth or more sampled) coefficient 1 and a Student-t on "
                        "Satterthwaite's degrees of freedom"),
     Method("doc_dyn", _passive, DocumentHorvitzThompson(control_variate=True),
-           description="documents sampled independently (Poisson pi-ps on the model's residual variance); "
+           description="documents taken in a random priority order shaped by pi-ps on the model's residual "
+                       "variance until the budget is spent (never beyond; exact inclusion probabilities); "
                        "the model's exact total plus Horvitz-Thompson of the residuals (Cormack & Grossman's "
                        "dyn); additive metrics"),
     Method("doc_stat", _passive, DocumentHorvitzThompson(control_variate=False),
-           description="documents sampled independently (Poisson pi-ps on E[g(y)^2]); plain Horvitz-Thompson "
+           description="documents in a budgeted priority order shaped by pi-ps on E[g(y)^2]; plain Horvitz-Thompson "
                        "(Cormack & Grossman's stat); additive metrics"),
     Method("doc_uniform", _passive, UniformHorvitzThompson(),
            description="uniform sampling of pooled documents without replacement (the field's baseline), "
-                       "Horvitz-Thompson; additive metrics"),
+                       "Horvitz-Thompson (unequal costs: a uniform order within the budget); additive metrics"),
     Method("doc_hh", _passive, HansenHurwitz(utility="rms"),
            description="documents drawn with replacement from Schnabel et al.'s Q* until the budget is spent "
                        "(importance sampling on a budget, Schnabel et al. 2015/2016), Hansen-Hurwitz; "
@@ -210,9 +211,10 @@ for _m in (
                        "model's residual variance); two-stage difference estimator; additive metrics"),
     Method("doc_ubis", _passive, WithinQuery(),
            description="k draws with replacement inside every query (Schnabel et al. 2015's UBIS-k, k the "
-                       "largest the budget affords); additive metrics"),
+                       "largest whose cost can never exceed the budget); additive metrics"),
     Method("prefix", _variance, PrefixSampling(),
-           description="queries sampled independently, then documents of each judged one at a time, the most "
+           description="queries in a random priority order, the first that does not fit the budget cut; documents "
+                       "of each judged one at a time, the most "
                        "influential first, until a stopping rule says the rest matters little; the model's "
                        "prediction plus the importance-weighted conditional-expectation increments; cascade "
                        "metrics (ERR, RR)"),
