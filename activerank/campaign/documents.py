@@ -58,6 +58,7 @@ from ..design.kinds.documents import (
     document_target_of,
     draw_poisson,
     draw_priority,
+    realized_pi,
     unit_costs,
 )
 
@@ -150,13 +151,20 @@ class DocumentPlan:
         """Whether the sample is a budgeted draw (never over the budget) rather than a Poisson sample."""
         return self.planned is not None
 
+    def _priorities(self, seed: int) -> np.ndarray:
+        """``xi = U / pi`` of every sampled unit (``sample`` order), from the draw's uniforms for ``seed``."""
+        planned = self.planned
+        if planned is None:
+            raise ValueError("a Poisson sample (a store written before 0.5) has no draw order.")
+        u = np.random.default_rng(seed).random(planned.shape)
+        return u[self.sample] / planned[self.sample]
+
     def draw_order(self, seed: int) -> np.ndarray:
         """Every sampled unit's position in the budgeted draw's order (ascending ``U / pi``; ``sample`` order)."""
         if self.planned is None:
             return np.arange(self.sample.size)
-        u = np.random.default_rng(seed).random(self.planned.shape)
         rank = np.empty(self.sample.size, dtype=np.int64)
-        rank[np.argsort(u[self.sample] / self.planned[self.sample], kind="stable")] = np.arange(self.sample.size)
+        rank[np.argsort(self._priorities(seed), kind="stable")] = np.arange(self.sample.size)
         return rank
 
     def judged_prefix(self, judged: np.ndarray, seed: int) -> tuple["DocumentPlan", int]:
@@ -167,16 +175,12 @@ class DocumentPlan:
         ``min(1, pi xi_(m+1))`` (``docs/document_level.md``), so they estimate without bias while later
         tasks are still out.  ``judged`` flags every sampled unit (in ``sample`` order).
         """
-        if self.planned is None:
-            raise ValueError("a Poisson sample (a store written before 0.5) has no draw order.")
-        u = np.random.default_rng(seed).random(self.planned.shape)
-        xi = u[self.sample] / self.planned[self.sample]
+        xi = self._priorities(seed)  # refuses a Poisson sample
         order = np.argsort(xi, kind="stable")
         head = np.asarray(judged, dtype=bool)[order]
         m = int(head.size if head.all() else np.argmin(head))
         threshold = float(xi[order[m]]) if m < order.size else math.inf
-        with np.errstate(invalid="ignore"):
-            real = np.where(self.planned > 0, np.minimum(1.0, self.planned * threshold), 0.0)
+        real = realized_pi(np.asarray(self.planned), threshold)
         take = np.sort(self.sample[order[:m]])
         return DocumentPlan(self.target, replace(self.design, pi=real), take, self.planned), m
 

@@ -87,6 +87,7 @@ __all__ = [
     "affordable_prefix",
     "draw_poisson",
     "draw_priority",
+    "realized_pi",
     "draw_with_replacement",
     "draw_uniform",
     "draw_within_queries",
@@ -478,6 +479,13 @@ def affordable_prefix(costs: np.ndarray, budget: float) -> int:
     return n
 
 
+def realized_pi(pi: np.ndarray, threshold: float) -> np.ndarray:
+    """``min(1, pi xi_f)``: every unit's inclusion probability in a budgeted order sample stopped at ``xi_f``
+    (``inf``: nothing was cut, every unit with ``pi > 0`` is certain)."""
+    with np.errstate(invalid="ignore"):
+        return np.where(pi > 0, np.minimum(1.0, pi * threshold), 0.0)
+
+
 def draw_priority(design: PoissonDesign, rng=None) -> tuple[np.ndarray, PoissonDesign]:
     """Budgeted order sample of a Poisson design's units: the realized cost never exceeds ``design.budget``.
 
@@ -529,8 +537,7 @@ def draw_priority(design: PoissonDesign, rng=None) -> tuple[np.ndarray, PoissonD
     order = live[np.argsort(xi, kind="stable")]
     n = affordable_prefix(c[order], float(design.budget))
     threshold = float(u[order[n]] / pi[order[n]]) if n < order.size else math.inf
-    with np.errstate(invalid="ignore"):
-        real = np.where(pi > 0, np.minimum(1.0, pi * threshold), 0.0)
+    real = realized_pi(pi, threshold)
     real[census] = 1.0
     take = np.sort(np.concatenate([np.flatnonzero(census), order[:n]]))
     return take, PoissonDesign(pi=real, costs=c, budget=design.budget, kind="poisson")
