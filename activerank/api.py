@@ -48,6 +48,7 @@ from ._validation import (
 )
 from .engine.schedules import reuse_iv
 from .pool import pool_iv
+from .design.auto import SEQUENTIAL_AUTO, auto_alternative, auto_design, choose_method
 from .design.costs import budget_unit_factor
 from .design.design import Design, prepare_design
 from .design.methods import method_names
@@ -140,8 +141,6 @@ def _fixed(pool, pool_, kind, rankings, probs, labeler, *, budget, rng, judgment
         design_args = dict(design_args, judged=store.labels >= 0)
     auto = None
     if isinstance(design_args.get("method"), str) and design_args["method"] == "auto":
-        from .design.auto import auto_design
-
         dsg, auto = auto_design(pool, pool_, kind, rankings, probs, budget, design_args, budget_unit=unit)
     else:
         dsg = prepare_design(pool, pool_, kind, rankings, probs, **design_args)
@@ -153,7 +152,7 @@ def _fixed(pool, pool_, kind, rankings, probs, labeler, *, budget, rng, judgment
     return _in_unit(res, budget, unit, factor)
 
 
-def estimate(pool, scores, probs, labeler, *, budget, metric="err@10", k=None, method="active_wor",
+def estimate(pool, scores, probs, labeler, *, budget, metric="err@10", k=None, method="auto",
              costs="auto", query_weights=None, defensive=DEFAULT_DEFENSIVE, rng=None,
              predicted=None, judgments=None, ci="auto", budget_unit="queries"):
     """Estimate a ranker's mean metric from a budget of relevance judgments.
@@ -177,15 +176,16 @@ def estimate(pool, scores, probs, labeler, *, budget, metric="err@10", k=None, m
         paper's ERR with the label scale's top grade), ``"dcg@10"``,
         ``"nDCG@10"`` (ir_measures'); ``k`` may also be given separately.
     k : int or None, optional
-    method : str, default "active_wor"
-        A registered method (``docs/methods.md`` lists them with what each draws and estimates) or
-        ``"auto"``.  The default takes one budgeted sample of queries without replacement and estimates the
-        model's exact pool mean plus the Horvitz-Thompson sum of the residuals.  ``"active"`` is Sawade et
-        al.'s Algorithm 1 (draws with replacement from ``q*``).  ``"doc_dyn"`` and the other document-level
-        methods (additive metrics) and ``"prefix"`` (cascade metrics) judge single documents; every method
-        keeps the realized cost within the budget.  ``"auto"`` runs whichever of ``"active_wor"`` and ``"doc_dyn"`` /
-        ``"prefix"`` the relevance model predicts to have the smaller variance at the budget, and reports its
-        choice in ``trace.attrs["auto"]``.
+    method : str, default "auto"
+        ``"auto"`` runs the design the relevance model predicts to have the smallest variance at the budget
+        and cost model: ``"active_wor"`` or, for metrics that add over documents, ``"doc_dyn"`` (cascade
+        metrics: ``"prefix"``); query-level only for normalized metrics and per-query costs.  What ran and
+        why: ``result.method`` and ``trace.attrs["auto"]`` (the predicted variances and a reason).  Or any
+        registered method (``docs/methods.md``): ``"active_wor"`` takes one budgeted sample of queries
+        without replacement and estimates the model's exact pool mean plus the Horvitz-Thompson sum of the
+        residuals; ``"active"`` is Sawade et al.'s Algorithm 1 (draws with replacement from ``q*``);
+        ``"doc_dyn"`` and the other document-level methods (additive metrics) and ``"prefix"`` (cascade
+        metrics) judge single documents.  Every method keeps the realized cost within the budget.
     costs : {"auto", "log_length", "constant", "uniform"}, array or callable
         Per-document cost model (see :func:`activerank.design.costs.document_costs`);
         ``"uniform"`` charges 1 per query.
@@ -244,7 +244,7 @@ def estimate(pool, scores, probs, labeler, *, budget, metric="err@10", k=None, m
 
 
 def compare(pool, scores_a, scores_b, probs, labeler, *, budget, metric="err@10", k=None,
-            method="active_wor", costs="auto", query_weights=None, defensive=DEFAULT_DEFENSIVE,
+            method="auto", costs="auto", query_weights=None, defensive=DEFAULT_DEFENSIVE,
             rng=None, predicted=None, judgments=None, judge="changeable", ci="auto", budget_unit="queries"):
     """Estimate ``Delta = R_a - R_b`` between two rankers from a labeling budget.
 
@@ -338,7 +338,6 @@ def plan_budget(pool, scores, probs, *, scores_b=None, budget=None, target_half_
     >>> plan.budget_needed[0] <= data.n_queries
     True
     """
-    from .design.auto import choose_method
     from .design.planning import plan_designs
 
     pool_ = pool_iv(pool)
@@ -373,16 +372,19 @@ def plan_budget(pool, scores, probs, *, scores_b=None, budget=None, target_half_
         except ValueError as exc:  # e.g. a document design asked for a metric that does not add up
             designs[m] = exc
     auto = None
-    if budget is not None:
-        doc = designs.get(alternative) if alternative in designs else (
-            prepare_design(pool, pool_, kind, rankings, probs, method=alternative, **args) if alternative else None)
+    if budget is not None:  # the rule of method="auto" (design.auto), on the designs built here
+        used, skipped = auto_alternative(query, judge_all=kind != "mean" and judge == "all")
+        doc = designs.get(used) if used in designs else (
+            prepare_design(pool, pool_, kind, rankings, probs, method=used, **args) if used else None)
         auto = choose_method(query, None if isinstance(doc, Exception) else doc, budget)
+        if skipped:
+            auto = replace(auto, reason=skipped)
     return plan_designs(designs, metric=str(query.metric), target=kind, budget=budget,
                         target_half_width=target_half_width, confidence_level=level, auto=auto)
 
 
 def compare_many(pool, candidate_scores, baseline_scores, probs, labeler, *, budget, metric="err@10",
-                 k=None, method="active_wor", costs="auto", query_weights=None,
+                 k=None, method="auto", costs="auto", query_weights=None,
                  defensive=DEFAULT_DEFENSIVE, rng=None, names=None, baseline_name="baseline",
                  judgments=None, judge="changeable", ci="auto", budget_unit="queries"):
     """Estimate how much each of several candidates beats a baseline, from one budget.
@@ -457,7 +459,7 @@ def compare_many(pool, candidate_scores, baseline_scores, probs, labeler, *, bud
 
 
 def rank_systems(pool, scores_list, probs, labeler, *, budget, metric="err@10", k=None,
-                 method="active_wor", costs="auto", query_weights=None, defensive=DEFAULT_DEFENSIVE,
+                 method="auto", costs="auto", query_weights=None, defensive=DEFAULT_DEFENSIVE,
                  rng=None, names=None, judgments=None, judge="changeable", ci="auto", budget_unit="queries"):
     """Rank ``k`` systems by their mean metric from one labeling budget.
 
@@ -525,7 +527,7 @@ def _one_or_two(scores, pool_):
 
 
 def estimate_sequential(pool, scores, probs, labeler, *, target_half_width, budget, confidence_level=0.95,
-                        metric="err@10", k=None, method="active", costs="auto", query_weights=None,
+                        metric="err@10", k=None, method="auto", costs="auto", query_weights=None,
                         defensive=DEFAULT_DEFENSIVE, min_draws=30, max_draws=None, t_opt=None, rng=None,
                         sequence="windowed", judge="changeable"):
     """Label one query at a time until the anytime-valid interval is narrow enough.
@@ -545,11 +547,10 @@ def estimate_sequential(pool, scores, probs, labeler, *, target_half_width, budg
         Hard cap on the labeling cost, in units of the pool's mean query cost.
     confidence_level : float, default 0.95
     metric, k, method, costs, query_weights, defensive
-        As in :func:`activerank.estimate`, but ``method`` (default
-        ``"active"``) is one that draws with replacement (``"active"``,
-        ``"passive"``, ``"active_uniform_costs"``): the run stops at the first
-        draw that meets the target, so it needs a draw sequence, not one
-        sample without replacement.
+        As in :func:`activerank.estimate`, but ``method`` is one that draws with replacement (``"active"``,
+        ``"passive"``, ``"active_uniform_costs"``): the run stops at the first draw that meets the target,
+        so it needs a draw sequence, not one sample without replacement.  The default ``"auto"`` runs
+        ``"active"`` and says so in ``trace.attrs["auto"]``.
     min_draws : int, default 30
         Never stop on the target before this many draws (the asymptotic
         sequence needs a sample variance worth the name).
@@ -612,13 +613,17 @@ def estimate_sequential(pool, scores, probs, labeler, *, target_half_width, budg
     if t_opt is not None:
         t_opt = positive_real_iv(t_opt, "t_opt")
     rng = rng_iv(rng)
-    dsg = prepare_design(pool, pool_, kind, rankings, probs, metric=metric, k=k, method=method, costs=costs,
-                         query_weights=query_weights, defensive=defensive,
+    auto = isinstance(method, str) and method == "auto"
+    dsg = prepare_design(pool, pool_, kind, rankings, probs, metric=metric, k=k, method="active" if auto else method,
+                         costs=costs, query_weights=query_weights, defensive=defensive,
                          methods=method_names(estimator=SelfNormalized), judge=judge)
     sequence = choice_iv(sequence, "sequence", ("windowed", "mixture", "fixed_width"))
     schedule = Sequential(budget, rng, target_half_width=target, confidence_level=level, min_draws=min_draws,
                           max_draws=max_draws, t_opt=t_opt, sequence=sequence)
-    return run(dsg, pool_, labeler, schedule)
+    res = run(dsg, pool_, labeler, schedule)
+    if auto:
+        res.trace.attrs["auto"] = SEQUENTIAL_AUTO.as_dict()
+    return res
 
 
 # --------------------------------------------------------------------------- adaptive batches

@@ -35,9 +35,10 @@ def run_demo(budget: float = 12.0, seed: int = 0, *, out=print) -> dict:
     out(f"pool: {pool.n_queries} MQ2008 queries, {pool.n_docs} documents; budget {budget:g} "
         "(in units of the mean query's labeling cost)")
     results = {}
-    for method in ("active_wor", "passive"):  # the default, and uniform sampling for contrast
+    for method in ("auto", "passive"):  # the default, and uniform sampling for contrast
         res = estimate(pool, model_scores, probs, labeler, budget=budget, metric="err@10",
                        method=method, rng=seed)
+        method = res.method if method == "auto" else method
         ci = res.confidence_interval(0.95)
         out(f"  ERR@10 of the model ranker, {method:>10}: {res.estimate:.4f} ± {res.standard_error:.4f} (SE)"
             f"  95% CI [{ci.low:.4f}, {ci.high:.4f}]  ({res.n_queries} queries judged)")

@@ -69,8 +69,9 @@ def test_two_systems_ranking_matches_compare(synthetic_pool):
     a, b = _scores(pool, [0.5, 0.8], 6)
     lab = _labeler(pool)
     # per-draw (normal) standard errors: the ranking target has no model prior for its t interval
-    ref = ar.compare(pool, a, b, pool.probs, lab, budget=40, rng=7, ci="normal", judge="all")
-    res = rank_systems(pool, [a, b], pool.probs, lab, budget=40, rng=7, names=["a", "b"], ci="normal", judge="all")
+    kw = dict(budget=40, rng=7, ci="normal", judge="all", method="active_wor")
+    ref = ar.compare(pool, a, b, pool.probs, lab, **kw)
+    res = rank_systems(pool, [a, b], pool.probs, lab, names=["a", "b"], **kw)
     np.testing.assert_array_equal(res.trace["query"], ref.trace["query"])
     diff = res.estimates[0] - res.estimates[1]
     assert diff == pytest.approx(ref.difference, rel=1e-12, abs=1e-15)
@@ -79,8 +80,9 @@ def test_two_systems_ranking_matches_compare(synthetic_pool):
     assert res.relative[0] == pytest.approx(diff / 2, rel=1e-12)
     assert res.win_probabilities.loc["a", "b"] == pytest.approx(ref.prob_a_better(), rel=1e-9)
     # judging only what can change the difference: same draws and difference, no per-system values
-    ref = ar.compare(pool, a, b, pool.probs, lab, budget=40, rng=7, ci="normal")
-    res = rank_systems(pool, [a, b], pool.probs, lab, budget=40, rng=7, names=["a", "b"], ci="normal")
+    kw = dict(budget=40, rng=7, ci="normal", method="active_wor")
+    ref = ar.compare(pool, a, b, pool.probs, lab, **kw)
+    res = rank_systems(pool, [a, b], pool.probs, lab, names=["a", "b"], **kw)
     np.testing.assert_array_equal(res.trace["query"], ref.trace["query"])
     assert np.isnan(res.estimates).all() and np.isnan(res.covariance).all()
     assert 2 * res.relative[0] == pytest.approx(ref.difference, rel=1e-12, abs=1e-15)
@@ -208,7 +210,8 @@ def test_ranking_result_fields(synthetic_pool):
     pool = synthetic_pool
     lab = _labeler(pool)
     scores = _scores(pool, [0.2, 1.0, 3.0, 0.6], 9)
-    res = rank_systems(pool, scores, pool.probs, lab, budget=50, rng=0, names=["w", "x", "y", "z"], judge="all")
+    res = rank_systems(pool, scores, pool.probs, lab, budget=50, rng=0, names=["w", "x", "y", "z"], judge="all",
+                       method="active_wor")
     assert res.names == ("w", "x", "y", "z")
     assert abs(res.relative.sum()) < 1e-14
     np.testing.assert_allclose(res.relative_covariance.sum(axis=0), 0.0, atol=1e-15)
@@ -245,7 +248,7 @@ def test_ranking_result_fields_when_only_differences_are_judged(synthetic_pool):
     lab = _labeler(pool)
     scores = _scores(pool, [0.2, 1.0, 3.0, 0.6], 9)
     res = rank_systems(pool, scores, pool.probs, lab, budget=50, rng=0, names=["w", "x", "y", "z"],
-                       metric="dcg@5")
+                       metric="dcg@5", method="active_wor")
     assert np.isnan(res.estimates).all() and np.isnan(res.covariance).all()
     assert abs(res.relative.sum()) < 1e-14
     assert list(res.ranking) == [res.names[i] for i in np.argsort(-res.relative, kind="stable")]
@@ -263,7 +266,7 @@ def test_multi_comparison_fields(synthetic_pool):
     lab = _labeler(pool)
     *cands, base = _scores(pool, [0.2, 1.0, 3.0, 0.6], 10)
     res = compare_many(pool, cands, base, pool.probs, lab, budget=50, rng=1, names=["a", "b", "c"],
-                       baseline_name="prod", judge="all")
+                       baseline_name="prod", judge="all", method="active_wor")
     assert res.names == ("a", "b", "c") and res.baseline == "prod"
     np.testing.assert_allclose(res.differences, res.estimates - res.baseline_estimate, atol=1e-14)
     np.testing.assert_allclose(res.standard_errors**2, np.diag(res.covariance))

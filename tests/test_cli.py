@@ -15,18 +15,23 @@ def test_demo_runs(capsys):
     # the default budget is the one a newcomer runs: it must not trip the low-ESS warning
     assert main(["demo"]) == 0
     out = capsys.readouterr().out
-    assert "ERR@10 of the model ranker, active_wor" in out and "true difference" in out
-    assert "ERR@10(model) - ERR@10(BM25), active_wor" in out
+    # the default (method="auto") runs the prefix design for ERR@10 on the sample at budget 12
+    assert "ERR@10 of the model ranker,     prefix" in out and "true difference" in out
+    assert "ERR@10(model) - ERR@10(BM25), prefix" in out
 
 
 def test_estimate_json_and_trace(capsys, tmp_path):
     trace = tmp_path / "trace.csv"
-    rc = main(["estimate", SAMPLE, "--train", TRAIN, "--model", "logistic", "--budget", "10",
-               "--metric", "dcg@5", "--grades", "3", "--json", "--trace", str(trace)])
+    base = ["estimate", SAMPLE, "--train", TRAIN, "--model", "logistic", "--budget", "10", "--metric", "dcg@5",
+            "--grades", "3", "--json"]
+    assert main(base) == 0  # the default, method auto: the design and why, as the API reports them
+    out = json.loads(capsys.readouterr().out)
+    assert out["method"] == out["auto"]["method"] in ("active_wor", "doc_dyn") and out["auto"]["reason"]
+    rc = main([*base, "--trace", str(trace), "--method", "active_wor"])
     assert rc == 0
     out = json.loads(capsys.readouterr().out)
     assert out["metric"] == "dcg@5" and out["ci_low"] <= out["estimate"] <= out["ci_high"]
-    # the default method samples without replacement; 10 of 30 queries is a small pool's share: coefficient 1
+    # active_wor samples without replacement; 10 of 30 queries is a small pool's share: coefficient 1
     # and Student-t on Satterthwaite's degrees of freedom (at most n - 1)
     assert out["method"] == "active_wor" and out["ci"] == "t" and 1 <= out["dof"] <= out["n_queries"] - 1
     assert out["cost_spent"] <= 10 and trace.read_text().startswith("draw,query,query_id")
@@ -172,7 +177,7 @@ def test_cli_defaults_are_the_apis():
     import activerank.distributed as ard
 
     for f in (ar.estimate, ar.compare, ar.compare_many, ar.rank_systems):
-        assert inspect.signature(f).parameters["method"].default == cli.DEFAULT_METHOD == "active_wor"
+        assert inspect.signature(f).parameters["method"].default == cli.DEFAULT_METHOD == "auto"
     for f in (ard.estimate, ard.compare):
         assert inspect.signature(f).parameters["method"].default == cli.DEFAULT_METHOD
 

@@ -138,7 +138,7 @@ def test_single_query_pool_is_exact_and_flagged():
     (dict(probs=np.full((607, 3), np.nan)), ValueError, "`probs`"),
     (dict(probs=np.full((607, 3), 0.2)), ValueError, "`probs`"),
     (dict(pool=None), TypeError, "`pool`"),
-    (dict(labeler=lambda q, d: [0]), ValueError, "labeler returned 1 grades"),
+    (dict(labeler=lambda q, d: [0] * (len(d) + 1)), ValueError, r"labeler returned \d+ grades"),
     (dict(labeler=lambda q, d: [5] * len(d)), ValueError, r"labeler grades .* got 5"),
     (dict(labeler=lambda q, d: [0.5] * len(d)), ValueError, r"labeler grades .* got 0\.5"),
     (dict(labeler=lambda q, d: 1 / 0), ValueError, "division by zero"),

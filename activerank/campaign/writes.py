@@ -42,6 +42,12 @@ _C = TypeVar("_C", bound="_Writes")
 
 __all__ = ["MAX_STORED_REJECTIONS"]
 
+#: The designs ``method="auto"`` weighs in a campaign besides ``"active"``: those whose estimate comes from any
+#: judged head of their tasks (the budgeted document sample's draw order).
+CAMPAIGN_ALTERNATIVES = ("doc_dyn",)
+CAMPAIGN_ROUTE = ("a campaign estimates from any judged head of its tasks, and the prefix design only once its walks "
+                  "stop (method='prefix' runs it)")
+
 
 def _create_args_iv(path, combine, overwrite, budget, seed, *, method=None, documents=True):
     """The arguments every new campaign checks first (in-memory and distributed pools alike).
@@ -211,7 +217,7 @@ class _Writes:
     # ------------------------------------------------------------------ creation
 
     @classmethod
-    def create(cls: type[_C], path, pool, rankers, probs, *, budget, metric="err@10", k=None, method="active",
+    def create(cls: type[_C], path, pool, rankers, probs, *, budget, metric="err@10", k=None, method="auto",
                costs="auto", query_weights=None, defensive=DEFAULT_DEFENSIVE, seed=None, names=None,
                target=None, query_text=None, combine="mean_gain", overwrite=False,
                description="", judge="changeable", inputs=None, held_qrels=None) -> _C:
@@ -232,26 +238,16 @@ class _Writes:
         budget : float
             Labeling budget in units of the pool's mean query cost.
         metric, k, method, costs, query_weights, defensive
-            As in :func:`activerank.estimate` (``method="auto"`` chooses once,
-            at creation, with the API's rule; the choice is stored and reported
-            in the result's ``trace.attrs["auto"]``), but the
-            default method is ``"active"``: its draw sequence gives an
-            estimate from any fully judged prefix while annotators work,
-            where ``"active_wor"`` (the API's default) plans one sample
-            without replacement that is usable only once judged whole.  A
-            document-level method (``unit="document"``: ``doc_dyn``,
-            ``doc_stat``; additive metrics) plans the engine's Poisson sample
-            of single documents instead of a query draw sequence (the other
-            document-level methods: the documents the engine asks for,
-            recorded): the tasks are the documents
-            ``activerank.estimate(..., method=method, rng=seed)`` would send to
-            its labeler, the budget is spent in
-            expectation (the realized cost of the sample may exceed it), and
-            the estimate needs every sampled document judged.  ``method="prefix"``
-            (cascade metrics) stores the engine's design and priority order of the
-            queries; its tasks come in rounds, one document per query whose walk
-            surely fits the hard budget, chosen from the judgments stored so far
-            (:mod:`activerank.campaign.prefix`).
+            As in :func:`activerank.estimate`.  The default ``method="auto"`` chooses once, at creation, by the
+            API's rule among the designs that give an estimate from any judged head of their tasks while
+            annotators work: ``"active"`` (its draw sequence) and, for additive metrics, ``"doc_dyn"`` (its
+            budgeted order sample of single documents, exported with the draw order); the choice is stored and
+            reported in the result's ``trace.attrs["auto"]``.  ``"active_wor"`` plans one sample without
+            replacement that is usable only once judged whole.  The other document-level methods store the
+            documents the engine asks for.  ``method="prefix"`` (cascade metrics) stores the engine's design and
+            priority order of the queries; its tasks come in rounds, one document per query whose walk surely
+            fits the hard budget, chosen from the judgments stored so far (:mod:`activerank.campaign.prefix`),
+            and it estimates once its walks stop.  Every method keeps the realized cost within the budget.
         seed : int or None
             Seed of the draw sequence (stored).  ``None`` picks one at random
             (and stores it).  The same seed gives the same draws as
@@ -321,7 +317,8 @@ class _Writes:
         if auto:  # chosen once, by the API's rule (activerank.design.auto), and stored
             from ..design.auto import auto_design
 
-            dsg, choice = auto_design(pool, pool_, target, rankings, probs, budget, design_args)
+            dsg, choice = auto_design(pool, pool_, target, rankings, probs, budget, design_args,
+                                      query_method="active", alternatives=CAMPAIGN_ALTERNATIVES, route=CAMPAIGN_ROUTE)
             extra = {"auto": choice.as_dict()}
         else:
             dsg = prepare_design(pool, pool_, target, rankings, probs, **design_args)

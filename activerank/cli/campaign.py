@@ -510,13 +510,13 @@ def add_campaign_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--budget", type=positive_float, required=True,
                    help="labeling budget in units of the mean query cost")
     p.add_argument("--metric", default="err@10", help="dcg@k or err@k (default err@10)")
-    p.add_argument("--method", default="active", choices=(*method_names(), "auto"),
-                   help="sampling/estimation method (default active: its draw sequence gives an estimate from any "
-                        "fully judged prefix; active_wor's one sample, the API's default, only when judged whole); a "
-                        "document-level method (doc_dyn, doc_stat; additive metrics such as dcg@k) samples single "
-                        "documents instead of whole queries; prefix (cascade metrics such as err@k) judges "
-                        "documents one at a time inside sampled queries, its tasks exported in rounds; auto chooses once, at "
-                        "init, as the API's method='auto' does")
+    p.add_argument("--method", default="auto", choices=(*method_names(), "auto"),
+                   help="sampling/estimation method (default auto: chosen once, at init, by the API's rule among the "
+                        "designs that give an estimate from any judged head of their tasks -- active, whose draw "
+                        "sequence gives an estimate from any fully judged prefix, and for additive metrics such as "
+                        "dcg@k the document-level doc_dyn); active_wor's one sample is usable only when judged "
+                        "whole; prefix (cascade metrics such as err@k) judges documents one at a time inside sampled "
+                        "queries, its tasks exported in rounds, and estimates once its walks stop")
     p.add_argument("--costs", default="auto", choices=("auto", "log_length", "constant", "uniform"))
     p.add_argument("--judge", default="changeable", choices=("changeable", "all"),
                    help="comparisons: judge only the documents that can change a difference (default), or all")

@@ -21,7 +21,7 @@ from ._common import (CLIError, cli_warnings, load_letor_file, n_grades_arg, non
                       write_trace)
 
 # the API's default (activerank.estimate / compare), on in-memory and Parquet pools alike
-DEFAULT_METHOD = "active_wor"
+DEFAULT_METHOD = "auto"
 DEFAULT_MODEL = "lightgbm"
 COSTS = ("auto", "constant", "log_length", "uniform")
 
@@ -123,9 +123,9 @@ def _method_help() -> str:
     units = {"query": "whole queries", "document": "single documents (additive metrics)",
              "prefix": "the top documents of sampled queries (cascade metrics: err, rr)"}
     groups = "; ".join(f"{'J' if i == 0 else 'j'}udging {units.get(u, u)}: {', '.join(names)}" for i, (u, names) in enumerate(by_unit.items()))
-    return (f"sampling and estimation method (default {DEFAULT_METHOD}, one sample without replacement). {groups}; "
-            "auto picks the design with the smallest predicted variance. Parquet pools take the "
-            "whole-query methods only.")
+    return (f"sampling and estimation method (default {DEFAULT_METHOD}: the design with the smallest variance the "
+            f"relevance model predicts at the budget and cost model, reported with the result). {groups}. Parquet "
+            "pools take the whole-query methods only.")
 
 
 def _model(args, data):
@@ -342,6 +342,10 @@ def _report(res, args, point_name):
                effective_sample_size=res.effective_sample_size, metric=res.metric, method=res.method, ci=res.ci,
                dof=res.dof)
     out = {k: _number(v) if isinstance(v, (float, np.floating)) else v for k, v in out.items()}
+    auto = res.trace.attrs.get("auto") if res.trace is not None else None
+    out["auto"] = None if auto is None else {  # what method auto chose, and why
+        "method": auto["method"], "reason": auto["reason"],
+        "predicted_variance": {m: _number(v) for m, v in auto["predicted_variance"].items()}}
     if args.trace:
         write_trace(args.trace, res.trace, protected=[path for _, path in _inputs(args)], force=args.force,
                     protected_name="an input file")
@@ -362,6 +366,8 @@ def _report(res, args, point_name):
         judged = f"{len(res.trace)} documents judged in {res.n_queries} queries"
     print(f"  {judged}, cost {res.cost_spent:.2f} of {res.budget:g} ({res.budget_unit}); method {res.method}; "
           f"ESS {res.effective_sample_size:.1f}")
+    if out["auto"] is not None:
+        print(f"  method auto chose {res.method}: {out['auto']['reason']}")
 
 
 def _per_ranker(out) -> str:

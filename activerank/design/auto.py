@@ -1,13 +1,18 @@
-"""``method="auto"``: pick the design with the smaller predicted variance at the budget.
+"""``method="auto"``, the default: pick the design with the smaller predicted variance at the budget.
 
 Candidates: the query-level ``active_wor`` design (one budgeted sample
 without replacement, :mod:`activerank.design.kinds.query_wor`; for comparisons with
 ``judge="changeable"`` paying only for documents that can change the
 difference) and, for metrics that add over documents, the document-level
 ``doc_dyn`` design (:mod:`activerank.design.kinds.documents`); for cascade metrics
-(ERR, RR), the ``prefix`` design (:mod:`activerank.design.kinds.prefix`: Poisson
-queries, a random-depth prefix judged in each).  Normalized metrics stay
-query-level.
+(ERR, RR), the ``prefix`` design (:mod:`activerank.design.kinds.prefix`: queries
+in a budgeted priority order, a random-depth prefix judged in each).  Normalized
+metrics stay query-level, and so does every metric under per-query costs
+(``costs="uniform"``: judging part of a query costs as much as all of it) or
+with ``predicted`` per-query moments.  A route that cannot run a design (a
+campaign, whose estimate must come from any judged head of its tasks; a
+sequential schedule; a Dask pool) names the ones it can, and the reason says
+which were left out and why.
 
 Predicted variances, summed over the target's contrasts, under the relevance
 model, at the budget ``B`` (in the unit of judging whole queries), are each
@@ -26,14 +31,14 @@ the model, so it ignores a shared query effect of the residuals
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from .costs import budget_unit_factor
 from .design import prepare_design
 
-__all__ = ["AutoChoice", "auto_design", "choose_method", "predicted_variance"]
+__all__ = ["SEQUENTIAL_AUTO", "AutoChoice", "auto_alternative", "auto_design", "choose_method", "predicted_variance"]
 
 
 @dataclass(frozen=True)
@@ -58,23 +63,57 @@ class AutoChoice:
         return {"method": self.method, "predicted_variance": dict(self.predicted_variance), "reason": self.reason}
 
 
-def auto_design(pool, pool_, kind, rankings, probs, budget: float, design_args: dict, *, budget_unit="queries"):
-    """``method="auto"``'s design: ``active_wor``'s or, for additive metrics, ``doc_dyn``'s (cascade metrics:
-    ``prefix``'s), whichever has the smaller predicted variance at ``budget`` (in ``budget_unit``,
-    :func:`~activerank.design.costs.budget_unit_factor`).
+#: ``method="auto"`` of a sequential schedule (:func:`activerank.estimate_sequential`).
+SEQUENTIAL_AUTO = AutoChoice(
+    "active", {}, "a sequential schedule stops after any draw, so it needs a draw sequence with replacement: "
+    "'active' (Sawade et al.'s q*) is the one it runs; sample designs without replacement are left out")
+
+
+def auto_design(pool, pool_, kind, rankings, probs, budget: float, design_args: dict, *, budget_unit="queries",
+                query_method: str = "active_wor", alternatives: tuple = ("doc_dyn", "prefix"), route: str = ""):
+    """``method="auto"``'s design: the query-level ``query_method``'s or, for additive metrics, ``doc_dyn``'s
+    (cascade metrics: ``prefix``'s), whichever has the smaller predicted variance at ``budget`` (in
+    ``budget_unit``, :func:`~activerank.design.costs.budget_unit_factor`).
 
     ``design_args`` are :func:`~activerank.design.design.prepare_design`'s keyword arguments (``method`` is
-    set here).  Returns ``(design, AutoChoice)``; used by the API and by labeling campaigns.
+    set here).  A route that cannot run a design passes the ones it can in ``alternatives`` and says why
+    the others are left out in ``route`` (e.g. a campaign estimates from any judged head of its tasks).
+    Returns ``(design, AutoChoice)``; used by the API, labeling campaigns and Dask pools.
     """
-    args = dict(design_args, method="active_wor")
+    args = dict(design_args, method=query_method)
     query = prepare_design(pool, pool_, kind, rankings, probs, **args)
     budget = budget / budget_unit_factor(budget_unit, query.costs, query.document_costs)
-    doc = None
-    alternative = {"additive": "doc_dyn", "cascade": "prefix"}.get(query.metric.family)
-    if alternative is not None and args.get("predicted") is None:
-        doc = prepare_design(pool, pool_, kind, rankings, probs, **dict(args, method=alternative))
+    alternative, skipped = auto_alternative(query, alternatives, route=route, predicted=args.get("predicted"),
+                                            judge_all=kind != "mean" and args.get("judge") == "all")
+    doc = None if alternative is None else prepare_design(pool, pool_, kind, rankings, probs,
+                                                          **dict(args, method=alternative))
     choice = choose_method(query, doc, budget)
+    if skipped:
+        choice = replace(choice, reason=f"{skipped}; {choice.reason}" if doc is not None else skipped)
     return (doc if doc is not None and choice.method == doc.method else query), choice
+
+
+def auto_alternative(query, alternatives: tuple = ("doc_dyn", "prefix"), *, route: str = "", predicted=None,
+                     judge_all: bool = False):
+    """The method auto weighs against the query-level design ``query`` (or None), and why none is ("").
+
+    ``judge_all``: a comparison with ``judge="all"``, which asks for every ranker's own mean too.
+    """
+    family = query.metric.family
+    alternative = {"additive": "doc_dyn", "cascade": "prefix"}.get(family)
+    if alternative is None:
+        return None, ""
+    if query.costs.model == "uniform":  # a part of a query costs as much as all of it
+        return None, (f"per-query costs (costs='uniform'): judging part of a query costs as much as judging it "
+                      f"whole, so {alternative!r} is not considered; only query-level designs apply")
+    if judge_all:  # document and prefix designs estimate the contrasts only
+        return None, (f"judge='all' asks for every ranker's own mean, which only query-level designs estimate; "
+                      f"{alternative!r} not considered")
+    if predicted is not None:
+        return None, f"`predicted` (per-query predictions) is used by query-level designs only; {alternative!r} skipped"
+    if alternative not in alternatives:
+        return None, f"{alternative!r} not considered: {route or 'not available here'}"
+    return alternative, ""
 
 
 def predicted_variance(design, budget: float) -> float:

@@ -82,7 +82,7 @@ class ActiveEvaluation:
         checkpoint becomes the best without labels, and a later one replaces it when P(it is better) is
         at least ``min_prob_better``.
     metric : str, default "err@10"
-    method : str, default "active_wor"
+    method : str, default "auto"
         As in :func:`activerank.estimate`.
     rng : None, int or numpy.random.Generator, default 0
         An integer seeds every evaluation alike (most labels reused); a Generator advances from one to
@@ -119,7 +119,7 @@ class ActiveEvaluation:
     before_iteration = False
 
     def __init__(self, pool, probs, labeler, *, budget: float, X=None, every: int = 10, mode: str = "estimate",
-                 metric: str = "err@10", method: str = "active_wor", rng=0, confidence_level: float = 0.95,
+                 metric: str = "err@10", method: str = "auto", rng=0, confidence_level: float = 0.95,
                  patience: int | None = None, min_prob_better: float = 0.5, judgments: Mapping | None = None,
                  name: str = "activerank", **options: Any):
         pool_ = pool_iv(pool)

@@ -51,7 +51,7 @@ def test_cli_round_trip_equals_estimate(tmp_path, files, capsys):
     db, tasks, ans = str(tmp_path / "c.db"), str(tmp_path / "t.jsonl"), str(tmp_path / "a.jsonl")
     code, out, _ = run_cli(["campaign", "init", db, "--pool", pool, "--train", train, "--model", "lightgbm",
                             "--ranker", "feature:1", "--grades", "3", "--budget", "12", "--metric", "dcg@5",
-                            "--seed", "4"], capsys)
+                            "--seed", "4", "--method", "active"], capsys)
     assert code == 0 and "created campaign" in out and "seed 4" in out
     code, out, err = run_cli(["campaign", "estimate", db], capsys)
     assert code == 1 and "nothing to estimate yet" in err
@@ -701,8 +701,9 @@ def test_cli_prefix_campaign_in_rounds_equals_estimate(tmp_path, files, capsys):
     assert code == 0 and "tasks come in rounds" in out, err
     code, out, err = run_cli(["campaign", "init", str(tmp_path / "auto.db"), "--pool", pool, "--train", train,
                               "--model", "lightgbm", "--ranker", "feature:25", "--grades", "3", "--budget", "6",
-                              "--metric", "err@10", "--method", "auto", "--seed", "3"], capsys)
-    assert code == 0 and "method prefix (chosen by method=auto)" in out, err
+                              "--metric", "err@10", "--seed", "3"], capsys)
+    # the default, auto: a campaign weighs only designs that estimate from any judged head of their tasks
+    assert code == 0 and "method active (chosen by method=auto)" in out, err
     data = ar.load_letor(pool, n_grades=3)
     for r in range(100):
         code, out, _ = run_cli(["campaign", "status", db], capsys)

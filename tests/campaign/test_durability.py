@@ -34,7 +34,7 @@ def _make_store(path, n_queries=200, n_docs=24, budget=120.0):
     pool = ar.Pool.from_qids(qids, doc_ids=doc_ids)
     probs = rng.dirichlet(np.ones(3), size=qids.size)
     Campaign.create(path, pool, rng.random(qids.size), probs, budget=budget, metric=f"dcg@{n_docs - 4}",
-                    seed=3).close()
+                    seed=3, method="active").close()
 
 
 def _judgment_file(db, path):

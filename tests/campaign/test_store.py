@@ -18,7 +18,7 @@ METRIC = "dcg@5"
 
 @pytest.fixture()
 def camp(tmp_path, data, probs):
-    c = Campaign.create(tmp_path / "c.db", data, data.X[:, 0], probs, budget=BUDGET, metric=METRIC, seed=3)
+    c = Campaign.create(tmp_path / "c.db", data, data.X[:, 0], probs, budget=BUDGET, metric=METRIC, seed=3, method="active")
     yield c
     c.close()
 
@@ -151,7 +151,7 @@ def test_partial_progress_uses_fully_judged_prefix(tmp_path, data, camp):
 def test_budget_never_exceeded(tmp_path, data, probs):
     for budget in (1.0, 3.7, 29.5, 100.0):
         with Campaign.create(tmp_path / f"b{budget}.db", data, data.X[:, 2], probs, budget=budget,
-                             metric="err@10", seed=0) as c:
+                             metric="err@10", seed=0, method="active") as c:
             st = c.status()
             assert st.cost_planned <= budget and st.budget_left <= budget
             assert c.export_tasks(tmp_path / "x.csv", max_cost=budget / 2).cost <= budget / 2
@@ -385,7 +385,7 @@ def test_qrels_pre_existing_and_write_back(tmp_path, data, camp):
 
 def test_create_and_open_errors(tmp_path, data, probs, camp):
     with pytest.raises(FileExistsError, match="already exists"):
-        Campaign.create(camp.path, data, data.X[:, 0], probs, budget=5, metric=METRIC, seed=0)
+        Campaign.create(camp.path, data, data.X[:, 0], probs, budget=5, metric=METRIC, seed=0, method="active")
     with pytest.raises(FileNotFoundError, match="no campaign file"):
         Campaign.open(tmp_path / "missing.db")
     (tmp_path / "junk.db").write_bytes(b"not a database at all" * 100)
@@ -408,10 +408,10 @@ def test_create_and_open_errors(tmp_path, data, probs, camp):
         with pytest.raises(exc, match=msg):
             Campaign.create(tmp_path / "e.db", data, data.X[:, 0], probs, metric=METRIC, **kw)
     with pytest.raises(ValueError, match="one ranker .* or two"):
-        Campaign.create(tmp_path / "e.db", data, [data.X[:, 0]] * 3, probs, budget=5, metric=METRIC)
+        Campaign.create(tmp_path / "e.db", data, [data.X[:, 0]] * 3, probs, budget=5, metric=METRIC, method="active")
     dup = ar.LetorData(X=data.X[:2], qids=[1, 1], query_ids=[1], offsets=[0, 2], doc_ids=["a", "a"], n_grades=3)
     with pytest.raises(ValueError, match="lists document id 'a' twice"):
-        Campaign.create(tmp_path / "e.db", dup, np.zeros(2), probs[:2], budget=1, metric=METRIC)
+        Campaign.create(tmp_path / "e.db", dup, np.zeros(2), probs[:2], budget=1, metric=METRIC, method="active")
     assert not (tmp_path / "e.db").exists()
     assert not [p for p in tmp_path.iterdir() if p.name.endswith(".creating")]
 
@@ -436,7 +436,7 @@ def test_store_layout_and_no_pickle(camp):
 def test_query_text_in_tasks(tmp_path, data, probs):
     qt = {int(q): f"text of {q}" for q in data.query_ids}
     with Campaign.create(tmp_path / "q.db", data, data.X[:, 0], probs, budget=3, metric=METRIC, seed=1,
-                         query_text=qt) as c:
+                         query_text=qt, method="active") as c:
         c.export_tasks(tmp_path / "t.jsonl")
     row = json.loads((tmp_path / "t.jsonl").read_text().splitlines()[0])
     assert row["query_text"] == f"text of {row['query_id']}" and isinstance(row["query_id"], int)
@@ -446,7 +446,7 @@ def test_query_text_in_tasks(tmp_path, data, probs):
 
 
 def _judged_run_and_qrels(tmp_path, data, probs):
-    c = Campaign.create(tmp_path / "x.db", data, data.X[:, 0], probs, budget=15, metric="dcg@5", seed=5)
+    c = Campaign.create(tmp_path / "x.db", data, data.X[:, 0], probs, budget=15, metric="dcg@5", seed=5, method="active")
     c.export_tasks(tmp_path / "t.jsonl")
     answer(tmp_path / "t.jsonl", tmp_path / "a.jsonl", data)
     c.import_judgments(tmp_path / "a.jsonl")

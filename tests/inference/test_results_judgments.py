@@ -179,8 +179,8 @@ def test_chained_runs_keep_every_label(sample):
 def test_reused_prior_judgments_are_not_bought(sample):
     """``estimate_adaptive(reuse=...)`` loads earlier judgments: held, not bought."""
     data, probs, lab = sample
-    first = ar.estimate(data, data.X[:, 0], probs, lab, budget=8, metric="dcg@5", rng=0)
-    prior = ar.PriorJudgments.from_census(first.judgments)  # a JudgmentSet is a mapping: taken as it is
+    first = ar.estimate(data, data.X[:, 0], probs, lab, budget=8, metric="dcg@5", method="active_wor", rng=0)
+    prior = ar.PriorJudgments.from_census(first.judgments)  # whole queries  # a JudgmentSet is a mapping: taken as it is
     rec = Recording(lab)
     res = ar.estimate_adaptive(data, data.X[:, 0], ar.relevance.make_relevance_model("logistic", data.n_grades),
                                data.X, rec, budget=8, n_batches=2, metric="dcg@5", rng=0, reuse=prior)

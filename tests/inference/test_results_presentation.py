@@ -27,8 +27,8 @@ def _results(sample):
     a, b, c = data.X[:, 0], data.X[:, 1], data.X[:, 2]
     kw = dict(budget=15, rng=0)
     return {
-        "estimate": ar.estimate(data, a, probs, lab, metric="err@5", **kw),
-        "estimate_auto": ar.estimate(data, a, probs, lab, metric="dcg@5", method="auto", **kw),
+        "estimate": ar.estimate(data, a, probs, lab, metric="err@5", method="active_wor", **kw),
+        "estimate_auto": ar.estimate(data, a, probs, lab, metric="dcg@5", **kw),  # the default: method="auto"
         "estimate_exact": ar.estimate(data, a, probs, lab, metric="err@5", budget=1000, rng=0),
         "estimate_bootstrap": ar.estimate(data, a, probs, lab, metric="err@5", method="active", ci="bootstrap",
                                          **kw),
@@ -151,13 +151,13 @@ def test_jsonable():
 # the README's promise: no 16-digit floats, the estimate to the standard error's two significant digits
 REPRS = {
     "estimate": r"EstimateResult\(err\(ymax=scale\)@5 = \d\.\d+ ± \d\.\d+, 95% CI \[\d\.\d+, \d\.\d+\], \d+ queries, "
-                r"method active_wor\)",
+                r"method (active_wor|doc_dyn|prefix)\)",
     "compare": r"ComparisonResult\(err\(ymax=scale\)@5 a - b = [+-]\d\.\d+ ± \d\.\d+, 95% CI \[[+-]\d\.\d+, [+-]\d\.\d+\], "
-               r"P\(a better\) = \d\.\d\d, \d+ queries, method active_wor\)",
+               r"P\(a better\) = \d\.\d\d, \d+ queries, method (active_wor|doc_dyn|prefix)\)",
     "compare_many": r"MultiComparisonResult\(err\(ymax=scale\)@5 vs 'baseline': f1 [+-]\d\.\d+ ± \d\.\d+, f2 [+-]\d\.\d+ ± "
-                    r"\d\.\d+, \d+ queries, method active_wor\)",
+                    r"\d\.\d+, \d+ queries, method (active_wor|doc_dyn|prefix)\)",
     "rank_systems": r"SystemRankingResult\(err\(ymax=scale\)@5 ranking system_\d > system_\d > system_\d, \d+ queries, "
-                    r"method active_wor\)",
+                    r"method (active_wor|doc_dyn|prefix)\)",
     "sequential": r"SequentialEstimateResult\(err\(ymax=scale\)@5 = .*, method active, stopped: (target|budget|all_judged)\)",
 }
 
