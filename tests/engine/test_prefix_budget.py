@@ -211,14 +211,17 @@ def test_simulate_agrees_with_the_engine():
     out = np.array(out)
     assert max(spent) <= 3.0
     kind = dsg.method_spec.kind
-    layout = design_layout(dsg, None)
-    plan = kind.plan_queries(layout, dsg.probs, dsg.p, dsg.prediction.variance, dsg.q > 0, 3.0,
-                             np.random.default_rng(1), defensive=dsg.defensive)
+    # the engine's plan (its planning simulations are seeded by PLANNING_SEED, whatever the run's rng)
+    layout, plan = kind.plan(dsg, 3.0, judged=None).parts()
     est, _, _, _ = kind.simulate(layout, plan, dsg.probs, truth, dsg.p, dsg.prediction.mean, 4000,
                                  np.random.default_rng(2), budget=3.0)
     se = np.hypot(out.std() / np.sqrt(out.size), est[:, 0].std() / np.sqrt(est.shape[0]))
     assert abs(out.mean() - est[:, 0].mean()) <= 3.5 * se
-    assert out.std() == pytest.approx(est[:, 0].std(), rel=0.2)
+    # the spread: the engine's sample variance within 3.5 of its standard errors (heavy tails: from the
+    # simulation's fourth moment, not a fixed relative tolerance)
+    r = est[:, 0] - est[:, 0].mean()
+    se_var = np.sqrt((np.mean(r**4) - np.mean(r**2) ** 2) / out.size)
+    assert abs(out.var(ddof=1) - np.mean(r**2)) <= 3.5 * se_var
 
 
 def _sim_cell(dsg, labels, budget, reps, rng, per_plan=500):
