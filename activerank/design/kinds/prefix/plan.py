@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .layout import PrefixLayout, _by_step, _compiled, judging_paths, stop_probabilities
+from .layout import PrefixLayout, _by_step, _compiled, judging_paths
 
 __all__ = ["N_PLANNING_SIMULATIONS", "TAU_GRID", "WITHIN_DEFENSIVE", "PrefixPlan", "PrefixPlanner", "plan_prefix",
            "prefix_planner"]
@@ -89,16 +89,23 @@ def _planning_sums(layout, q, n_sims, rho_sys, rho, sd, f, order, shares):
     fl = WITHIN_DEFENSIVE * mean_a
     top = np.where(m, a, 0.0).max(1).reshape(q.size, n_sims).max(1)
     grid = shares[:, None] * np.maximum(top, fl)[None, :]
-    cost = _by_step(layout.cost[paths], docs)
+    cost = _by_step(layout.cost[paths], docs)  # 0 after the last step
     ng, t = shares.size, layout.contrast.shape[0]
     taus, W, C = np.zeros((ng, q.size)), np.zeros((ng, q.size, t)), np.zeros((ng, q.size))
+    # P_j = min(1, min_{l <= j} max(a_l, floor) / tau) = min(1, M_j / tau) with the running minimum M_j of the
+    # floored scores, once for every tau: division by tau > 0 is monotone, so this is stop_probabilities bit
+    # for bit.  With floor > 0 every P_j > 0 (tau is at most the largest floored score).
+    fl_paths = np.repeat(fl, n_sims)[:, None]
+    M = np.minimum.accumulate(np.maximum(a, fl_paths), axis=1)
     for gi in range(ng):
         tau = np.where(fl > 0, grid[gi], 0.0)
-        P = stop_probabilities(a, np.repeat(fl, n_sims), np.repeat(tau, n_sims))
+        tp = np.repeat(tau, n_sims)[:, None]
         with np.errstate(divide="ignore", invalid="ignore"):
-            w = np.where((m & (P > 0))[..., None], d2 * (1.0 / P - 1.0)[..., None], 0.0).sum(1)
+            P = np.where(tp > 0, np.minimum(1.0, M / np.where(tp > 0, tp, 1.0)), 1.0)
+        # d2 and cost are 0 after the last step, where P is finite and positive: no mask needed
+        w = (d2 * (1.0 / P - 1.0)[..., None]).sum(1)
         W[gi] = w.reshape(q.size, n_sims, -1).mean(1)
-        C[gi] = np.where(m, P * cost, 0.0).sum(1).reshape(q.size, n_sims).mean(1)
+        C[gi] = (P * cost).sum(1).reshape(q.size, n_sims).mean(1)
         taus[gi] = tau
     return fl, taus, W, C
 
