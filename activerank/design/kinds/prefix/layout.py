@@ -227,11 +227,17 @@ def _system_gradients(rho: np.ndarray, discount: np.ndarray, out: np.ndarray) ->
     k = rho.shape[0]
     S = np.empty_like(rho)
     S[0] = 1.0
-    np.cumprod(one[:-1], axis=0, out=S[1:])
+    if k > 1:
+        S[1] = one[0]
+    for r in range(2, k):  # the survival products, rank by rank (the order of a cumulative product)
+        np.multiply(S[r - 1], one[r - 1], out=S[r])
     T = np.empty_like(rho)
     T[k - 1] = 0.0
+    tmp = np.empty_like(rho[0])
     for r in range(k - 2, -1, -1):  # the tail below rank r, with its own survival products
-        T[r] = discount[r + 1] * rho[r + 1] + one[r + 1] * T[r + 1]
+        np.multiply(one[r + 1], T[r + 1], out=tmp)
+        np.multiply(rho[r + 1], discount[r + 1], out=T[r])
+        T[r] += tmp
     np.multiply(S, np.subtract(discount[:k, None, None], T, out=T), out=out)
 
 
@@ -375,9 +381,17 @@ def judging_paths(layout: PrefixLayout, queries, rho_sys, sd, grade_values, *, o
                                   layout.pos, layout.mask, np.ascontiguousarray(sd, dtype=np.float64),
                                   np.ascontiguousarray(grade_values, dtype=np.float64), layout.discount,
                                   np.ascontiguousarray(layout.contrast), order == "adaptive")
-    docs = np.full((B, J), -1, dtype=np.int64)
-    grads = np.zeros((B, J, layout.contrast.shape[0]))
-    scores = np.full((B, J), np.inf)
+    docs, grads, scores = _judging_steps(layout, queries, rho_sys, sd, grade_values, order=order)
+    return docs.T, grads.transpose(2, 0, 1), scores.T
+
+
+def _judging_steps(layout: PrefixLayout, queries, rho_sys, sd, grade_values, *, order: str = "adaptive"):
+    """NumPy :func:`judging_paths`, step-major: ``docs`` (J, B), ``gradients`` (J, n_outputs, B) and ``scores``
+    (J, B), every step's entries contiguous over the paths."""
+    B, J = len(queries), layout.rows.shape[1]
+    docs = np.full((J, B), -1, dtype=np.int64)
+    grads = np.zeros((J, layout.contrast.shape[0], B))
+    scores = np.full((J, B), np.inf)
     queries = np.asarray(queries, dtype=np.int64)
     for lo in range(0, B, _PATH_BLOCK):  # blocks of paths: a step's arrays stay in cache
         sl = slice(lo, min(B, lo + _PATH_BLOCK))
@@ -388,8 +402,8 @@ def judging_paths(layout: PrefixLayout, queries, rho_sys, sd, grade_values, *, o
             ok = j >= 0
             if not ok.any():
                 break
-            docs[sl, step], grads[sl, step] = j, np.where(ok[:, None], g, 0.0)
-            scores[sl, step] = np.where(ok, a, np.inf)
+            docs[step, sl], grads[step, :, sl] = j, np.where(ok[:, None], g, 0.0).T
+            scores[step, sl] = np.where(ok, a, np.inf)
             walk.reveal(j, grade_values[sl][b, np.maximum(j, 0)])
     return docs, grads, scores
 

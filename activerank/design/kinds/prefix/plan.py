@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .layout import PrefixLayout, _by_step, _compiled, judging_paths
+from .layout import PrefixLayout, _compiled, _judging_steps
 
 __all__ = ["N_PLANNING_SIMULATIONS", "TAU_GRID", "WITHIN_DEFENSIVE", "PrefixPlan", "PrefixPlanner", "plan_prefix",
            "prefix_planner"]
@@ -81,31 +81,41 @@ def _planning_sums(layout, q, n_sims, rho_sys, rho, sd, f, order, shares):
     """NumPy path of the planning averages of one chunk of queries ``q``: ``(floor, taus, W, C)`` with
     shapes (n,), (G, n), (G, n, t), (G, n) (the numba twin: :func:`._numba.planning_sums`)."""
     paths = np.repeat(q, n_sims)
-    docs, g, a = judging_paths(layout, paths, rho_sys, sd[paths], f, order=order)  # step order
+    B, J = paths.size, layout.rows.shape[1]
+    docs, g, a = _judging_steps(layout, paths, rho_sys, sd[paths], f, order=order)  # step-major (J, .., B)
     m = docs >= 0
-    d2 = ((_by_step(f, docs) - _by_step(rho[paths], docs)) ** 2)[..., None] * g**2  # per output
-    mean_a = np.where(m, a, 0.0).sum(1).reshape(q.size, n_sims).sum(1) / np.maximum(
-        m.sum(1).reshape(q.size, n_sims).sum(1), 1)
+    # every step's document values by one gather from the path-major tables (0 after the last step)
+    at = np.maximum(docs, 0) + np.arange(B) * J
+    rq = np.maximum(docs, 0) + paths * J
+    d2 = (np.where(m, f.ravel()[at] - rho.ravel()[rq], 0.0) ** 2)[:, None, :] * g**2  # (J, t, B)
+    cost = np.where(m, layout.cost.ravel()[rq], 0.0)
+    mean_a = np.where(m, a, 0.0).sum(0).reshape(q.size, n_sims).sum(1) / np.maximum(
+        m.sum(0).reshape(q.size, n_sims).sum(1), 1)
     fl = WITHIN_DEFENSIVE * mean_a
-    top = np.where(m, a, 0.0).max(1).reshape(q.size, n_sims).max(1)
+    top = np.where(m, a, 0.0).max(0).reshape(q.size, n_sims).max(1)
     grid = shares[:, None] * np.maximum(top, fl)[None, :]
-    cost = _by_step(layout.cost[paths], docs)  # 0 after the last step
     ng, t = shares.size, layout.contrast.shape[0]
     taus, W, C = np.zeros((ng, q.size)), np.zeros((ng, q.size, t)), np.zeros((ng, q.size))
     # P_j = min(1, min_{l <= j} max(a_l, floor) / tau) = min(1, M_j / tau) with the running minimum M_j of the
-    # floored scores, once for every tau: division by tau > 0 is monotone, so this is stop_probabilities bit
-    # for bit.  With floor > 0 every P_j > 0 (tau is at most the largest floored score).
-    fl_paths = np.repeat(fl, n_sims)[:, None]
-    M = np.minimum.accumulate(np.maximum(a, fl_paths), axis=1)
+    # floored scores, once for every tau (division by tau > 0 is monotone: stop_probabilities bit for bit).
+    # With floor > 0 every P_j > 0 (tau is at most the largest floored score); floor = 0 means tau = 0: P = 1.
+    M = np.minimum.accumulate(np.maximum(a, np.repeat(fl, n_sims)), axis=0)
+    whole = fl <= 0  # tau = 0: judge every document
+    full = cost.sum(0).reshape(q.size, n_sims).mean(1)
+    P = np.empty_like(M)
+    inv = np.empty_like(M)
     for gi in range(ng):
-        tau = np.where(fl > 0, grid[gi], 0.0)
-        tp = np.repeat(tau, n_sims)[:, None]
-        with np.errstate(divide="ignore", invalid="ignore"):
-            P = np.where(tp > 0, np.minimum(1.0, M / np.where(tp > 0, tp, 1.0)), 1.0)
-        # d2 and cost are 0 after the last step, where P is finite and positive: no mask needed
-        w = (d2 * (1.0 / P - 1.0)[..., None]).sum(1)
-        W[gi] = w.reshape(q.size, n_sims, -1).mean(1)
-        C[gi] = (P * cost).sum(1).reshape(q.size, n_sims).mean(1)
+        tau = np.where(whole, 0.0, grid[gi])
+        np.divide(M, np.repeat(np.where(whole, 1.0, tau), n_sims), out=P)  # whole queries: overwritten below
+        np.minimum(P, 1.0, out=P)
+        with np.errstate(divide="ignore", invalid="ignore"):  # P = 0 only on whole queries' paths
+            np.divide(1.0, P, out=inv)
+            inv -= 1.0
+            for o in range(t):  # sums over the steps: one contiguous add per step
+                W[gi, :, o] = np.multiply(d2[:, o], inv).sum(0).reshape(q.size, n_sims).mean(1)
+        C[gi] = np.multiply(P, cost, out=P).sum(0).reshape(q.size, n_sims).mean(1)
+        W[gi, whole] = 0.0
+        C[gi, whole] = full[whole]
         taus[gi] = tau
     return fl, taus, W, C
 
