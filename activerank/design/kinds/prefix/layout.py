@@ -296,12 +296,25 @@ class JudgingWalk:
         self.sd = np.ascontiguousarray(np.asarray(sd, dtype=np.float64).T)  # (J, B)
         self.adaptive = order == "adaptive"
         self.contrast = np.asarray(layout.contrast, dtype=np.float64)
+        self._index()
+
+    def _index(self) -> None:
+        k, s, B = self.rho.shape
         self._b = np.arange(B)
         # every document's rank in every system as a flat index into the gradients (k, s, B) and one 0 after
         self._g = np.zeros(k * s * B + 1)
         posT = self.pos.transpose(1, 2, 0)  # (J, s, B)
         flat = posT * (s * B) + np.arange(s)[None, :, None] * B + self._b[None, None, :]
         self._at = np.where(posT >= 0, flat, k * s * B)
+
+    def keep(self, paths) -> None:
+        """Walk on with only ``paths`` (positions among the current paths, ascending): later steps cost
+        what the paths still walking cost."""
+        self.rho = np.ascontiguousarray(self.rho[:, :, paths])
+        self.pos = self.pos[paths]
+        self.todo = np.ascontiguousarray(self.todo[:, paths])
+        self.sd = np.ascontiguousarray(self.sd[:, paths])
+        self._index()
 
     def next(self):
         """``(j, g, score)``: every path's next document (``-1`` when none is left), its gradient (B, t) and
@@ -475,8 +488,10 @@ def walk_sample(layout: PrefixLayout, probs, plan, x, U, order, labels) -> Walk:
     prev = np.ones(n)
     tau, floor = plan.tau[x], plan.floor[x]
     b = np.arange(n)
+    cur = b  # the paths the walk still holds (a path that stops never goes on)
     for step in range(J):
-        j, g, a = walk.next()
+        j, g, a = np.full(n, -1, dtype=np.int64), np.zeros((n, t)), np.zeros(n)
+        j[cur], g[cur], a[cur] = walk.next()
         active = (j >= 0) & (U <= prev) & (waiting < 0)
         if not active.any():
             break
@@ -491,11 +506,15 @@ def walk_sample(layout: PrefixLayout, probs, plan, x, U, order, labels) -> Walk:
         active &= ~wait
         f = np.where(hit, R[np.maximum(grade, 0)], rho[b, jj])
         D[:, step] = np.where(hit[:, None], (f - rho[b, jj])[:, None] * g, 0.0)
-        walk.reveal(np.where(hit, j, -1), f)
+        walk.reveal(np.where(hit, j, -1)[cur], f[cur])
         docs[:, step] = np.where(hit, j, -1)
         P[:, step] = np.where(active, Pj, prev)
         prev = np.where(active, Pj, prev)
         judged[:, step] = hit
+        going = ((U <= prev) & (waiting < 0))[cur]
+        if 2 * int(going.sum()) <= cur.size:  # compact once half the walks have stopped
+            walk.keep(np.flatnonzero(going))
+            cur = cur[going]
     return Walk(D, P, judged, docs, waiting)
 
 
