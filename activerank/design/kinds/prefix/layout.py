@@ -422,7 +422,7 @@ def _judging_steps(layout: PrefixLayout, queries, rho_sys, sd, grade_values, *, 
 
 
 #: Paths walked together by the NumPy :func:`judging_paths` (bounds the working set of a step).
-_PATH_BLOCK = 1 << 14
+_PATH_BLOCK = 1 << 13
 
 
 def _by_step(values, docs):
