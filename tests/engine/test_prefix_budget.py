@@ -320,3 +320,27 @@ def test_reachable_documents_bound_every_walk(n_systems, metric):
         b_, st = np.nonzero(judged)
         assert ok[b_, docs[b_, st]].all()
         assert (~ok).any() or rep > 0  # the bound prunes something
+
+
+@pytest.mark.parametrize("order", ["adaptive", "rank"])
+def test_walk_of_many_queries_equals_their_walks_one_by_one(order):
+    # the walk drops the paths that stopped as it goes (and walks blocks of paths): every query's walk is
+    # the one it has alone, bit for bit
+    from activerank.design.kinds.prefix import walk_sample
+
+    pool, dsg, truth, value = _tiny(seed=13, n_queries=30)
+    layout = design_layout(dsg, None)
+    kind = dsg.method_spec.kind
+    plan = kind.plan_queries(layout, dsg.probs, dsg.p, dsg.prediction.variance, dsg.q > 0, 4.0,
+                             np.random.default_rng(1), defensive=dsg.defensive)
+    x = np.flatnonzero(plan.pi > 0)
+    U = np.random.default_rng(3).random(x.size)
+    labels = np.where(np.random.default_rng(4).random(truth.size) < 0.7, truth, -1)  # some walks wait
+    whole = walk_sample(layout, dsg.probs, plan, x, U, order, labels)
+    for i in range(x.size):
+        one = walk_sample(layout, dsg.probs, plan, x[i:i + 1], U[i:i + 1], order, labels)
+        for f in ("D", "judged", "docs", "waiting"):
+            np.testing.assert_array_equal(getattr(one, f)[0], getattr(whole, f)[i])
+        j = whole.judged[i]  # P past a walk's end is not used (and depends on when the batch stops)
+        np.testing.assert_array_equal(one.P[0][j], whole.P[i][j])
+    assert whole.judged.any() and (whole.waiting >= 0).any()
