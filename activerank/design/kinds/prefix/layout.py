@@ -229,7 +229,7 @@ def _system_gradients(rho: np.ndarray, discount: np.ndarray, out: np.ndarray) ->
     S[0] = 1.0
     if k > 1:
         S[1] = one[0]
-    for r in range(2, k):  # the survival products, rank by rank (the order of a cumulative product)
+    for r in range(2, k):  # rank by rank, in a cumulative product's order (np.cumprod along axis 0 is slower)
         np.multiply(S[r - 1], one[r - 1], out=S[r])
     T = np.empty_like(rho)
     T[k - 1] = 0.0
@@ -262,7 +262,8 @@ def _norm(G: np.ndarray) -> np.ndarray:
 
 
 def _first_max(a: np.ndarray) -> np.ndarray:
-    """``a.argmax(0)`` of a (J, B) array, one contiguous pass per row (ties: the first)."""
+    """``a.argmax(0)`` of a (J, B) array, one contiguous pass per row (ties: the first; faster than the
+    strided reduction)."""
     best = a[0].copy()
     arg = np.zeros(a.shape[1], dtype=np.int64)
     for j in range(1, a.shape[0]):
@@ -409,15 +410,19 @@ def _judging_steps(layout: PrefixLayout, queries, rho_sys, sd, grade_values, *, 
     for lo in range(0, B, _PATH_BLOCK):  # blocks of paths: a step's arrays stay in cache
         sl = slice(lo, min(B, lo + _PATH_BLOCK))
         walk = JudgingWalk(layout, queries[sl], rho_sys, sd[sl], order=order)
-        b = np.arange(sl.stop - sl.start)
+        cur = np.arange(sl.start, sl.stop)  # the paths the walk still holds
         for step in range(J):
             j, g, a = walk.next()
             ok = j >= 0
             if not ok.any():
                 break
-            docs[step, sl], grads[step, :, sl] = j, np.where(ok[:, None], g, 0.0).T
-            scores[step, sl] = np.where(ok, a, np.inf)
-            walk.reveal(j, grade_values[sl][b, np.maximum(j, 0)])
+            docs[step, cur], grads[step, :, cur] = j, np.where(ok[:, None], g, 0.0)
+            scores[step, cur] = np.where(ok, a, np.inf)
+            walk.reveal(j, grade_values[cur, np.maximum(j, 0)])
+            left = walk.todo.any(0)
+            if 2 * int(left.sum()) <= cur.size:  # compact once half the paths have judged their last document
+                walk.keep(np.flatnonzero(left))
+                cur = cur[left]
     return docs, grads, scores
 
 
