@@ -208,10 +208,23 @@ class PrefixPlanner:
         pw2VW = pw[None] ** 2 * VW  # the terms that do not depend on mu, once
         pw2V = pw[None] ** 2 * V[None]
 
+        pis, val, tmp = np.empty_like(VW), np.empty_like(VW), np.empty_like(VW)
+
         def choose(mu):
+            # min(1, pw sqrt((V + W) / (mu C))) and pw^2 (V + W) / pi - pw^2 V + mu pi C, in place (the bisection
+            # evaluates them some 40 times)
             with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-                pis = np.minimum(1.0, pw[None] * np.sqrt(VW / (mu * Ccl)))
-                val = np.where(pis > 0, pw2VW / pis, 0.0) - pw2V + mu * pis * C
+                np.multiply(Ccl, mu, out=pis)
+                np.divide(VW, pis, out=pis)
+                np.sqrt(pis, out=pis)
+                np.multiply(pis, pw, out=pis)
+                np.minimum(pis, 1.0, out=pis)
+                np.divide(pw2VW, pis, out=val)
+                val[~(pis > 0)] = 0.0
+                np.subtract(val, pw2V, out=val)
+                np.multiply(pis, mu, out=tmp)
+                np.multiply(tmp, C, out=tmp)
+                np.add(val, tmp, out=val)
             j = np.argmin(val, axis=0)
             return np.where(live, pis[j, cols], 0.0), j
 
