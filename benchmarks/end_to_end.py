@@ -8,6 +8,9 @@ so the script times whatever engine sits behind it:
 ``pair_update``      ERR pair moments, ranker vs its index update (10% of each list removed)
 ``pair_indep``       ERR pair moments, two independent rankings of the same candidates
 ``estimate``         ``ar.estimate``, full-list ERR, budget 1000 (costs, q*, draws, labels, SNIS)
+``estimate_wor``     ``ar.estimate`` with ``method="active_wor"``, ERR@10 (the API's default metric), budget 1000
+``estimate_auto``    the same with ``method="auto"`` (the predicted variance of every candidate, then the
+                     chosen design: on this pool ``prefix``, whose planning simulates every query's walk)
 ``compare_update``   ``ar.compare`` of the ranker and its index update, full-list ERR, budget 1000
 ``compare_indep``    ``ar.compare`` of two independent rankings, full-list ERR, budget 1000
 ``compare_many``     ``ar.compare_many``: 3 candidates (5% and 20% index updates, an independent
@@ -66,7 +69,9 @@ ROOT = os.path.dirname(HERE)
 RESULTS = os.path.join(HERE, "results")
 
 TASKS = ("moments_single", "pair_update", "pair_indep", "estimate", "compare_update", "compare_indep",
-         "compare_many", "rank_scores")
+         "compare_many", "rank_scores", "estimate_wor", "estimate_auto")
+#: The metric of every task (default: full-list ERR).
+TASK_METRIC = {"estimate_wor": "err@10", "estimate_auto": "err@10"}
 BUDGET = 1000.0
 
 
@@ -113,6 +118,9 @@ class Workload:
             return ar.pool_pair_moments(P, self.ra, self.rc, metric="err")
         if task == "estimate":
             return ar.estimate(pool, self.sa, P, lab, **common)
+        if task in ("estimate_wor", "estimate_auto"):
+            method = {"estimate_wor": "active_wor", "estimate_auto": "auto"}[task]
+            return ar.estimate(pool, self.sa, P, lab, **dict(common, metric=TASK_METRIC[task]), method=method)
         if task == "compare_update":
             return ar.compare(pool, self.sa, self.rb, P, lab, **common)
         if task == "compare_indep":
@@ -130,7 +138,8 @@ class Workload:
         ar = self.ar
         pairs = {"moments_single": [], "estimate": [], "pair_update": [self.rb], "compare_update": [self.rb],
                  "pair_indep": [self.rc], "compare_indep": [self.rc], "rank_scores": [],
-                 "compare_many": self.candidates[:2] + [self.rc]}[task]
+                 "compare_many": self.candidates[:2] + [self.rc], "estimate_wor": [], "estimate_auto": []}[task]
+        metric = TASK_METRIC.get(task, "err")
         sample = np.sort(np.random.default_rng(seed).choice(self.n_queries, min(n_sample, self.n_queries),
                                                              replace=False))
         t = time.perf_counter()
@@ -144,7 +153,7 @@ class Workload:
             if not pairs:
                 if task == "moments_single":
                     ar.query_moments(Pq, a, metric="dcg")
-                ar.query_moments(Pq, a, metric="err")
+                ar.query_moments(Pq, a, metric=metric)
             for rb in pairs:
                 ar.pair_moments(Pq, a, rb[q] - lo, metric="err")
         return (time.perf_counter() - t) * self.n_queries / sample.size
@@ -390,7 +399,8 @@ def write(rows, args, loads) -> None:
             w.writerow({k: (f"{v:.5g}" if isinstance(v, float) else v) for k, v in r.items()})
     lines = [
         f"End to end from probabilities on the synthetic MSLR-WEB30K-shaped pool (5 grades), full-list "
-        f"ERR (DCG + ERR for moments_single), budget {BUDGET:g}. Median of {max(5, args.repeats)} runs, "
+        f"ERR (DCG + ERR for moments_single; ERR@10 for estimate_wor and estimate_auto), budget {BUDGET:g}. "
+        f"Median of {max(5, args.repeats)} runs, "
         f"implementations alternating run by run, BLAS pinned to one thread; loop = per-query Python loop "
         f"(extrapolated from {args.loop_queries} queries); floor = one np.sum over the probabilities, best "
         f"of 7 (x floor = the task's best run / floor); peak = "

@@ -88,3 +88,37 @@ def test_predicted_variances_match_the_simulated_error(method):
     # asymptotic and ignores that repeated draws are free; without replacement the planning inclusion
     # probabilities approximate the sequential Poisson design's
     assert mse == pytest.approx(predicted, rel=0.25 if method == "active" else 0.2), (mse, predicted)
+
+
+@pytest.mark.parametrize("metric,alternative", [("dcg@5", "doc_dyn"), ("err@5", "prefix")])
+def test_auto_plans_the_alternative_once(metric, alternative, monkeypatch):
+    # the prediction's planning (prefix: the planning simulations; doc_dyn: the inclusion probabilities)
+    # is the run's: one planning pass per call, and the same numbers as the method itself
+    import activerank.design.kinds.documents.designs as docs
+    import activerank.design.kinds.prefix.sampling as prefix
+
+    calls = []
+    spy = {"prefix": (prefix, "prefix_planner"), "doc_dyn": (docs, "inclusion_probabilities")}[alternative]
+    inner = getattr(*spy)
+    monkeypatch.setattr(*spy, lambda *a, **k: calls.append(1) or inner(*a, **k))
+    pool, a, b, rng = _problem(1, n_queries=60)
+    lab = ar.KnownLabels(pool.query_ids, pool.offsets, pool.sample_labels(rng))
+    res = _quiet(ar.compare, pool, a, b, pool.probs, lab, budget=15, metric=metric, method="auto", rng=2)
+    assert res.method == alternative and len(calls) == 1
+    ref = _quiet(ar.compare, pool, a, b, pool.probs, lab, budget=15, metric=metric, method=alternative, rng=2)
+    assert res.difference == ref.difference and res.standard_error == ref.standard_error
+
+
+def test_prefix_plan_does_not_depend_on_the_run_rng():
+    # planned with PLANNING_SEED, once per design and set of documents held
+    pool, a, b, rng = _problem(2, n_queries=40)
+    d = ar.make_design(pool, (a, b), pool.probs, metric="err@5", method="prefix")
+    kind = d.method_spec.kind
+    none = np.zeros(pool.probs.shape[0], dtype=bool)
+    p1 = kind.plan(d, 8.0, judged=none, rng=np.random.default_rng(1))
+    p2 = kind.plan(d, 8.0, judged=None, rng=np.random.default_rng(2))
+    assert p1.plan is p2.plan and p1.layout is p2.layout
+    held = none.copy()
+    held[d.target.rankings[0].items[:20]] = True
+    p3 = kind.plan(d, 8.0, judged=held, rng=np.random.default_rng(1))
+    assert p3.layout is not p1.layout and p3.layout.cost.sum() < p1.layout.cost.sum()

@@ -211,14 +211,17 @@ def test_simulate_agrees_with_the_engine():
     out = np.array(out)
     assert max(spent) <= 3.0
     kind = dsg.method_spec.kind
-    layout = design_layout(dsg, None)
-    plan = kind.plan_queries(layout, dsg.probs, dsg.p, dsg.prediction.variance, dsg.q > 0, 3.0,
-                             np.random.default_rng(1), defensive=dsg.defensive)
+    # the engine's plan (its planning simulations are seeded by PLANNING_SEED, whatever the run's rng)
+    layout, plan = kind.plan(dsg, 3.0, judged=None).parts()
     est, _, _, _ = kind.simulate(layout, plan, dsg.probs, truth, dsg.p, dsg.prediction.mean, 4000,
                                  np.random.default_rng(2), budget=3.0)
     se = np.hypot(out.std() / np.sqrt(out.size), est[:, 0].std() / np.sqrt(est.shape[0]))
     assert abs(out.mean() - est[:, 0].mean()) <= 3.5 * se
-    assert out.std() == pytest.approx(est[:, 0].std(), rel=0.2)
+    # the spread: the engine's sample variance within 3.5 of its standard errors (heavy tails: from the
+    # simulation's fourth moment, not a fixed relative tolerance)
+    r = est[:, 0] - est[:, 0].mean()
+    se_var = np.sqrt((np.mean(r**4) - np.mean(r**2) ** 2) / out.size)
+    assert abs(out.var(ddof=1) - np.mean(r**2)) <= 3.5 * se_var
 
 
 def _sim_cell(dsg, labels, budget, reps, rng, per_plan=500):
@@ -317,3 +320,27 @@ def test_reachable_documents_bound_every_walk(n_systems, metric):
         b_, st = np.nonzero(judged)
         assert ok[b_, docs[b_, st]].all()
         assert (~ok).any() or rep > 0  # the bound prunes something
+
+
+@pytest.mark.parametrize("order", ["adaptive", "rank"])
+def test_walk_of_many_queries_equals_their_walks_one_by_one(order):
+    # the walk drops the paths that stopped as it goes (and walks blocks of paths): every query's walk is
+    # the one it has alone, bit for bit
+    from activerank.design.kinds.prefix import walk_sample
+
+    pool, dsg, truth, value = _tiny(seed=13, n_queries=30)
+    layout = design_layout(dsg, None)
+    kind = dsg.method_spec.kind
+    plan = kind.plan_queries(layout, dsg.probs, dsg.p, dsg.prediction.variance, dsg.q > 0, 4.0,
+                             np.random.default_rng(1), defensive=dsg.defensive)
+    x = np.flatnonzero(plan.pi > 0)
+    U = np.random.default_rng(3).random(x.size)
+    labels = np.where(np.random.default_rng(4).random(truth.size) < 0.7, truth, -1)  # some walks wait
+    whole = walk_sample(layout, dsg.probs, plan, x, U, order, labels)
+    for i in range(x.size):
+        one = walk_sample(layout, dsg.probs, plan, x[i:i + 1], U[i:i + 1], order, labels)
+        for f in ("D", "judged", "docs", "waiting"):
+            np.testing.assert_array_equal(getattr(one, f)[0], getattr(whole, f)[i])
+        j = whole.judged[i]  # P past a walk's end is not used (and depends on when the batch stops)
+        np.testing.assert_array_equal(one.P[0][j], whole.P[i][j])
+    assert whole.judged.any() and (whole.waiting >= 0).any()

@@ -65,6 +65,7 @@ References
 from __future__ import annotations
 
 import math
+import weakref
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -94,6 +95,7 @@ __all__ = [
     "census_estimate",
     "document_target_of",
     "unit_costs",
+    "unit_target",
 ]
 
 #: Target kinds (:mod:`activerank.design.targets`) and the public function estimating each.
@@ -184,6 +186,20 @@ def document_target_of(design) -> DocumentTarget:
         raise ValueError(f"document-level designs need an additive metric; got {str(t.metric)!r}.")
     return document_target(list(t.rankings), n_docs=design.probs.shape[0], metric=t.metric,
                            n_grades=design.n_grades, contrasts=t.contrast, query_weights=design.p)
+
+
+# design -> (document target, unit costs); document target -> [(probs, costs, key, PoissonDesign)]: the
+# predicted variance of ``method="auto"`` and the run it chooses build them once
+_UNIT_TARGETS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_POISSON: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def unit_target(design) -> tuple[DocumentTarget, np.ndarray]:
+    """``(document_target_of(design), unit_costs(...))``, computed once per design."""
+    if design not in _UNIT_TARGETS:
+        dt = document_target_of(design)
+        _UNIT_TARGETS[design] = dt, unit_costs(dt, design.costs, design.document_costs)
+    return _UNIT_TARGETS[design]
 
 
 def _first_occurrence(units: np.ndarray) -> np.ndarray:
@@ -296,8 +312,7 @@ class DocumentDesign(DesignKind):
                              "comes from the Horvitz-Thompson variance): use ci='auto', 't' or 'normal'.")
 
     def plan(self, design, budget, *, judged, rng=None) -> UnitPlan:
-        dt = document_target_of(design)
-        c = unit_costs(dt, design.costs, design.document_costs)
+        dt, c = unit_target(design)
         held = np.asarray(judged, dtype=bool)[dt.rows]
         if not (dt.matters & ~held).any():  # every document that can change a target is judged: a census
             return UnitPlan(dt, c, held, None, float(budget))
@@ -523,8 +538,11 @@ class DocumentHorvitzThompson(DocumentDesign):
         self.utility = utility if utility is not None else ("residual" if control_variate else "rms")
 
     def design_for(self, target, probs, costs, budget, *, judged, defensive):
-        design = inclusion_probabilities(target, probs, budget, utility=self.utility, costs=costs,
-                                         defensive=defensive, judged=judged)
+        if judged is None or not np.any(judged):
+            design = self._inclusion(target, probs, costs, budget, defensive)
+        else:
+            design = inclusion_probabilities(target, probs, budget, utility=self.utility, costs=costs,
+                                             defensive=defensive, judged=judged)
         _affordable_iv(design, target, budget)
         return replace(design, budget=float(budget))  # the budgeted draw's limit (sum pi c when not all fit)
 
@@ -533,6 +551,18 @@ class DocumentHorvitzThompson(DocumentDesign):
         sample = self.sample_of(realized, target, take)
         sample.attrs["expected_cost"] = float(np.dot(design.pi, design.costs))  # of the planned pi
         return sample
+
+    def _inclusion(self, target, probs, costs, budget, defensive):
+        """:func:`inclusion_probabilities` with no unit judged, kept per target, model, costs and budget."""
+        key = (self.utility, float(budget), float(defensive))
+        kept = _POISSON.setdefault(target, [])
+        for p_, c_, k_, design in kept:
+            if p_ is probs and c_ is costs and k_ == key:
+                return design
+        design = inclusion_probabilities(target, probs, float(budget), utility=self.utility, costs=costs,
+                                         defensive=defensive)
+        kept.append((probs, costs, key, design))
+        return design
 
     @staticmethod
     def sample_of(design, target, take) -> DocumentSample:
@@ -547,10 +577,8 @@ class DocumentHorvitzThompson(DocumentDesign):
         """``sum_z (1 / pi_z - 1) ||W_z||^2 Var[g(y_z)]``: the exact variance of the difference estimator of the
         Poisson design spending ``budget`` under the model (labels within a query independent given the
         model, so a shared query effect of the residuals is ignored; ``docs/document_level.md``)."""
-        dt = document_target_of(design)
-        pd_ = inclusion_probabilities(dt, design.probs, budget, utility=self.utility,
-                                      costs=unit_costs(dt, design.costs, design.document_costs),
-                                      defensive=design.defensive)
+        dt, c = unit_target(design)
+        pd_ = self._inclusion(dt, design.probs, c, budget, design.defensive)
         return float(expected_poisson_variance(dt, pd_, design.probs, control_variate=self.control_variate))
 
     def estimate_units(self, target, sample, grades, probs):

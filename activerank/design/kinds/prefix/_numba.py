@@ -155,6 +155,10 @@ def planning_sums(queries, n_sims, rho_sys, pos, mask, cost, rho, sd, f, discoun
     a = np.empty(J)
     todo = np.empty(J, dtype=np.bool_)
     w = np.empty(t)
+    Mq = np.empty((n_sims, J))
+    e2 = np.empty((n_sims, J, t))
+    cq = np.empty((n_sims, J))
+    nst = np.zeros(n_sims, dtype=np.int64)
     for i in range(n):
         q = queries[i]
         docs[:, :] = -1
@@ -179,6 +183,24 @@ def planning_sums(queries, n_sims, rho_sys, pos, mask, cost, rho, sd, f, discoun
         fl = within_defensive * (total / max(count, 1))
         floor[i] = fl
         scale = max(top, fl)
+        # per step, once for every tau: the running minimum of the floored scores (P = min(1, M / tau) is
+        # the running minimum of min(1, max(score, floor) / tau): division by tau > 0 is monotone), the
+        # squared increment per output and the step's cost
+        for m in range(n_sims):
+            b = i * n_sims + m
+            run = np.inf
+            nst[m] = 0
+            for step in range(J):
+                d = docs[m, step]
+                if d < 0:
+                    break
+                run = min(run, max(scores[m, step], fl))
+                Mq[m, step] = run
+                r = f[b, d] - rho[i, d]
+                for o in range(t):
+                    e2[m, step, o] = r * r * grads[m, step, o] ** 2
+                cq[m, step] = cost[q, d]
+                nst[m] = step + 1
         for gi in range(ng):
             tau = grid[gi] * scale if fl > 0 else 0.0
             taus[gi, i] = tau
@@ -186,22 +208,12 @@ def planning_sums(queries, n_sims, rho_sys, pos, mask, cost, rho, sd, f, discoun
                 w[o] = 0.0
             cst = 0.0
             for m in range(n_sims):
-                P = np.inf
-                b = i * n_sims + m
-                for step in range(J):
-                    d = docs[m, step]
-                    if d < 0:
-                        break
-                    if tau > 0:
-                        sc = min(1.0, max(scores[m, step], fl) / tau)
-                    else:
-                        sc = 1.0
-                    P = min(P, sc)
-                    cst += P * cost[q, d]
+                for step in range(nst[m]):
+                    P = min(1.0, Mq[m, step] / tau) if tau > 0 else 1.0
+                    cst += P * cq[m, step]
                     if P > 0:
-                        r = f[b, d] - rho[i, d]
                         for o in range(t):
-                            w[o] += r * r * grads[m, step, o] ** 2 * (1.0 / P - 1.0)
+                            w[o] += e2[m, step, o] * (1.0 / P - 1.0)
             for o in range(t):
                 W[gi, i, o] = w[o] / n_sims
             C[gi, i] = cst / n_sims

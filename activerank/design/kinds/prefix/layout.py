@@ -66,7 +66,7 @@ References
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -109,13 +109,30 @@ class PrefixLayout:
     values: np.ndarray
     discount: np.ndarray
     contrast: np.ndarray
+    # the model's values of the last ``probs`` seen ({"probs": probs, name: array}): a prefix run replays its
+    # walks once per batch of labels, with the same model every time
+    _memo: dict = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def n_queries(self) -> int:
         return self.rows.shape[0]
 
+    def _model(self, probs, name, compute):
+        if self._memo.get("probs") is not probs:
+            self._memo.clear()
+            self._memo["probs"] = probs
+        if name not in self._memo:
+            out = compute()
+            for a in (out if isinstance(out, tuple) else (out,)):
+                a.setflags(write=False)  # shared by every caller
+            self._memo[name] = out
+        return self._memo[name]
+
     def system_values(self, probs) -> np.ndarray:
         """``rho = E[R(y)]`` at every system rank, shape (n_queries, n_systems, k) (0 on padding)."""
+        return self._model(probs, "system", lambda: self._system_values(probs))
+
+    def _system_values(self, probs) -> np.ndarray:
         rho = probs @ self.values
         r = self.system_rows
         return np.where(r >= 0, rho[np.maximum(r, 0)], 0.0)
@@ -123,7 +140,11 @@ class PrefixLayout:
     def document_values(self, probs, queries=None):
         """``(rho, sd)``: mean and standard deviation of ``R(y)`` under the model for every document of
         ``queries`` (default all) in layout order, shape (len(queries), J) each (padding: row 0's)."""
-        rows = np.maximum(self.rows if queries is None else self.rows[queries], 0)
+        rho, sd = self._model(probs, "document", lambda: self._document_values(probs))
+        return (rho, sd) if queries is None else (rho[queries], sd[queries])
+
+    def _document_values(self, probs):
+        rows = np.maximum(self.rows, 0)
         rho = probs[rows] @ self.values
         return rho, np.sqrt(np.maximum(probs[rows] @ self.values**2 - rho**2, 0.0))
 
@@ -199,44 +220,57 @@ def prefix_layout(rankings, contrast, metric, n_grades: int, n_docs: int, query_
                         np.asarray(metric.discounts(k), dtype=np.float64), np.asarray(contrast, dtype=np.float64))
 
 
-def _system_gradients(rho: np.ndarray, discount: np.ndarray) -> np.ndarray:
-    """``dL_s / d rho'`` at every rank of every system, state ``rho`` (B, n_systems, k)."""
+def _system_gradients(rho: np.ndarray, discount: np.ndarray, out: np.ndarray) -> None:
+    """``dL_s / d rho'`` at every rank of every system, state ``rho`` (k, n_systems, B), rank-major (every
+    rank's slice is one contiguous vector over the paths); written to ``out`` (same shape)."""
     one = 1.0 - rho
-    S = np.ones_like(rho)
-    S[..., 1:] = np.cumprod(one[..., :-1], axis=-1)
-    k = rho.shape[-1]
-    T = np.zeros_like(rho)
+    k = rho.shape[0]
+    S = np.empty_like(rho)
+    S[0] = 1.0
+    if k > 1:
+        S[1] = one[0]
+    for r in range(2, k):  # rank by rank, in a cumulative product's order (np.cumprod along axis 0 is slower)
+        np.multiply(S[r - 1], one[r - 1], out=S[r])
+    T = np.empty_like(rho)
+    T[k - 1] = 0.0
+    tmp = np.empty_like(rho[0])
     for r in range(k - 2, -1, -1):  # the tail below rank r, with its own survival products
-        T[..., r] = discount[r + 1] * rho[..., r + 1] + one[..., r + 1] * T[..., r + 1]
-    return S * (discount[:k] - T)
+        np.multiply(one[r + 1], T[r + 1], out=tmp)
+        np.multiply(rho[r + 1], discount[r + 1], out=T[r])
+        T[r] += tmp
+    np.multiply(S, np.subtract(discount[:k, None, None], T, out=T), out=out)
 
 
-def _document_gradients(rho: np.ndarray, discount: np.ndarray, pos: np.ndarray, contrast: np.ndarray) -> np.ndarray:
-    """Gradient of the contrasts w.r.t. every document of the layout (``pos`` (B, J, s)): (B, J, t)."""
-    g = _system_gradients(rho, discount)
-    B, s, k = g.shape
-    flat = np.where(pos >= 0, pos + np.arange(s) * k, s * k)  # (B, J, s) into [g | 0]
-    gz = np.concatenate([g.reshape(B, s * k), np.zeros((B, 1))], axis=1)
-    at = np.take_along_axis(gz, flat.reshape(B, -1), axis=1).reshape(pos.shape)
+def _document_gradients(at: np.ndarray, contrast: np.ndarray) -> np.ndarray:
+    """Gradient of the contrasts w.r.t. every document from the systems' gradients at its ranks ``at``
+    (J, s, B) (0 where absent): (J, t, B)."""
+    s = at.shape[1]
     # summed system by system (not BLAS): the same rounding as the numba twin, so exact ties of the
     # adaptive order break the same way on both backends
-    out = at[..., 0, None] * contrast[:, 0]
+    out = at[:, 0, None, :] * contrast[None, :, 0, None]
     for si in range(1, s):
-        out = out + at[..., si, None] * contrast[:, si]
+        out += at[:, si, None, :] * contrast[None, :, si, None]
     return out
 
 
 def _norm(G: np.ndarray) -> np.ndarray:
-    """``||g||`` over the last axis, summed output by output (the numba twin's order)."""
-    sq = G[..., 0] ** 2
-    for o in range(1, G.shape[-1]):
-        sq = sq + G[..., o] ** 2
-    return np.sqrt(sq)
+    """``||g||`` over the outputs (axis 1 of (J, t, B)), summed output by output (the numba twin's order)."""
+    sq = G[:, 0] ** 2
+    for o in range(1, G.shape[1]):
+        sq += G[:, o] ** 2
+    return np.sqrt(sq, out=sq)
 
 
-def _reveal(rho: np.ndarray, pos: np.ndarray, value: np.ndarray) -> None:
-    b, si = np.nonzero(pos >= 0)
-    rho[b, si, pos[b, si]] = value[b]
+def _first_max(a: np.ndarray) -> np.ndarray:
+    """``a.argmax(0)`` of a (J, B) array, one contiguous pass per row (ties: the first; faster than the
+    strided reduction)."""
+    best = a[0].copy()
+    arg = np.zeros(a.shape[1], dtype=np.int64)
+    for j in range(1, a.shape[0]):
+        up = a[j] > best
+        arg[up] = j
+        np.maximum(best, a[j], out=best)
+    return arg
 
 
 class JudgingWalk:
@@ -247,41 +281,72 @@ class JudgingWalk:
     earlier layout position); ``order="rank"``: layout order (best rank first).
     Either order is predictable (it depends on earlier labels only), which is
     all the estimator needs (module docstring).
+
+    The state is held rank-major (``(k, systems, B)``, documents ``(J, B)``), so every step is a
+    few dozen contiguous vector operations over the paths.
     """
 
     def __init__(self, layout: PrefixLayout, queries, rho_sys, sd, *, order: str = "adaptive"):
+        queries = np.asarray(queries, dtype=np.int64)
+        B = queries.size
         self.layout = layout
-        self.rho = rho_sys[queries].copy()
-        self.pos = layout.pos[queries]
-        self.todo = layout.mask[queries].copy()
-        self.sd = sd
+        self.rho = np.ascontiguousarray(rho_sys[queries].transpose(2, 1, 0))  # (k, s, B)
+        k, s = self.rho.shape[0], self.rho.shape[1]
+        self.pos = layout.pos[queries]  # (B, J, s)
+        self.todo = np.ascontiguousarray(layout.mask[queries].T)  # (J, B)
+        self.sd = np.ascontiguousarray(np.asarray(sd, dtype=np.float64).T)  # (J, B)
         self.adaptive = order == "adaptive"
-        self._b = np.arange(len(queries))
+        self.contrast = np.asarray(layout.contrast, dtype=np.float64)
+        self._index()
+
+    def _index(self) -> None:
+        k, s, B = self.rho.shape
+        self._b = np.arange(B)
+        # every document's rank in every system as a flat index into the gradients (k, s, B) and one 0 after
+        self._g = np.zeros(k * s * B + 1)
+        posT = self.pos.transpose(1, 2, 0)  # (J, s, B)
+        flat = posT * (s * B) + np.arange(s)[None, :, None] * B + self._b[None, None, :]
+        self._at = np.where(posT >= 0, flat, k * s * B)
+
+    def keep(self, paths) -> None:
+        """Walk on with only ``paths`` (positions among the current paths, ascending): later steps cost
+        what the paths still walking cost."""
+        self.rho = np.ascontiguousarray(self.rho[:, :, paths])
+        self.pos = self.pos[paths]
+        self.todo = np.ascontiguousarray(self.todo[:, paths])
+        self.sd = np.ascontiguousarray(self.sd[:, paths])
+        self._index()
 
     def next(self):
         """``(j, g, score)``: every path's next document (``-1`` when none is left), its gradient (B, t) and
         its score (B,)."""
         B = self._b.size
-        j = np.full(B, -1, dtype=np.int64)
-        g = np.zeros((B, self.layout.contrast.shape[0]))
-        score = np.zeros(B)
-        act = np.flatnonzero(self.todo.any(1))  # paths with documents left (the others are done)
-        if act.size == 0:
-            return j, g, score
-        G = _document_gradients(self.rho[act], self.layout.discount, self.pos[act], self.layout.contrast)
-        a = self.sd[act] * _norm(G)
-        todo = self.todo[act]
-        ja = np.where(todo, a, -1.0).argmax(1) if self.adaptive else todo.argmax(1)  # rank: first left
-        r = np.arange(act.size)
-        j[act], g[act], score[act] = ja, G[r, ja], a[r, ja]
+        t = self.contrast.shape[0]
+        todo = self.todo
+        act = todo.any(0)  # paths with documents left (the others are done)
+        if not act.any():
+            return np.full(B, -1, dtype=np.int64), np.zeros((B, t)), np.zeros(B)
+        k, s = self.rho.shape[0], self.rho.shape[1]
+        _system_gradients(self.rho, self.layout.discount, self._g[:-1].reshape(k, s, B))
+        G = _document_gradients(self._g.take(self._at), self.contrast)  # (J, t, B)
+        a = _norm(G)
+        a *= self.sd
+        j = _first_max(np.where(todo, a, -1.0)) if self.adaptive else todo.argmax(0)  # rank: first left
+        g = G[j, :, self._b]
+        score = a[j, self._b]
+        j = np.where(act, j, -1)
+        g[~act] = 0.0
+        score[~act] = 0.0
         return j, g, score
 
     def reveal(self, j, value) -> None:
         """Set the judged documents ``j`` (``-1``: none) to their values ``R(y)``, shape (B,)."""
-        ok = j >= 0
-        jj = np.maximum(j, 0)
-        _reveal(self.rho, np.where(ok[:, None], self.pos[self._b, jj], -1), value)
-        self.todo[self._b[ok], jj[ok]] = False
+        b = self._b[j >= 0]
+        jj = j[b]
+        p = self.pos[b, jj]  # (n, s)
+        bb, si = np.nonzero(p >= 0)
+        self.rho[p[bb, si], si, b[bb]] = np.asarray(value)[b[bb]]
+        self.todo[jj, b] = False
 
 
 def _compiled(n_entries: int):
@@ -330,20 +395,39 @@ def judging_paths(layout: PrefixLayout, queries, rho_sys, sd, grade_values, *, o
                                   layout.pos, layout.mask, np.ascontiguousarray(sd, dtype=np.float64),
                                   np.ascontiguousarray(grade_values, dtype=np.float64), layout.discount,
                                   np.ascontiguousarray(layout.contrast), order == "adaptive")
-    walk = JudgingWalk(layout, queries, rho_sys, sd, order=order)
-    docs = np.full((B, J), -1, dtype=np.int64)
-    grads = np.zeros((B, J, layout.contrast.shape[0]))
-    scores = np.full((B, J), np.inf)
-    b = np.arange(B)
-    for step in range(J):
-        j, g, a = walk.next()
-        ok = j >= 0
-        if not ok.any():
-            break
-        docs[:, step], grads[:, step] = j, np.where(ok[:, None], g, 0.0)
-        scores[:, step] = np.where(ok, a, np.inf)
-        walk.reveal(j, grade_values[b, np.maximum(j, 0)])
+    docs, grads, scores = _judging_steps(layout, queries, rho_sys, sd, grade_values, order=order)
+    return docs.T, grads.transpose(2, 0, 1), scores.T
+
+
+def _judging_steps(layout: PrefixLayout, queries, rho_sys, sd, grade_values, *, order: str = "adaptive"):
+    """NumPy :func:`judging_paths`, step-major: ``docs`` (J, B), ``gradients`` (J, n_outputs, B) and ``scores``
+    (J, B), every step's entries contiguous over the paths."""
+    B, J = len(queries), layout.rows.shape[1]
+    docs = np.full((J, B), -1, dtype=np.int64)
+    grads = np.zeros((J, layout.contrast.shape[0], B))
+    scores = np.full((J, B), np.inf)
+    queries = np.asarray(queries, dtype=np.int64)
+    for lo in range(0, B, _PATH_BLOCK):  # blocks of paths: a step's arrays stay in cache
+        sl = slice(lo, min(B, lo + _PATH_BLOCK))
+        walk = JudgingWalk(layout, queries[sl], rho_sys, sd[sl], order=order)
+        cur = np.arange(sl.start, sl.stop)  # the paths the walk still holds
+        for step in range(J):
+            j, g, a = walk.next()
+            ok = j >= 0
+            if not ok.any():
+                break
+            docs[step, cur], grads[step, :, cur] = j, np.where(ok[:, None], g, 0.0)
+            scores[step, cur] = np.where(ok, a, np.inf)
+            walk.reveal(j, grade_values[cur, np.maximum(j, 0)])
+            left = walk.todo.any(0)
+            if 2 * int(left.sum()) <= cur.size:  # compact once half the paths have judged their last document
+                walk.keep(np.flatnonzero(left))
+                cur = cur[left]
     return docs, grads, scores
+
+
+#: Paths walked together by the NumPy :func:`judging_paths` (bounds the working set of a step).
+_PATH_BLOCK = 1 << 13
 
 
 def _by_step(values, docs):
@@ -409,8 +493,10 @@ def walk_sample(layout: PrefixLayout, probs, plan, x, U, order, labels) -> Walk:
     prev = np.ones(n)
     tau, floor = plan.tau[x], plan.floor[x]
     b = np.arange(n)
+    cur = b  # the paths the walk still holds (a path that stops never goes on)
     for step in range(J):
-        j, g, a = walk.next()
+        j, g, a = np.full(n, -1, dtype=np.int64), np.zeros((n, t)), np.zeros(n)
+        j[cur], g[cur], a[cur] = walk.next()
         active = (j >= 0) & (U <= prev) & (waiting < 0)
         if not active.any():
             break
@@ -425,11 +511,15 @@ def walk_sample(layout: PrefixLayout, probs, plan, x, U, order, labels) -> Walk:
         active &= ~wait
         f = np.where(hit, R[np.maximum(grade, 0)], rho[b, jj])
         D[:, step] = np.where(hit[:, None], (f - rho[b, jj])[:, None] * g, 0.0)
-        walk.reveal(np.where(hit, j, -1), f)
+        walk.reveal(np.where(hit, j, -1)[cur], f[cur])
         docs[:, step] = np.where(hit, j, -1)
         P[:, step] = np.where(active, Pj, prev)
         prev = np.where(active, Pj, prev)
         judged[:, step] = hit
+        going = ((U <= prev) & (waiting < 0))[cur]
+        if 2 * int(going.sum()) <= cur.size:  # compact once half the walks have stopped
+            walk.keep(np.flatnonzero(going))
+            cur = cur[going]
     return Walk(D, P, judged, docs, waiting)
 
 

@@ -4,11 +4,11 @@ together from Monte-Carlo simulations under the model (:func:`plan_prefix`; the 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
-from .layout import PrefixLayout, _by_step, _compiled, judging_paths, stop_probabilities
+from .layout import _PATH_BLOCK, PrefixLayout, _compiled, _judging_steps
 
 __all__ = ["N_PLANNING_SIMULATIONS", "TAU_GRID", "WITHIN_DEFENSIVE", "PrefixPlan", "PrefixPlanner", "plan_prefix",
            "prefix_planner"]
@@ -72,34 +72,58 @@ class PrefixPlan:
 
 def _simulate_labels(probs_rows, n_sims, rng) -> np.ndarray:
     cdf = np.cumsum(probs_rows, axis=-1)
-    u = rng.random((probs_rows.shape[0], n_sims, probs_rows.shape[1], 1))
-    y = (u > cdf[:, None]).sum(-1)
-    return np.minimum(y, probs_rows.shape[-1] - 1)
+    u = rng.random((probs_rows.shape[0], n_sims, probs_rows.shape[1], 1))[..., 0]
+    G = probs_rows.shape[-1]
+    y = np.zeros(u.shape, dtype=np.int64)
+    for gi in range(G - 1):  # the grade is the number of cdf values below u (the last grade catches the rest)
+        y += u > cdf[:, None, :, gi]
+    return y
 
 
 def _planning_sums(layout, q, n_sims, rho_sys, rho, sd, f, order, shares):
     """NumPy path of the planning averages of one chunk of queries ``q``: ``(floor, taus, W, C)`` with
     shapes (n,), (G, n), (G, n, t), (G, n) (the numba twin: :func:`._numba.planning_sums`)."""
     paths = np.repeat(q, n_sims)
-    docs, g, a = judging_paths(layout, paths, rho_sys, sd[paths], f, order=order)  # step order
+    B, J = paths.size, layout.rows.shape[1]
+    docs, g, a = _judging_steps(layout, paths, rho_sys, sd[paths], f, order=order)  # step-major (J, .., B)
     m = docs >= 0
-    d2 = ((_by_step(f, docs) - _by_step(rho[paths], docs)) ** 2)[..., None] * g**2  # per output
-    mean_a = np.where(m, a, 0.0).sum(1).reshape(q.size, n_sims).sum(1) / np.maximum(
-        m.sum(1).reshape(q.size, n_sims).sum(1), 1)
+    # every step's document values by one gather from the path-major tables (0 after the last step)
+    at = np.maximum(docs, 0) + np.arange(B) * J
+    rq = np.maximum(docs, 0) + paths * J
+    d2 = (np.where(m, f.ravel()[at] - rho.ravel()[rq], 0.0) ** 2)[:, None, :] * g**2  # (J, t, B)
+    cost = np.where(m, layout.cost.ravel()[rq], 0.0)
+    mean_a = np.where(m, a, 0.0).sum(0).reshape(q.size, n_sims).sum(1) / np.maximum(
+        m.sum(0).reshape(q.size, n_sims).sum(1), 1)
     fl = WITHIN_DEFENSIVE * mean_a
-    top = np.where(m, a, 0.0).max(1).reshape(q.size, n_sims).max(1)
+    top = np.where(m, a, 0.0).max(0).reshape(q.size, n_sims).max(1)
     grid = shares[:, None] * np.maximum(top, fl)[None, :]
-    cost = _by_step(layout.cost[paths], docs)
     ng, t = shares.size, layout.contrast.shape[0]
     taus, W, C = np.zeros((ng, q.size)), np.zeros((ng, q.size, t)), np.zeros((ng, q.size))
+    # P_j = min(1, min_{l <= j} max(a_l, floor) / tau) = min(1, M_j / tau) with the running minimum M_j of the
+    # floored scores, once for every tau (division by tau > 0 is monotone: stop_probabilities bit for bit).
+    # With floor > 0 every P_j > 0 (tau is at most the largest floored score); floor = 0 means tau = 0: P = 1.
+    M = np.minimum.accumulate(np.maximum(a, np.repeat(fl, n_sims)), axis=0)
+    whole = fl <= 0  # tau = 0: judge every document
+    full = cost.sum(0).reshape(q.size, n_sims).mean(1)
     for gi in range(ng):
-        tau = np.where(fl > 0, grid[gi], 0.0)
-        P = stop_probabilities(a, np.repeat(fl, n_sims), np.repeat(tau, n_sims))
-        with np.errstate(divide="ignore", invalid="ignore"):
-            w = np.where((m & (P > 0))[..., None], d2 * (1.0 / P - 1.0)[..., None], 0.0).sum(1)
-        W[gi] = w.reshape(q.size, n_sims, -1).mean(1)
-        C[gi] = np.where(m, P * cost, 0.0).sum(1).reshape(q.size, n_sims).mean(1)
-        taus[gi] = tau
+        taus[gi] = np.where(whole, 0.0, grid[gi])
+    qb = max(1, _PATH_BLOCK // n_sims)
+    for lo in range(0, q.size, qb):  # blocks of queries: the grid's passes stay in cache
+        sq, sp = slice(lo, lo + qb), slice(lo * n_sims, (lo + qb) * n_sims)
+        Mb, d2b, cb = M[:, sp], d2[:, :, sp], cost[:, sp]
+        P, inv = np.empty_like(Mb), np.empty_like(Mb)
+        nq = Mb.shape[1] // n_sims
+        for gi in range(ng):
+            np.divide(Mb, np.repeat(np.where(whole[sq], 1.0, taus[gi, sq]), n_sims), out=P)  # whole: see below
+            np.minimum(P, 1.0, out=P)
+            with np.errstate(divide="ignore", invalid="ignore"):  # P = 0 only on whole queries' paths
+                np.divide(1.0, P, out=inv)
+                inv -= 1.0
+                for o in range(t):  # sums over the steps: one contiguous add per step
+                    W[gi, sq, o] = np.multiply(d2b[:, o], inv).sum(0).reshape(nq, n_sims).mean(1)
+            C[gi, sq] = np.multiply(P, cb, out=P).sum(0).reshape(nq, n_sims).mean(1)
+    W[:, whole] = 0.0
+    C[:, whole] = full[whole]
     return fl, taus, W, C
 
 
@@ -156,6 +180,7 @@ class PrefixPlanner:
     pw: np.ndarray
     full_cost: np.ndarray
     live: np.ndarray
+    _plans: dict = field(default_factory=dict, repr=False, compare=False)  # budget -> PrefixPlan
 
     @property
     def total_cost(self) -> float:
@@ -163,22 +188,43 @@ class PrefixPlanner:
         return float(self.full_cost[self.live].sum())
 
     def allocate(self, budget: float) -> PrefixPlan:
-        """The plan whose expected cost is ``budget``: price ``mu`` by bisection (module docstring)."""
+        """The plan whose expected cost is ``budget``: price ``mu`` by bisection (module docstring).  Plans are
+        kept by budget (``method="auto"`` predicts at the budget it then runs)."""
+        budget = float(budget)
+        if budget not in self._plans:
+            self._plans[budget] = self._allocate(budget)
+        return self._plans[budget]
+
+    def _allocate(self, budget: float) -> PrefixPlan:
         N = self.live.size
         live, pw, V, C = self.live, self.pw, self.V, self.C
         if budget >= self.total_cost:  # judge every live query whole: the value is exact
             pi = live.astype(np.float64)
             return PrefixPlan(pi, np.zeros(N), self.floor, self.full_cost, np.zeros_like(self.W[0]), self.total_cost,
                               live)
-        Wsum = self.W.sum(-1)
+        VW = V[None] + self.W.sum(-1)
         Ccl = np.maximum(C, 1e-300)
         cols = np.arange(N)
+        pw2VW = pw[None] ** 2 * VW  # the terms that do not depend on mu, once
+        pw2V = pw[None] ** 2 * V[None]
+
+        pis, val, tmp = np.empty_like(VW), np.empty_like(VW), np.empty_like(VW)
 
         def choose(mu):
+            # min(1, pw sqrt((V + W) / (mu C))) and pw^2 (V + W) / pi - pw^2 V + mu pi C, in place (the bisection
+            # evaluates them some 40 times)
             with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-                pis = np.minimum(1.0, pw[None] * np.sqrt((V[None] + Wsum) / (mu * Ccl)))
-                val = np.where(pis > 0, pw[None] ** 2 * (V[None] + Wsum) / pis, 0.0) - pw[None] ** 2 * V[None] \
-                    + mu * pis * C
+                np.multiply(Ccl, mu, out=pis)
+                np.divide(VW, pis, out=pis)
+                np.sqrt(pis, out=pis)
+                np.multiply(pis, pw, out=pis)
+                np.minimum(pis, 1.0, out=pis)
+                np.divide(pw2VW, pis, out=val)
+                val[~(pis > 0)] = 0.0
+                np.subtract(val, pw2V, out=val)
+                np.multiply(pis, mu, out=tmp)
+                np.multiply(tmp, C, out=tmp)
+                np.add(val, tmp, out=val)
             j = np.argmin(val, axis=0)
             return np.where(live, pis[j, cols], 0.0), j
 
@@ -200,12 +246,12 @@ class PrefixPlanner:
         """The smallest budget whose plan samples ``n_queries`` queries in expectation (``sum pi``; bisection,
         rounded up to 3 significant digits); the exact budget when even that samples fewer."""
         total = self.total_cost
-        if self.allocate(total).pi.sum() < n_queries:
+        if self._allocate(total).pi.sum() < n_queries:
             return total
         lo, hi = 0.0, total
         for _ in range(60):
             mid = 0.5 * (lo + hi)
-            if self.allocate(mid).pi.sum() >= n_queries:
+            if self._allocate(mid).pi.sum() >= n_queries:
                 hi = mid
             else:
                 lo = mid

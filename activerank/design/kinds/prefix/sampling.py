@@ -3,7 +3,9 @@ variance (:class:`PrefixSampling`)."""
 
 from __future__ import annotations
 
+import hashlib
 import math
+import weakref
 from dataclasses import dataclass
 
 import numpy as np
@@ -19,7 +21,8 @@ from .plan import N_PLANNING_SIMULATIONS, PrefixPlan, PrefixPlanner, prefix_plan
 __all__ = ["MIN_COMPLETED", "PLANNING_SEED", "PRIOR_DOF", "PrefixDraw", "PrefixRun", "PrefixSampling", "design_layout",
            "expected_completed", "pooled_covariance", "prefix_dof", "prefix_estimate", "within_estimate"]
 
-#: Seed of the planning simulations behind the predicted variance (``method="auto"``, planning calls).
+#: Seed of the planning simulations: the plan of a design is a function of the design and the documents held
+#: (the run's ``rng`` only draws), so ``method="auto"``'s prediction and the run share one planning pass.
 PLANNING_SEED = 20121
 
 #: Completed queries the budget must buy in expectation (a standard error needs 2).
@@ -209,11 +212,27 @@ class PrefixSampling(DesignKind):
             raise ValueError(f"`order` must be 'adaptive' or 'rank'; got {order!r}.")
         self.n_sims = int(n_sims)
         self.order = order
+        # design -> {documents held: (layout, planner)}; dies with the design (method="auto" predicts, then runs)
+        self._planners: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
     def planner(self, layout, probs, p, variance, live, rng, *, defensive=0.1) -> PrefixPlanner:
         """The planning simulations, from which the plan of any budget follows (:func:`prefix_planner`)."""
         return prefix_planner(layout, probs, p, variance, live, rng, defensive=defensive, n_sims=self.n_sims,
                               order=self.order)
+
+    def design_planner(self, design, judged=None) -> tuple[PrefixLayout, PrefixPlanner]:
+        """The judging layout of ``design`` with the documents in ``judged`` free (bool per row or None) and
+        its planning simulations, seeded by :data:`PLANNING_SEED`: computed once per design and set of
+        documents held, so ``method="auto"``'s prediction and the run it chooses plan once."""
+        held = judged is not None and bool(np.any(judged))
+        key = hashlib.sha1(np.packbits(np.asarray(judged, dtype=bool)).tobytes()).hexdigest() if held else None
+        cache = self._planners.setdefault(design, {})
+        if key not in cache:
+            layout = design_layout(design, judged if held else None)
+            cache[key] = layout, self.planner(layout, design.probs, design.p, design.prediction.variance,
+                                              design.q > 0, np.random.default_rng(PLANNING_SEED),
+                                              defensive=design.defensive)
+        return cache[key]
 
     def plan_queries(self, layout, probs, p, variance, live, budget, rng, *, defensive=0.1) -> PrefixPlan:
         """Query inclusion probabilities and stopping rules for ``budget`` (:func:`plan_prefix`)."""
@@ -261,14 +280,13 @@ class PrefixSampling(DesignKind):
                              "Horvitz-Thompson variance): use ci='auto', 't' or 'normal'.")
 
     def plan(self, design, budget, *, judged, rng=None) -> PrefixRun:
-        """The judging layout (documents in ``judged`` cost nothing) and the plan for ``budget``; the
-        planning simulations use ``rng``.  Raises before any label when the budget samples fewer than 2
-        queries in expectation."""
+        """The judging layout (documents in ``judged`` cost nothing) and the plan for ``budget``.  The
+        planning simulations are seeded by :data:`PLANNING_SEED`, not ``rng`` (:meth:`design_planner`: the
+        ones :meth:`predicted_variance` ran are reused); the estimator's unbiasedness does not depend on
+        them.  Raises before any label when the budget samples fewer than 2 queries in expectation."""
         if not design.q.any():  # every query is determined: nothing to draw or judge
             return PrefixRun(None, None, float(budget))
-        layout = design_layout(design, judged)
-        planner = self.planner(layout, design.probs, design.p, design.prediction.variance, design.q > 0, rng,
-                               defensive=design.defensive)
+        layout, planner = self.design_planner(design, judged)
         plan = planner.allocate(float(budget))
         self.check_budget(planner, plan, float(budget))
         return PrefixRun(layout, plan, float(budget))
@@ -304,8 +322,7 @@ class PrefixSampling(DesignKind):
         live = design.q > 0
         if not live.any():
             return 0.0
-        planner = self.planner(design_layout(design, None), design.probs, design.p, design.prediction.variance,
-                               live, np.random.default_rng(PLANNING_SEED), defensive=design.defensive)
+        _, planner = self.design_planner(design)
         plan = planner.allocate(float(budget))
         if plan.exact:
             return 0.0
