@@ -30,7 +30,7 @@ from .frame import DaskPool, compute, query_values
 if TYPE_CHECKING:  # pragma: no cover
     from ..metrics.registry import Metric
 
-__all__ = ["TableSpec", "partition_table", "query_table", "table_columns"]
+__all__ = ["TableSpec", "partition_inputs", "partition_table", "query_table", "table_columns"]
 
 
 @dataclass(frozen=True)
@@ -139,6 +139,19 @@ def _raw_costs(df, spec: TableSpec, target, n: int) -> np.ndarray:
     return query_costs(doc_costs, target.document_sets(), per_query=spec.cost_model == "uniform").raw
 
 
+def partition_inputs(df, spec: TableSpec, part: int):
+    """A partition's queries (with document ids), probabilities and target: the in-memory validators'."""
+    from .._validation import scores_iv
+    from ..design.targets import make_target
+
+    grouped = _grouped(query_values(df, spec.query, spec.query_in_index), part)
+    if spec.document is not None:  # tied scores are ranked by document id, as in memory
+        grouped = type(grouped)(grouped.query_ids, grouped.offsets, df[spec.document].to_numpy())
+    P = _probs(df, spec)
+    rankings = [scores_iv(df[c].to_numpy(), grouped, f"scores column {c!r}") for c in spec.scores]
+    return grouped, P, make_target(spec.kind, rankings, spec.metric, offsets=grouped.offsets)
+
+
 def partition_table(df, spec: TableSpec, partition_info=None):
     """Rows of the per-query table for one pandas partition (called by ``map_partitions``).
 
@@ -157,19 +170,11 @@ def partition_table(df, spec: TableSpec, partition_info=None):
     """
     import pandas as pd
 
-    from .._validation import scores_iv
-    from ..design.targets import make_target
-
     part = -1 if partition_info is None else int(partition_info["number"])
     if len(df) == 0:
         return _meta(df, spec)
     try:
-        grouped = _grouped(query_values(df, spec.query, spec.query_in_index), part)
-        if spec.document is not None:  # tied scores are ranked by document id, as in memory
-            grouped = type(grouped)(grouped.query_ids, grouped.offsets, df[spec.document].to_numpy())
-        P = _probs(df, spec)
-        rankings = [scores_iv(df[c].to_numpy(), grouped, f"scores column {c!r}") for c in spec.scores]
-        target = make_target(spec.kind, rankings, spec.metric, offsets=grouped.offsets)
+        grouped, P, target = partition_inputs(df, spec, part)
         if spec.uniform:
             P = np.full_like(P, 1.0 / P.shape[1])
         m = grouped.n_queries
