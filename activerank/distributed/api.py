@@ -26,7 +26,7 @@ from ..design.sampling import DEFAULT_DEFENSIVE
 from .documents import DOCUMENT_METHODS
 from .frame import ColumnLabels
 
-__all__ = ["compare", "create_campaign", "estimate", "query_table_of"]
+__all__ = ["compare", "compare_many", "create_campaign", "estimate", "query_table_of", "rank_systems"]
 
 COST_MODELS = ("auto", "column", "log_length", "constant", "uniform")
 
@@ -52,7 +52,9 @@ def _spec(pool, kind, scores, probs, *, metric, k, method, costs):
     from .query_table import TableSpec
 
     pool = dask_pool_iv(pool)
-    names = ("scores",) if kind == "mean" else ("scores_a", "scores_b")
+    names = {"mean": ("scores",), "difference": ("scores_a", "scores_b")}.get(kind)
+    if names is None:  # several systems: one name per entry
+        names = tuple(f"scores[{i}]" for i in range(len(scores)))
     cols = tuple(frame_columns_iv(pool, s, n)[0] if isinstance(s, str) else _not_a_column(s, n)
                  for s, n in zip(scores, names))
     model = None
@@ -468,3 +470,82 @@ def compare(pool, scores_a, scores_b, probs, labeler, *, budget, metric="err@10"
     return _run(pool, "difference", (scores_a, scores_b), probs, labeler, budget=budget, metric=metric, k=k,
                 method=method, costs=costs, query_weights=query_weights, defensive=defensive, rng=rng,
                 judgments=judgments, ci=ci, progress=progress)
+
+
+def _columns_iv(columns, name: str, at_least: int) -> tuple:
+    """A list of score column names (at least ``at_least``)."""
+    if isinstance(columns, str) or not isinstance(columns, (list, tuple)):
+        raise TypeError(f"`{name}` must be a list of score column names; got {type(columns).__name__}.")
+    if len(columns) < at_least:
+        raise ValueError(f"`{name}` must name at least {at_least} score column{'s' if at_least > 1 else ''}; "
+                         f"got {len(columns)}.")
+    return tuple(columns)
+
+
+def compare_many(pool, candidate_scores, baseline_scores, probs, labeler, *, budget, metric="err@10", k=None,
+                 method="auto", costs="auto", query_weights=None, defensive=DEFAULT_DEFENSIVE, rng=None,
+                 names=None, baseline_name="baseline", judgments=None, ci="auto", progress=None):
+    """Estimate how much each of several candidates beats a baseline, on a pool in a Dask DataFrame.
+
+    The same result as :func:`activerank.compare_many` with ``judge="all"`` on
+    the same data and ``rng`` (every document of a drawn query is judged).
+
+    Parameters
+    ----------
+    candidate_scores : list of str
+        One score column per candidate (at least one).
+    baseline_scores : str
+        The baseline's score column.
+    names : sequence of str, optional
+        Candidate names (default: their column names).
+    baseline_name : str, default "baseline"
+    pool, probs, labeler, budget, metric, k, method, costs, query_weights, defensive, rng, judgments, ci, progress
+        As in :func:`estimate`.
+
+    Returns
+    -------
+    MultiComparisonResult
+    """
+    from .._validation import names_iv
+
+    cands = _columns_iv(candidate_scores, "candidate_scores", 1)
+    if not isinstance(baseline_scores, str):
+        raise TypeError(f"`baseline_scores` must be the name of a score column; got {type(baseline_scores).__name__}.")
+    cand_names = names_iv(names if names is not None else [str(c) for c in cands], len(cands), "names", "candidate")
+    if not isinstance(baseline_name, str) or not baseline_name:
+        raise ValueError(f"`baseline_name` must be a non-empty string; got {baseline_name!r}.")
+    if baseline_name in cand_names:
+        raise ValueError(f"`baseline_name` {baseline_name!r} must differ from the candidate `names`.")
+    return _run(pool, "baseline", (*cands, baseline_scores), probs, labeler, budget=budget, metric=metric, k=k,
+                method=method, costs=costs, query_weights=query_weights, defensive=defensive, rng=rng,
+                judgments=judgments, names=(*cand_names, baseline_name), ci=ci, progress=progress)
+
+
+def rank_systems(pool, scores_list, probs, labeler, *, budget, metric="err@10", k=None, method="auto",
+                 costs="auto", query_weights=None, defensive=DEFAULT_DEFENSIVE, rng=None, names=None,
+                 judgments=None, ci="auto", progress=None):
+    """Rank several systems by their mean metric, on a pool in a Dask DataFrame.
+
+    The same result as :func:`activerank.rank_systems` with ``judge="all"`` on
+    the same data and ``rng``.
+
+    Parameters
+    ----------
+    scores_list : list of str
+        One score column per system (at least two).
+    names : sequence of str, optional
+        System names (default: their column names).
+    pool, probs, labeler, budget, metric, k, method, costs, query_weights, defensive, rng, judgments, ci, progress
+        As in :func:`estimate`.
+
+    Returns
+    -------
+    SystemRankingResult
+    """
+    from .._validation import names_iv
+
+    systems = _columns_iv(scores_list, "scores_list", 2)
+    names = names_iv(names if names is not None else [str(c) for c in systems], len(systems), "names", "system")
+    return _run(pool, "ranking", systems, probs, labeler, budget=budget, metric=metric, k=k, method=method,
+                costs=costs, query_weights=query_weights, defensive=defensive, rng=rng, judgments=judgments,
+                names=names, ci=ci, progress=progress)
