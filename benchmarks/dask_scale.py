@@ -198,8 +198,8 @@ def report(rows: list, args, load: str) -> str:
         "# Distributed path at scale (`benchmarks/dask_scale.py`)",
         "",
         f"`activerank.distributed.compare` ({args.metric}, budget {args.budget:g} mean query costs, methods "
-        f"{args.methods}, two rankers) on synthetic Parquet pools (5 grades, 50-150 documents per query, {args.docs_per_file:,} "
-        f"documents per file), a `LocalCluster` of {args.workers} worker processes x 1 thread; one fresh driver "
+        f"{args.methods}, two rankers) on synthetic Parquet pools (5 grades, 50-150 documents per query, "
+        f"{args.docs_per_file:,} documents per file), a `LocalCluster` of {args.workers} worker processes x 1 thread; one fresh driver "
         "process per size.  Peak RSS is each process's high-water mark (VmHWM).  The in-memory row is `activerank.compare` on "
         "the same pool loaded into one process (call time alone; loading the Parquet files is listed apart).",
         "",

@@ -99,7 +99,8 @@ def _partition_units(df, spec, info: PoolInfo, utility: str, control_variate: bo
 
 
 def _mixed(u: dict, a: tuple, b: tuple, ts_positive: bool) -> np.ndarray:
-    """``s`` of the in-memory mix: ``(1 - d) score / ts + d fallback / tf`` (``a = 1 - d``, ``b = d``)."""
+    """``s`` of the in-memory mix: ``(1 - d) score / ts + d fallback / tf`` (``a = (1 - d, ts)``,
+    ``b = (d, tf)``; ``fallback / tf`` alone when no unit has a positive score, as in memory)."""
     if not ts_positive:
         return u["fallback"] / b[1]
     return a[0] * u["score"] / a[1] + b[0] * u["fallback"] / b[1]

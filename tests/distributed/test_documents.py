@@ -20,7 +20,8 @@ PROBS = ["p0", "p1", "p2"]
 
 @pytest.fixture(scope="module")
 def client():
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None) as cluster:
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                                  dashboard_address=None) as cluster:
         with distributed.Client(cluster) as c:
             yield c
 
