@@ -205,7 +205,8 @@ def _auto(pool, spec, td, *, budget, defensive, rng, judgments):
         return AutoChoice(name, {name: v_query}, f"{family} metric: only query-level designs apply"), None
     try:
         if judgments:
-            raise ValueError("earlier `judgments` are not reused by document-level designs on a Dask pool")
+            raise ValueError("with earlier `judgments` a Dask pool weighs query-level designs only (its query-level "
+                             "prediction does not know the held documents); method='doc_dyn' runs it with them")
         _stream_state(rng)
         doc = prepare_units(pool, spec, td, get_method("doc_dyn"), budget=budget, defensive=defensive)
     except ValueError as exc:
@@ -216,8 +217,23 @@ def _auto(pool, spec, td, *, budget, defensive, rng, judgments):
     return AutoChoice(name, pred, "smaller predicted variance at the budget"), None
 
 
-def _run_documents(pool, spec, td, doc, kind, labeler, *, rng, names, ci, progress):
-    """A document-level design's draw (candidates only to the driver), fetch, labeling and estimate."""
+def _judged_sets(judgments) -> dict | None:
+    """``{query_id: {doc_id, ...}}`` of earlier judgments (what the workers look documents up in)."""
+    from .._validation import py_scalar
+
+    from collections.abc import Mapping
+
+    if not judgments:
+        return None
+    for q, docs in judgments.items():
+        if not isinstance(docs, Mapping):
+            raise ValueError(f"`judgments` judgments of query {py_scalar(q)!r} must be a dict {{doc_id: grade}}.")
+    return {py_scalar(q): {py_scalar(d) for d in docs} for q, docs in judgments.items()}
+
+
+def _run_documents(pool, spec, td, doc, kind, labeler, *, rng, names, ci, progress, judgments=None):
+    """A document-level design's draw (candidates only to the driver), fetch, labeling and estimate;
+    ``judgments`` (validated) are loaded as in memory: their documents are held units."""
     from dataclasses import replace
 
     from .._validation import probs_iv
@@ -226,8 +242,14 @@ def _run_documents(pool, spec, td, doc, kind, labeler, *, rng, names, ci, progre
     from .documents import draw_candidates, run_documents
     from .frame import fetch_queries
 
+    import pandas as pd
+
+    from .._validation import py_scalar
+
     drawn = draw_candidates(doc, rng)
-    queries = np.unique(drawn["query"])
+    # the queries of the drawn units, and of the earlier judgments (loaded whole, as in memory)
+    known = pd.Index(td.query_ids).get_indexer([py_scalar(q) for q in (judgments or {})])
+    queries = np.union1d(drawn["query"], known).astype(np.int64)
     from_column = isinstance(labeler, ColumnLabels)
     prob_columns = list(spec.probs or spec.features or ())
     needed = [pool.document, *spec.scores, *(c for c in (pool.cost, pool.length) if c is not None), *prob_columns]
@@ -241,14 +263,17 @@ def _run_documents(pool, spec, td, doc, kind, labeler, *, rng, names, ci, progre
     design = replace(design, method=doc.method.name, probs=P)
     if from_column:
         labeler = labeler.labeler(docs, pool.query, pool.query_in_index, pool.document)
-    return run_documents(doc, drawn, design, mem_pool, labeler, Judgments(mem_pool, design.n_grades), ci=ci)
+    store = Judgments(mem_pool, design.n_grades)
+    if judgments:
+        store.load(judgments, name="judgments")
+    return run_documents(doc, drawn, design, mem_pool, labeler, store, ci=ci)
 
 
 def _run(pool, kind, scores, probs, labeler, *, budget, metric, k, method, costs, query_weights, defensive, rng,
          judgments, names=None, ci="auto", progress=None):
     from .._progress import progress_iv
     from .._validation import budget_iv, ci_iv, defensive_iv, labeler_iv, rng_iv
-    from .documents import prepare_units
+    from .documents import _stream_state, prepare_units
     from .frame import frame_columns_iv
     from ..engine import FixedBudget, Judgments, run
 
@@ -266,19 +291,20 @@ def _run(pool, kind, scores, probs, labeler, *, budget, metric, k, method, costs
     documents = spec_method.name in DOCUMENT_METHODS
     if documents:
         spec_method.kind.check_ci(ci, types.SimpleNamespace(method=spec_method.name))
-        if judgments:
-            raise ValueError(f"`judgments`: method {spec_method.name!r} on a Dask pool does not reuse earlier "
-                             "judgments yet (they would change every document's inclusion probability); use a "
-                             "query-level method, or an in-memory pool.")
+        _stream_state(rng)
     td = _table_design(pool, spec, spec_method, kind, query_weights=query_weights, defensive=defensive,
                        progress=progress)
     choice = doc = None
+    held = None
     if isinstance(method, str) and method == "auto":
         choice, doc = _auto(pool, spec, td, budget=budget, defensive=defensive, rng=rng, judgments=judgments)
     elif documents:
-        doc = prepare_units(pool, spec, td, spec_method, budget=budget, defensive=defensive)
+        held = _judgments_iv(judgments, td, np.arange(td.n_queries))
+        doc = prepare_units(pool, spec, td, spec_method, budget=budget, defensive=defensive,
+                            judged=_judged_sets(held), census_ok=True)
     if doc is not None:
-        result = _run_documents(pool, spec, td, doc, kind, labeler, rng=rng, names=names, ci=ci, progress=progress)
+        result = _run_documents(pool, spec, td, doc, kind, labeler, rng=rng, names=names, ci=ci, progress=progress,
+                                judgments=held)
     else:
         td, plan, docs, design, mem_pool, _ = _drawn_pool(
             pool, spec, spec_method, kind, budget=budget, query_weights=query_weights, defensive=defensive,
@@ -420,9 +446,9 @@ def estimate(pool, scores, probs, labeler, *, budget, metric="err@10", k=None, m
     rng : None, int or numpy.random.Generator
     judgments : dict, optional
         Judgments already bought, ``{query_id: {doc_id: grade}}``; those of
-        drawn queries are not asked for again (query-level methods; the
-        document-level ones refuse them on a Dask pool, and ``"auto"`` then
-        runs ``"active_wor"``).
+        drawn queries are not asked for again.  ``"doc_dyn"`` / ``"doc_stat"``
+        hold them as in memory (certain and free); ``"auto"`` then runs
+        ``"active_wor"`` (its reason says so).
     ci : {"auto", "t", "t_draws", "bootstrap", "normal"}, default "auto"
         As in :func:`activerank.estimate`.
     progress : bool or None, default None

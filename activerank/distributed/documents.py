@@ -59,8 +59,25 @@ class PoolInfo:
     n_grades: int
 
 
-def _partition_units(df, spec, info: PoolInfo, utility: str, control_variate: bool) -> dict:
-    """Every unit of one partition: pool query, pool row, weights, model mean, ``E e^2``, cost, scores."""
+def _held_rows(df, spec, grouped, judged) -> np.ndarray:
+    """The partition's rows whose grades were passed in (``judged``: ``{query_id: {doc_id, ...}}``)."""
+    from .._validation import py_scalar
+
+    held = np.zeros(len(df), dtype=bool)
+    if not judged:
+        return held
+    docs = df[spec.document].to_numpy()
+    for x, qid in enumerate(grouped.query_ids.tolist()):
+        keys = judged.get(py_scalar(qid))
+        if keys:
+            lo, hi = int(grouped.offsets[x]), int(grouped.offsets[x + 1])
+            held[lo:hi] = [py_scalar(d) in keys for d in docs[lo:hi]]
+    return held
+
+
+def _partition_units(df, spec, info: PoolInfo, utility: str, control_variate: bool, judged=None) -> dict:
+    """Every unit of one partition: pool query, pool row, weights, model mean, ``E e^2``, cost, scores; units
+    whose grades were passed in (``judged``) are held: certain and free, as in memory."""
     from ..design.costs import document_costs
     from ..design.kinds.documents import document_target, unit_costs, unit_scores
     from ..ragged import Rankings
@@ -89,11 +106,13 @@ def _partition_units(df, spec, info: PoolInfo, utility: str, control_variate: bo
         doc_costs, _ = document_costs(types.SimpleNamespace(doc_length=length), len(df),
                                       "constant" if spec.cost_model == "uniform" else spec.cost_model)
     c = unit_costs(dt, types.SimpleNamespace(model=info.cost_model, scale=info.scale), doc_costs)
-    live = dt.matters
+    held = _held_rows(df, spec, grouped, judged)[dt.rows]
+    live = dt.matters & ~held
     mom = dt.moments(P)
     return {"n": dt.n_units, "query": dt.query, "row": info.row_start[start] + dt.rows, "W": dt.weights,
             "mean": mom.mean, "e2": mom.variance if control_variate else mom.second,
-            "nrm2": np.einsum("ij,ij->i", dt.weights, dt.weights), "c": c, "live": live,
+            "nrm2": np.einsum("ij,ij->i", dt.weights, dt.weights), "c": c, "live": live, "held": held, "matters": dt.matters,
+            "charged": np.where(held, 0.0, c),
             "score": np.where(live, unit_scores(dt, P, utility=utility, costs=c), 0.0),
             "fallback": np.where(live, dt.norms / np.sqrt(c), 0.0)}
 
@@ -101,6 +120,8 @@ def _partition_units(df, spec, info: PoolInfo, utility: str, control_variate: bo
 def _mixed(u: dict, a: tuple, b: tuple, ts_positive: bool) -> np.ndarray:
     """``s`` of the in-memory mix: ``(1 - d) score / ts + d fallback / tf`` (``a = (1 - d, ts)``,
     ``b = (d, tf)``; ``fallback / tf`` alone when no unit has a positive score, as in memory)."""
+    if not b[1] > 0:  # no unit left to sample (a census): every score 0
+        return np.zeros_like(u["fallback"])
     if not ts_positive:
         return u["fallback"] / b[1]
     return a[0] * u["score"] / a[1] + b[0] * u["fallback"] / b[1]
@@ -146,8 +167,10 @@ def _outside(u: dict, mix, lo: float, hi: float) -> np.ndarray:
 
 
 def _pi(u: dict, mix, kappa: float, s_cap: float) -> np.ndarray:
+    """The planned inclusion probabilities (held units: 1)."""
     s = _mixed(u, *mix)
-    return np.where(s > 0, np.where(s >= s_cap, 1.0, np.minimum(1.0, kappa * s)), 0.0)
+    pi = np.where(s > 0, np.where(s >= s_cap, 1.0, np.minimum(1.0, kappa * s)), 0.0)
+    return np.where(u["held"], 1.0, pi)
 
 
 def _after(u: dict, mix, kappa: float, s_cap: float) -> dict:
@@ -159,31 +182,36 @@ def _after(u: dict, mix, kappa: float, s_cap: float) -> dict:
     safe = np.where(pi > 0, pi, 1.0)
     sampleable = (pi > 0) & live
     worst = int(np.flatnonzero(sampleable)[np.argmax(c[sampleable])]) if sampleable.any() else -1
-    return {"n": u["n"], "size": float(pi.sum()), "cost": float(np.dot(pi, c)),
+    return {"n": u["n"], "size": float(pi[~u["held"]].sum()), "cost": float(np.dot(pi, u["charged"])),
             "var_cost": float(np.sum(c * c * pi * (1.0 - pi))),
             "variance": float(np.sum((1.0 - pi) / safe * u["nrm2"] * u["e2"])),
-            "M": u["W"].T @ u["mean"], "matter": int(live.sum()),
+            "M": u["W"].T @ u["mean"], "matter": int(u["matters"].sum()),
             "min_pi": float(pi[sampleable].min()) if sampleable.any() else math.inf,
-            "sampleable": int(((pi > 0) & (c > 0)).sum()),
+            "sampleable": int(((pi > 0) & (u["charged"] > 0)).sum()),
             "worst": None if worst < 0 else (float(c[worst]), int(u["row"][worst]), int(u["query"][worst])),
             "support": bool(np.all(pi[live] > 0))}
 
 
 def _candidates(u: dict, mix, kappa: float, s_cap: float, state: dict, first: int, t0: float) -> dict:
-    """The units with ``xi = U / pi <= t0``; ``U`` the ``first + i``-th double of the run's stream."""
+    """The held units and the units with ``xi = U / pi <= t0`` (``U`` the ``first + i``-th double of the run's
+    stream; ``state`` None: a census, no draw); held units get ``xi = -1``."""
     if not u["n"]:
         return {"idx": np.zeros(0, dtype=np.int64)}
-    bits = getattr(np.random, state["bit_generator"])()
-    bits.state = state
-    bits.advance(first)
-    uu = np.random.Generator(bits).random(u["n"])
     pi = _pi(u, mix, kappa, s_cap)
-    live = np.flatnonzero((pi > 0) & (u["c"] > 0))
-    with np.errstate(divide="ignore"):
-        xi = uu[live] / pi[live]
-    take = live[xi <= t0]
-    return {"idx": first + take, "xi": uu[take] / pi[take], "pi": pi[take], "c": u["c"][take],
-            "query": u["query"][take], "row": u["row"][take], "W": u["W"][take], "mean": u["mean"][take]}
+    census = (pi >= 1.0) & (u["charged"] == 0.0)
+    xi = np.full(u["n"], math.inf)
+    xi[census] = -1.0
+    if state is not None:
+        bits = getattr(np.random, state["bit_generator"])()
+        bits.state = state
+        bits.advance(first)
+        uu = np.random.Generator(bits).random(u["n"])
+        live = np.flatnonzero((pi > 0) & ~census)
+        xi[live] = uu[live] / pi[live]
+    take = np.flatnonzero(xi <= t0)
+    return {"idx": first + take, "xi": xi[take], "pi": pi[take], "c": u["c"][take], "held": u["held"][take],
+            "charged": u["charged"][take], "query": u["query"][take], "row": u["row"][take], "W": u["W"][take],
+            "mean": u["mean"][take]}
 
 
 # --------------------------------------------------------------------------- the driver
@@ -273,15 +301,22 @@ class DocumentRun:
     budget: float
     method: Any
     row_start: np.ndarray
+    census: bool = False
 
     @property
     def predicted_variance(self) -> float:
         return self.sums["variance"]
 
 
-def prepare_units(pool, spec, td, method, *, budget: float, defensive: float) -> DocumentRun:
+def prepare_units(pool, spec, td, method, *, budget: float, defensive: float, judged=None,
+                  census_ok: bool = False) -> DocumentRun:
     """Per-partition units (persisted), ``kappa`` and the design's sums; raises ValueError where the in-memory
-    design refuses the budget (as :func:`~activerank.design.kinds.documents.inclusion_probabilities` does)."""
+    design refuses the budget (as :func:`~activerank.design.kinds.documents.inclusion_probabilities` does).
+
+    ``judged``: ``{query_id: {doc_id, ...}}`` of the grades passed in (held units: certain, free).  With
+    ``census_ok``, a pool whose every unit that can change a target is held is a census run (exact, as the
+    in-memory plan); without it, that is an error (what ``method="auto"``'s prediction raises).
+    """
     import dask
 
     kind = method.kind
@@ -291,16 +326,19 @@ def prepare_units(pool, spec, td, method, *, budget: float, defensive: float) ->
     needed += [c for c in (spec.cost, spec.length, spec.document) if c is not None]
     frame = pool.frame[list(dict.fromkeys(needed))]
     shared = dask.delayed(info, pure=True)
-    parts = [dask.delayed(_partition_units, pure=True)(p, spec, shared, kind.utility, kind.control_variate)
+    shared_judged = dask.delayed(judged or None, pure=True)
+    parts = [dask.delayed(_partition_units, pure=True)(p, spec, shared, kind.utility, kind.control_variate,
+                                                       shared_judged)
              for p in frame.to_delayed()]
     parts = list(dask.persist(*parts))
     ts, tf, n_live, live_cost = sum(_map(parts, _sums))
-    if n_live == 0:
+    census = n_live == 0
+    if census and not census_ok:
         raise ValueError("no unit can change any target (every weight is 0, or every such unit is judged): "
                          "there is nothing to sample.")
     d = float(defensive)
     mix = ((1.0 - d, ts), (d, tf), bool(ts > 0))
-    kappa, s_cap = _solve_kappa(parts, mix, budget, live_cost)
+    kappa, s_cap = (0.0, math.inf) if census else _solve_kappa(parts, mix, budget, live_cost)
     per = _map(parts, _after, mix, kappa, s_cap)
     per = [r for r in per if r["n"]]
     sums: dict = {k: math.fsum(r[k] for r in per) for k in ("size", "cost", "var_cost", "variance")}
@@ -308,6 +346,8 @@ def prepare_units(pool, spec, td, method, *, budget: float, defensive: float) ->
                 sampleable=sum(r["sampleable"] for r in per),
                 matter=sum(r["matter"] for r in per), min_pi=min(r["min_pi"] for r in per),
                 counts=[int(_n) for _n in _map(parts, lambda u: u["n"])])
+    if census:  # every unit that can change a target is held: the exact value, no draw (as in memory)
+        return DocumentRun(parts, mix, kappa, s_cap, sums, float(budget), method, info.row_start, census=True)
     if sums["size"] < 2.0:
         raise ValueError(f"`budget`={budget:g} is too small: it buys {sums['size']:.3g} judged documents in "
                          "expectation; a design-based variance needs at least 2.")
@@ -333,10 +373,10 @@ def draw_candidates(run: DocumentRun, rng) -> dict:
     order), ``threshold`` and ``exact``; ``rng`` moves on by one double per unit, as in memory."""
     from ..design.kinds.documents import affordable_prefix, realized_pi
 
-    state = _stream_state(rng)
-    first = np.r_[0, np.cumsum(run.sums["counts"])[:-1]]
     import dask
 
+    state = None if run.census else _stream_state(rng)
+    first = np.r_[0, np.cumsum(run.sums["counts"])[:-1]]
     # xi of the first unit that does not fit is near 1 (sum pi c = budget): a margin of 6 standard
     # deviations of the cost taken below t0 makes a second round rare (it is exact either way)
     t0 = 1.05 + 6.0 * math.sqrt(run.sums["var_cost"]) / run.budget
@@ -345,20 +385,24 @@ def draw_candidates(run: DocumentRun, rng) -> dict:
                                                                       int(f), t0)
                                   for p, f in zip(run.parts, first)]))
         got = [g for g in got if g["idx"].size]
-        cand = {k: np.concatenate([g[k] for g in got]) for k in got[0]} if got else {"idx": np.zeros(0, np.int64)}
-        n_cand = cand["idx"].size
-        order = np.argsort(cand["xi"], kind="stable") if n_cand else np.zeros(0, dtype=np.int64)
-        n = affordable_prefix(cand["c"][order], run.budget) if n_cand else 0
-        if n < n_cand or n_cand == run.sums["sampleable"]:
+        keys = ("idx", "xi", "pi", "c", "held", "charged", "query", "row", "W", "mean")
+        cand = {k: np.concatenate([g[k] for g in got]) for k in keys} if got else \
+            {k: np.zeros((0, run.sums["M"].size) if k == "W" else 0) for k in keys}
+        held = cand["xi"] < 0  # held units: always in the sample, outside the order
+        rest = np.flatnonzero(~held)
+        order = rest[np.argsort(cand["xi"][rest], kind="stable")]
+        n = affordable_prefix(cand["charged"][order], run.budget)
+        if run.census or n < order.size or order.size == run.sums["sampleable"]:
             break
         t0 = 4.0 * t0  # every candidate fits and more units lie beyond t0
-    threshold = float(cand["xi"][order[n]]) if n < n_cand else math.inf
-    take = np.sort(order[:n])
+    threshold = float(cand["xi"][order[n]]) if n < order.size else math.inf
+    take = np.sort(np.concatenate([np.flatnonzero(held), order[:n]]))
     out: dict = {k: v[take] for k, v in cand.items() if k != "xi"}
-    out["pi_real"] = realized_pi(out["pi"], threshold)
+    out["pi_real"] = np.where(out["held"], 1.0, realized_pi(out["pi"], threshold))
     out["threshold"] = threshold
-    out["exact"] = bool(threshold == math.inf or run.sums["min_pi"] * threshold >= 1.0)
-    _advance(rng, int(run.sums["n_units"]))
+    out["exact"] = bool(run.census or threshold == math.inf or run.sums["min_pi"] * threshold >= 1.0)
+    if not run.census:  # a census plan draws nothing (in memory too)
+        _advance(rng, int(run.sums["n_units"]))
     return out
 
 
@@ -378,20 +422,24 @@ def reduced_target(drawn: dict, mem_pool, row_start: np.ndarray, gains):
 
 def run_documents(run: DocumentRun, drawn: dict, design, mem_pool, labeler, store, *, ci: str):
     """The engine's labeling and estimate of the drawn units (a schedule holding the precomputed sample)."""
-    from ..design.kinds.documents import DocumentSample, PoissonDesign, UnitPlan
+    from ..design.kinds.documents import DocumentSample, PoissonDesign, UnitPlan, census_sample
     from ..engine import run as engine_run
     from ..engine.assemble import with_ids
     from ..engine.core import Schedule
 
     target = reduced_target(drawn, mem_pool, run.row_start, design.target.metric.grade_values(design.n_grades))
-    n, c = drawn["idx"].size, drawn["c"]
-    plan = UnitPlan(target, c, np.zeros(n, dtype=bool),
-                    PoissonDesign(pi=drawn["pi"], costs=c, budget=run.budget, kind="poisson"), run.budget)
-    real = PoissonDesign(pi=drawn["pi_real"], costs=c, budget=run.budget, kind="poisson")
-    pi = drawn["pi_real"]
-    sample = DocumentSample(np.arange(n), pi, 1.0 / pi, np.zeros(n, dtype=bool), real,
-                            stop_reason="all_judged" if drawn["exact"] else "budget",
-                            attrs={"expected_cost": run.sums["cost"]})
+    n, c, charged, held = drawn["idx"].size, drawn["c"], drawn["charged"], drawn["held"]
+    if run.census:  # every unit that can change a target is held (in memory: census_sample)
+        plan = UnitPlan(target, c, held, None, run.budget)
+        sample = census_sample(target, held)
+    else:
+        plan = UnitPlan(target, c, held,
+                        PoissonDesign(pi=drawn["pi"], costs=charged, budget=run.budget, kind="poisson"), run.budget)
+        real = PoissonDesign(pi=drawn["pi_real"], costs=charged, budget=run.budget, kind="poisson")
+        pi = drawn["pi_real"]
+        sample = DocumentSample(np.arange(n), pi, 1.0 / pi, charged == 0.0, real,
+                                stop_reason="all_judged" if drawn["exact"] else "budget",
+                                attrs={"expected_cost": run.sums["cost"]})
     # the control variate's total over the units left out (the estimator sums the drawn ones)
     rest = np.asarray(run.sums["M"], dtype=np.float64) - drawn["W"].T @ drawn["mean"] \
         if run.method.kind.control_variate else 0.0

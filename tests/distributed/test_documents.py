@@ -156,11 +156,70 @@ def test_document_designs_refuse_what_they_cannot_do(data):
     args = (frame, "score_a", PROBS, labeler_of(labels))
     with pytest.raises(ValueError, match="needs a metric that adds over documents"):
         ard.estimate(*args, budget=8, metric="err@10", method="doc_dyn")
-    with pytest.raises(ValueError, match="`judgments`: method 'doc_dyn' on a Dask pool"):
-        ard.estimate(*args, budget=8, metric="dcg@10", method="doc_dyn", judgments={5: {}})
+    with pytest.raises(ValueError, match="`judgments` names query 'nope', which is not in the pool"):
+        ard.estimate(*args, budget=8, metric="dcg@10", method="doc_dyn", judgments={"nope": {}})
+    with pytest.raises(ValueError, match="`judgments`: query 5 has no document 'x'"):
+        ard.estimate(*args, budget=8, metric="dcg@10", method="doc_dyn", judgments={5: {"x": 1}})
     with pytest.raises(ValueError, match="`rng`: a document-level design on a Dask pool"):
         ard.estimate(*args, budget=8, metric="dcg@10", method="doc_dyn", rng=np.random.Generator(np.random.MT19937(1)))
     with pytest.raises(ValueError, match="`ci`='bootstrap'"):
         ard.estimate(*args, budget=8, metric="dcg@10", method="doc_dyn", ci="bootstrap")
     with pytest.raises(ValueError, match="is too small: it buys"):
         ard.estimate(*args, budget=0.05, metric="dcg@10", method="doc_dyn")
+
+
+# --------------------------------------------------------------------------- earlier judgments
+
+
+def _some_judgments(df, labels, n_queries, per_query, seed):
+    rng = np.random.default_rng(seed)
+    out = {}
+    for q in rng.choice(df["query_id"].unique(), n_queries, replace=False):
+        docs = df.loc[df["query_id"] == q, "doc_id"].to_numpy()
+        out[int(q)] = {d: labels[d] for d in rng.choice(docs, min(per_query, docs.size), replace=False)}
+    return out
+
+
+@pytest.mark.parametrize("method, budget", [("doc_dyn", 3), ("doc_stat", 10)])
+def test_held_documents_are_a_census_as_in_memory(data, method, budget):
+    df, labels, frame = data
+    pool = ard.DaskPool(frame, cost="cost")
+    mem, (sa, sb), probs, doc_costs = ard.in_memory(pool, scores=["score_a", "score_b"], probs=PROBS)
+    held = _some_judgments(df, labels, 12, 4, seed=0)
+    res_d = ard.compare(pool, "score_a", "score_b", PROBS, labeler_of(labels), budget=budget, metric="dcg@5",
+                        method=method, rng=4, judgments=held)
+    res_m = ar.compare(mem, sa, sb, probs, labeler_of(labels), budget=budget, metric="dcg@5", method=method,
+                       costs=doc_costs, rng=4, judge="all", judgments=held)
+    assert (res_d.trace["stratum"] == "census").sum() > 0
+    _same(res_d, res_m, ["difference", "standard_error", "cost_spent", "n_draws", "exact"])
+
+
+def test_every_unit_held_is_exact_and_a_failed_run_resumes(data):
+    df, labels, frame = data
+    mem, (sa,), probs, _ = ard.in_memory(frame, scores=["score_a"], probs=PROBS)
+    every = {int(q): {d: labels[d] for d in g["doc_id"]} for q, g in df.groupby("query_id", sort=False)}
+    gen = np.random.default_rng(2)
+    res = ard.estimate(frame, "score_a", PROBS, labeler_of(labels), budget=3, metric="dcg@5", method="doc_dyn",
+                       rng=gen, judgments=every)
+    ref = ar.estimate(mem, sa, probs, labeler_of(labels), budget=3, metric="dcg@5", method="doc_dyn",
+                      costs="constant", rng=2, judgments=every)
+    assert res.exact and res.standard_error == 0.0 and res.cost_spent == 0.0
+    assert res.estimate == pytest.approx(ref.estimate, rel=1e-13)
+    assert gen.random() == np.random.default_rng(2).random()  # a census draws nothing, as in memory
+    calls = []
+
+    def flaky(qid, doc_ids):
+        calls.append(qid)
+        if len(calls) == 5:
+            raise RuntimeError("annotator went home")
+        return labeler_of(labels)(qid, doc_ids)
+
+    with pytest.raises(ar.LabelingError) as err:
+        ard.estimate(frame, "score_a", PROBS, flaky, budget=6, metric="dcg@10", method="doc_dyn", rng=9)
+    bought = err.value.judgments
+    assert len(bought) == 4
+    res_d = ard.estimate(frame, "score_a", PROBS, labeler_of(labels), budget=6, metric="dcg@10", method="doc_dyn",
+                         rng=9, judgments=bought)
+    res_m = ar.estimate(mem, sa, probs, labeler_of(labels), budget=6, metric="dcg@10", method="doc_dyn",
+                        costs="constant", rng=9, judgments=bought)
+    _same(res_d, res_m, ["estimate", "standard_error", "cost_spent", "n_draws"])
