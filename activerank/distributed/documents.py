@@ -111,8 +111,8 @@ def _partition_units(df, spec, info: PoolInfo, utility: str, control_variate: bo
     mom = dt.moments(P)
     return {"n": dt.n_units, "query": dt.query, "row": info.row_start[start] + dt.rows, "W": dt.weights,
             "mean": mom.mean, "e2": mom.variance if control_variate else mom.second,
-            "nrm2": np.einsum("ij,ij->i", dt.weights, dt.weights), "c": c, "live": live, "held": held, "matters": dt.matters,
-            "charged": np.where(held, 0.0, c),
+            "nrm2": np.einsum("ij,ij->i", dt.weights, dt.weights), "c": c, "live": live, "held": held,
+            "matters": dt.matters, "charged": np.where(held, 0.0, c),
             "score": np.where(live, unit_scores(dt, P, utility=utility, costs=c), 0.0),
             "fallback": np.where(live, dt.norms / np.sqrt(c), 0.0)}
 
