@@ -24,7 +24,11 @@ true grade drawn from them, ``score_a`` = expected grade + noise, ``score_b`` =
 noise.
 
 Run:  python benchmarks/dask_scale.py --sizes 12.5e6,50e6 --in-memory 12.5e6
-Writes benchmarks/results/dask_scale.md (and prints it).
+      python benchmarks/dask_scale.py --sizes 1e6 --in-memory 1e6 --metric dcg@10 \
+          --methods active_wor,doc_dyn,auto --out benchmarks/results/dask_scale_documents.md
+Writes benchmarks/results/dask_scale.md (or ``--out``; and prints it).  ``--methods`` adds the
+document-level design and ``method="auto"`` (one run per size and method; doc_dyn's phases: the
+per-partition units and kappa, the candidates' draw).
 """
 
 from __future__ import annotations
@@ -122,20 +126,24 @@ def run_once(args) -> dict:
     import activerank as ar
     import activerank.distributed as ard
 
-    out: dict = {"table_s": 0.0, "fetch_s": 0.0}
+    out: dict = {"table_s": 0.0, "fetch_s": 0.0, "units_s": 0.0, "draw_s": 0.0}
     _time_phase(importlib.import_module("activerank.distributed.query_table"), "query_table", out, "table_s")
     _time_phase(importlib.import_module("activerank.distributed.frame"), "fetch_queries", out, "fetch_s")
+    documents = importlib.import_module("activerank.distributed.documents")
+    _time_phase(documents, "prepare_units", out, "units_s")
+    _time_phase(documents, "draw_candidates", out, "draw_s")
     with distributed.LocalCluster(n_workers=args.workers, threads_per_worker=1, processes=True,
                                   dashboard_address=None) as cluster, distributed.Client(cluster) as client:
         pool = ard.DaskPool.from_parquet(args.path)
         t0 = time.perf_counter()
         res = ard.compare(pool, "score_a", "score_b", PROBS, labeler, budget=args.budget, metric=args.metric,
-                          rng=args.seed)
+                          rng=args.seed, method=args.method)
         out["dask_s"] = time.perf_counter() - t0
         out["worker_rss_mib"] = sorted(v / 1024.0 for v in client.run(_worker_peak_kib).values())
     out["driver_rss_mib"] = _peak_rss_mib()
     out.update(difference=res.difference, standard_error=res.standard_error, n_queries=res.n_queries,
-               n_draws=res.n_draws, partitions=pool.frame.npartitions)
+               n_draws=res.n_draws, partitions=pool.frame.npartitions, method=res.method,
+               n_units=res.trace.attrs.get("n_units"))
     if args.in_memory:
         import pandas as pd
 
@@ -147,12 +155,16 @@ def run_once(args) -> dict:
         del df
         out["load_s"] = time.perf_counter() - t0
         t0 = time.perf_counter()
-        ref = ar.compare(mem, sa, sb, probs, labeler, budget=args.budget, metric=args.metric, rng=args.seed)
+        # a Dask comparison judges every document of a drawn query: judge="all" in memory
+        ref = ar.compare(mem, sa, sb, probs, labeler, budget=args.budget, metric=args.metric, rng=args.seed,
+                         method=args.method, judge="all")
         out["memory_s"] = time.perf_counter() - t0
         out["memory_rss_mib"] = _peak_rss_mib()
         out["max_abs_diff"] = max(abs(ref.difference - res.difference), abs(ref.standard_error - res.standard_error),
                                   abs(ref.estimate_a - res.estimate_a), abs(ref.estimate_b - res.estimate_b))
-        out["same_draws"] = bool(np.array_equal(ref.trace["query"].to_numpy(), res.trace["query"].to_numpy()))
+        key = "doc_row" if "doc_row" in ref.trace.columns else "query"
+        out["same_draws"] = bool(ref.method == res.method
+                                 and np.array_equal(ref.trace[key].to_numpy(), res.trace[key].to_numpy()))
     return out
 
 
@@ -185,24 +197,26 @@ def report(rows: list, args, load: str) -> str:
     lines = [
         "# Distributed path at scale (`benchmarks/dask_scale.py`)",
         "",
-        f"`activerank.distributed.compare` ({args.metric}, budget {args.budget:g} mean query costs, method active, "
-        f"two rankers) on synthetic Parquet pools (5 grades, 50-150 documents per query, {args.docs_per_file:,} "
-        f"documents per file), a `LocalCluster` of {args.workers} worker processes x 1 thread; one fresh driver "
+        f"`activerank.distributed.compare` ({args.metric}, budget {args.budget:g} mean query costs, methods "
+        f"{args.methods}, two rankers) on synthetic Parquet pools (5 grades, 50-150 documents per query, "
+        f"{args.docs_per_file:,} documents per file), a `LocalCluster` of {args.workers} worker processes x 1 thread; one fresh driver "
         "process per size.  Peak RSS is each process's high-water mark (VmHWM).  The in-memory row is `activerank.compare` on "
         "the same pool loaded into one process (call time alone; loading the Parquet files is listed apart).",
         "",
         f"Machine: {os.cpu_count()} cores shared with other jobs (load average at the start: {load}), "
         f"Python {platform.python_version()}, moment kernels: {args.kernels} (`ACTIVERANK_KERNELS`).",
         "",
-        "| documents | queries | partitions | dask wall (s) | of which table / fetch (s) | dask docs/s | driver peak "
-        "RSS (MiB) | worker peak RSS (MiB) | in-memory call (s) | in-memory docs/s | dask / in-memory throughput "
-        "| in-memory peak RSS (MiB) | load (s) | max abs diff (same draws) |",
-        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
+        "| documents | queries | partitions | method (ran) | dask wall (s) | of which table / units / draw / fetch (s) "
+        "| dask docs/s | driver peak RSS (MiB) | worker peak RSS (MiB) | in-memory call (s) | in-memory docs/s "
+        "| dask / in-memory throughput | in-memory peak RSS (MiB) | load (s) | max abs diff (same draws) |",
+        "|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
     ]
     for r in rows:
         dask_rate = r["n_docs"] / r["dask_s"]
-        cells = [f"{r['n_docs']:,}", f"{r['n_queries_pool']:,}", str(r["partitions"]), f"{r['dask_s']:.1f}",
-                 f"{r['table_s']:.1f} / {r['fetch_s']:.1f}", f"{dask_rate:,.0f}", _mib(r["driver_rss_mib"]), " / ".join(_mib(w) for w in r["worker_rss_mib"])]
+        cells = [f"{r['n_docs']:,}", f"{r['n_queries_pool']:,}", str(r["partitions"]),
+                 f"{r['asked']} ({r['method']})", f"{r['dask_s']:.1f}",
+                 f"{r['table_s']:.1f} / {r['units_s']:.1f} / {r['draw_s']:.1f} / {r['fetch_s']:.1f}",
+                 f"{dask_rate:,.0f}", _mib(r["driver_rss_mib"]), " / ".join(_mib(w) for w in r["worker_rss_mib"])]
         if "memory_s" in r:
             mem_rate = r["n_docs"] / r["memory_s"]
             cells += [f"{r['memory_s']:.1f}", f"{mem_rate:,.0f}", f"{dask_rate / mem_rate:.2f}",
@@ -212,8 +226,9 @@ def report(rows: list, args, load: str) -> str:
             cells += ["—"] * 6
         lines.append("| " + " | ".join(cells) + " |")
     lines += ["", "Goals of issue 18, as measured here:", ""]
-    if len(rows) >= 2:
-        a, b = rows[0], rows[-1]
+    first = [r for r in rows if r["asked"] == rows[0]["asked"]]
+    if len(first) >= 2:
+        a, b = first[0], first[-1]
         ratio = b["driver_rss_mib"] / a["driver_rss_mib"]
         per_query = (b["driver_rss_mib"] - a["driver_rss_mib"]) * 2**20 / (b["n_queries_pool"] - a["n_queries_pool"])
         lines += [
@@ -227,7 +242,7 @@ def report(rows: list, args, load: str) -> str:
     for r in rows:
         if "memory_s" in r:
             tput = (r["n_docs"] / r["dask_s"]) / (r["n_docs"] / r["memory_s"])
-            lines.append(f"- throughput on {args.workers} local workers >= 50% of the in-memory path at "
+            lines.append(f"- {r['asked']}: throughput on {args.workers} local workers >= 50% of the in-memory path at "
                          f"{r['n_docs']:,} documents: {tput:.0%} ({'met' if tput >= 0.5 else 'not met'}); "
                          f"results equal to {r['max_abs_diff']:.1e}, same draws: {'yes' if r['same_draws'] else 'NO'}")
     return "\n".join(lines) + "\n"
@@ -243,6 +258,10 @@ def main(argv=None) -> int:
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--metric", default="err@10")
     ap.add_argument("--budget", type=float, default=200.0)
+    ap.add_argument("--methods", default="active_wor",
+                    help="methods, comma-separated (e.g. active_wor,doc_dyn,auto; doc_dyn needs an additive metric "
+                         "such as dcg@10); one measured run per size and method")
+    ap.add_argument("--method", default="active_wor", help=argparse.SUPPRESS)  # internal: the run's method
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--kernels", default="numpy", choices=("auto", "numpy", "numba"),
                     help="moment-kernel backend (ACTIVERANK_KERNELS) of the driver and the workers")
@@ -270,18 +289,19 @@ def main(argv=None) -> int:
             n_docs, n_queries = write_pool(path, size, args.docs_per_file, args.seed)
             print(f"wrote {n_docs:,} documents ({n_queries:,} queries) in {time.perf_counter() - t0:.0f} s",
                   file=sys.stderr)
-            cmd = [sys.executable, os.path.abspath(__file__), "--path", path, "--workers", str(args.workers),
-                   "--metric", args.metric, "--budget", str(args.budget), "--seed", str(args.seed),
-                   "--kernels", args.kernels,
-                   *(["--in-memory", "yes"] if size in in_memory else ["--in-memory", ""])]
-            done = subprocess.run(cmd, capture_output=True, text=True, check=False)
-            if done.returncode != 0:
-                sys.stderr.write(done.stderr)
-                return done.returncode
-            row = json.loads(done.stdout.strip().splitlines()[-1])
-            row.update(n_docs=n_docs, n_queries_pool=n_queries)
-            print(json.dumps(row), file=sys.stderr)
-            rows.append(row)
+            for method in args.methods.split(","):
+                cmd = [sys.executable, os.path.abspath(__file__), "--path", path, "--workers", str(args.workers),
+                       "--metric", args.metric, "--budget", str(args.budget), "--seed", str(args.seed),
+                       "--kernels", args.kernels, "--method", method,
+                       *(["--in-memory", "yes"] if size in in_memory else ["--in-memory", ""])]
+                done = subprocess.run(cmd, capture_output=True, text=True, check=False)
+                if done.returncode != 0:
+                    sys.stderr.write(done.stderr)
+                    return done.returncode
+                row = json.loads(done.stdout.strip().splitlines()[-1])
+                row.update(n_docs=n_docs, n_queries_pool=n_queries, asked=method)
+                print(json.dumps(row), file=sys.stderr)
+                rows.append(row)
             if not args.keep:
                 shutil.rmtree(path, ignore_errors=True)
     finally:

@@ -156,8 +156,10 @@ def test_parquet_pool_through_the_distributed_path(capsys, tmp_path):
             "--scores-b", "column:score_b", "--budget", "20", "--metric", "dcg@5", "--seed", "3", "--json"]
     assert main(argv) == 0
     out = json.loads(capsys.readouterr().out)
+    from activerank.cli.commands import DEFAULT_METHOD
+
     ref = ard.compare(ard.DaskPool.from_parquet(str(tmp_path)), "score_a", "score_b", ["p0", "p1", "p2"],
-                      ard.ColumnLabels("label"), budget=20, metric="dcg@5", rng=3)
+                      ard.ColumnLabels("label"), budget=20, metric="dcg@5", rng=3, method=DEFAULT_METHOD)
     assert out["difference"] == ref.difference and out["standard_error"] == ref.standard_error
     assert main(argv[:1] + argv[1:2] + argv[4:-1]) == 2
     assert "a Parquet pool needs --probs-columns" in capsys.readouterr().err
@@ -178,7 +180,7 @@ def test_cli_defaults_are_the_apis():
 
     for f in (ar.estimate, ar.compare, ar.compare_many, ar.rank_systems):
         assert inspect.signature(f).parameters["method"].default == cli.DEFAULT_METHOD == "auto"
-    for f in (ard.estimate, ard.compare):
+    for f in (ard.estimate, ard.compare, ard.compare_many, ard.rank_systems):
         assert inspect.signature(f).parameters["method"].default == cli.DEFAULT_METHOD
 
 

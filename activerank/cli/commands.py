@@ -125,7 +125,7 @@ def _method_help() -> str:
     groups = "; ".join(f"{'J' if i == 0 else 'j'}udging {units.get(u, u)}: {', '.join(names)}" for i, (u, names) in enumerate(by_unit.items()))
     return (f"sampling and estimation method (default {DEFAULT_METHOD}: the design with the smallest variance the "
             f"relevance model predicts at the budget and cost model, reported with the result). {groups}. Parquet "
-            "pools take the whole-query methods only.")
+            "pools take the whole-query methods, doc_dyn and doc_stat, and auto (which skips prefix there).")
 
 
 def _model(args, data):

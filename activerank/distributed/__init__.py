@@ -10,8 +10,11 @@ never comes to the driver.  The pipeline, one module per step:
                       in-memory kernels
 :mod:`.design`        on the driver: ``p``, costs, ``q`` from the table; then a pool holding
                       only the drawn queries' documents
-:mod:`.api`           :func:`estimate`, :func:`compare`: draws (the engine's draw loop or the
-                      method's one sample without replacement),
+:mod:`.documents`     document-level Poisson designs (``doc_dyn``, ``doc_stat``): units per
+                      partition, the budgeted order draw's candidates only on the driver
+:mod:`.api`           :func:`estimate`, :func:`compare`, :func:`compare_many`,
+                      :func:`rank_systems`: ``method="auto"``'s choice, draws (the engine's
+                      draw loop or the method's one sample without replacement),
                       fetch of the drawn queries, the engine's labeling and estimate;
                       :func:`create_campaign`: a labeling campaign storing only the
                       per-query table and the drawn queries' documents
@@ -25,8 +28,9 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING
 
-_EXPORTS = {"estimate": "api", "compare": "api", "create_campaign": "api", "query_table_of": "api", "ColumnLabels": "frame",
-            "DaskPool": "frame", "in_memory": "frame"}
+_EXPORTS = {"estimate": "api", "compare": "api", "compare_many": "api", "rank_systems": "api",
+            "create_campaign": "api", "query_table_of": "api", "ColumnLabels": "frame", "DaskPool": "frame",
+            "in_memory": "frame"}
 
 __all__ = sorted(_EXPORTS)
 
@@ -44,5 +48,5 @@ def __dir__():
 
 
 if TYPE_CHECKING:  # pragma: no cover - for static analysis only
-    from .api import compare, create_campaign, estimate, query_table_of
+    from .api import compare, compare_many, create_campaign, estimate, query_table_of, rank_systems
     from .frame import ColumnLabels, DaskPool, in_memory

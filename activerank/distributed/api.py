@@ -18,13 +18,15 @@ The pipeline (one pass over the pool, then a fetch of the drawn queries):
 from __future__ import annotations
 
 import copy
+import types
 
 import numpy as np
 
 from ..design.sampling import DEFAULT_DEFENSIVE
+from .documents import DOCUMENT_METHODS
 from .frame import ColumnLabels
 
-__all__ = ["compare", "create_campaign", "estimate", "query_table_of"]
+__all__ = ["compare", "compare_many", "create_campaign", "estimate", "query_table_of", "rank_systems"]
 
 COST_MODELS = ("auto", "column", "log_length", "constant", "uniform")
 
@@ -50,7 +52,9 @@ def _spec(pool, kind, scores, probs, *, metric, k, method, costs):
     from .query_table import TableSpec
 
     pool = dask_pool_iv(pool)
-    names = ("scores",) if kind == "mean" else ("scores_a", "scores_b")
+    names = {"mean": ("scores",), "difference": ("scores_a", "scores_b")}.get(kind)
+    if names is None:  # several systems: one name per entry
+        names = tuple(f"scores[{i}]" for i in range(len(scores)))
     cols = tuple(frame_columns_iv(pool, s, n)[0] if isinstance(s, str) else _not_a_column(s, n)
                  for s, n in zip(scores, names))
     model = None
@@ -67,8 +71,14 @@ def _spec(pool, kind, scores, probs, *, metric, k, method, costs):
         raise TypeError("`probs` must be the list of probability columns (one per grade) or a fitted relevance "
                         f"model with predict_proba; got {type(probs).__name__}.")
     m = parse_metric(metric, k, require_moments="exact")
-    # document-level methods sample documents of every query: not the drawn queries a distributed pool fetches
-    spec_method = get_method(method, allowed=method_names(unit="query"))
+    # "auto" plans active_wor's per-query table (doc_dyn, its alternative, needs no table of its own); of the
+    # document-level methods the Poisson designs with a budgeted order draw run (.documents)
+    if isinstance(method, str) and method == "auto":
+        spec_method = get_method("active_wor")
+    else:
+        spec_method = get_method(method, allowed=[*method_names(unit="query"), *DOCUMENT_METHODS])
+        if spec_method.name in DOCUMENT_METHODS:
+            spec_method.kind.check(spec_method.name, m, kind, predicted=None)
     cost_model = _cost_model(pool, costs)
     spec = TableSpec(kind, m, cols, probs, model, pool.features, cost_model, pool.query, pool.query_in_index,
                      pool.cost, pool.length, uniform=spec_method.relevance == "uniform", document=pool.document)
@@ -132,23 +142,32 @@ def _judgments_iv(judgments, td, drawn: np.ndarray) -> dict | None:
     return out
 
 
+def _table_design(pool, spec, spec_method, kind, *, query_weights, defensive, progress=None):
+    """The per-query table (one pass over the pool) and the design's per-query parts from it."""
+    from .design import table_design
+    from .query_table import query_table
+
+    table = query_table(pool, spec, progress=progress)
+    # its columns live on in the result; the driver's memory is per query, kept to one copy
+    return table_design(table, query=pool.query, kind=kind, method=spec_method,
+                        cost_model="array" if spec.cost_model == "column" else spec.cost_model,
+                        query_weights=query_weights, defensive=defensive, n_systems=len(spec.scores))
+
+
 def _drawn_pool(pool, spec, spec_method, kind, *, budget, query_weights, defensive, rng, names, extra_columns=(),
-                progress=None):
+                progress=None, td=None):
     """Table, design, draws and the drawn queries' documents: everything before labeling.
 
     Returns ``(td, plan, docs, design, mem_pool, sample)``; ``rng`` is not advanced (the draws are made on a
     copy).  ``sample`` is the one sample of a method without replacement (``plan`` then lists its queries
-    in selection order), else None.
+    in selection order), else None.  ``td``: the table design, when computed already.
     """
-    from .design import drawn_design, table_design
+    from .design import drawn_design
     from .frame import fetch_queries
-    from .query_table import query_table
 
-    table = query_table(pool, spec, progress=progress)
-    td = table_design(table, query=pool.query, kind=kind, method=spec_method,
-                      cost_model="array" if spec.cost_model == "column" else spec.cost_model,
-                      query_weights=query_weights, defensive=defensive, n_systems=len(spec.scores))
-    del table  # its columns live on in `td`; the driver's memory is per query, kept to one copy
+    if td is None:
+        td = _table_design(pool, spec, spec_method, kind, query_weights=query_weights, defensive=defensive,
+                           progress=progress)
     # the engine's draws, found ahead on a copy of the generator: which queries' documents to fetch
     kind_ = spec_method.kind
     ahead = copy.deepcopy(rng)
@@ -165,10 +184,96 @@ def _drawn_pool(pool, spec, spec_method, kind, *, budget, query_weights, defensi
     return td, plan, docs, design, mem_pool, sample
 
 
+def _auto(pool, spec, td, *, budget, defensive, rng, judgments):
+    """``method="auto"`` on a Dask pool: ``(AutoChoice, DocumentRun or None)``.
+
+    The candidates of :func:`activerank.design.auto.auto_design` and its rule (the smaller predicted variance
+    at the budget); a candidate that cannot run here is skipped, and the reason says so.
+    """
+    from ..design.auto import AutoChoice
+    from ..design.methods import get_method
+    from .documents import _stream_state, prepare_units
+
+    name = td.method.name
+    v_query = float(td.method.kind.predicted_variance(td, float(budget)))
+    family = spec.metric.family
+    if family == "cascade":
+        return AutoChoice(name, {name: v_query, "prefix": np.inf},
+                          "prefix not applicable: it judges documents one at a time in every drawn query, which "
+                          "does not run on a Dask pool; only query-level designs run here"), None
+    if family != "additive":
+        return AutoChoice(name, {name: v_query}, f"{family} metric: only query-level designs apply"), None
+    try:
+        if judgments:
+            raise ValueError("with earlier `judgments` a Dask pool weighs query-level designs only (its query-level "
+                             "prediction does not know the held documents); method='doc_dyn' runs it with them")
+        _stream_state(rng)
+        doc = prepare_units(pool, spec, td, get_method("doc_dyn"), budget=budget, defensive=defensive)
+    except ValueError as exc:
+        return AutoChoice(name, {name: v_query, "doc_dyn": np.inf}, f"doc_dyn not applicable: {exc}"), None
+    pred = {name: v_query, "doc_dyn": doc.predicted_variance}
+    if doc.predicted_variance < v_query:
+        return AutoChoice("doc_dyn", pred, "smaller predicted variance at the budget"), doc
+    return AutoChoice(name, pred, "smaller predicted variance at the budget"), None
+
+
+def _judged_sets(judgments) -> dict | None:
+    """``{query_id: {doc_id, ...}}`` of earlier judgments (what the workers look documents up in)."""
+    from .._validation import py_scalar
+
+    from collections.abc import Mapping
+
+    if not judgments:
+        return None
+    for q, docs in judgments.items():
+        if not isinstance(docs, Mapping):
+            raise ValueError(f"`judgments` judgments of query {py_scalar(q)!r} must be a dict {{doc_id: grade}}.")
+    return {py_scalar(q): {py_scalar(d) for d in docs} for q, docs in judgments.items()}
+
+
+def _run_documents(pool, spec, td, doc, kind, labeler, *, rng, names, ci, progress, judgments=None):
+    """A document-level design's draw (candidates only to the driver), fetch, labeling and estimate;
+    ``judgments`` (validated) are loaded as in memory: their documents are held units."""
+    from dataclasses import replace
+
+    from .._validation import probs_iv
+    from ..engine import Judgments
+    from .design import drawn_design
+    from .documents import draw_candidates, run_documents
+    from .frame import fetch_queries
+
+    import pandas as pd
+
+    from .._validation import py_scalar
+
+    drawn = draw_candidates(doc, rng)
+    # the queries of the drawn units, and of the earlier judgments (loaded whole, as in memory)
+    known = pd.Index(td.query_ids).get_indexer([py_scalar(q) for q in (judgments or {})])
+    queries = np.union1d(drawn["query"], known).astype(np.int64)
+    from_column = isinstance(labeler, ColumnLabels)
+    prob_columns = list(spec.probs or spec.features or ())
+    needed = [pool.document, *spec.scores, *(c for c in (pool.cost, pool.length) if c is not None), *prob_columns]
+    docs = fetch_queries(pool, td.query_ids[queries], needed + ([labeler.column] if from_column else []),
+                         progress=progress)
+    design, mem_pool = drawn_design(td, queries, docs, query=pool.query, query_in_index=pool.query_in_index,
+                                    document=pool.document, scores=spec.scores, kind=kind, metric=spec.metric,
+                                    names=names, cost_model=spec.cost_model, cost=pool.cost, length=pool.length)
+    X = docs[prob_columns].to_numpy(np.float64)
+    P = probs_iv(X if spec.probs is not None else spec.model.predict_proba(X), name="probs", n_rows=len(docs))
+    design = replace(design, method=doc.method.name, probs=P)
+    if from_column:
+        labeler = labeler.labeler(docs, pool.query, pool.query_in_index, pool.document)
+    store = Judgments(mem_pool, design.n_grades)
+    if judgments:
+        store.load(judgments, name="judgments")
+    return run_documents(doc, drawn, design, mem_pool, labeler, store, ci=ci)
+
+
 def _run(pool, kind, scores, probs, labeler, *, budget, metric, k, method, costs, query_weights, defensive, rng,
          judgments, names=None, ci="auto", progress=None):
     from .._progress import progress_iv
     from .._validation import budget_iv, ci_iv, defensive_iv, labeler_iv, rng_iv
+    from .documents import _stream_state, prepare_units
     from .frame import frame_columns_iv
     from ..engine import FixedBudget, Judgments, run
 
@@ -183,18 +288,39 @@ def _run(pool, kind, scores, probs, labeler, *, budget, metric, k, method, costs
     pool, spec, spec_method = _spec(pool, kind, scores, probs, metric=metric, k=k, method=method, costs=costs)
     if from_column:
         frame_columns_iv(pool, labeler.column, "ColumnLabels.column")
-    td, plan, docs, design, mem_pool, _ = _drawn_pool(
-        pool, spec, spec_method, kind, budget=budget, query_weights=query_weights, defensive=defensive, rng=rng,
-        names=names, extra_columns=[labeler.column] if from_column else [], progress=progress)
-    if from_column:
-        labeler = labeler.labeler(docs, pool.query, pool.query_in_index, pool.document)
-    store = Judgments(mem_pool, design.n_grades)
-    earlier = _judgments_iv(judgments, td, np.unique(plan.queries))
-    if earlier:
-        store.load(earlier, name="judgments")
-    result = run(design, mem_pool, labeler, FixedBudget(budget, rng), judgments=store, ci=ci)
-    if not np.array_equal(result.trace["query"].to_numpy(), plan.queries):  # pragma: no cover - invariant
-        raise RuntimeError("internal error: the engine's draws differ from the draws whose documents were fetched.")
+    documents = spec_method.name in DOCUMENT_METHODS
+    if documents:
+        spec_method.kind.check_ci(ci, types.SimpleNamespace(method=spec_method.name))
+        _stream_state(rng)
+    td = _table_design(pool, spec, spec_method, kind, query_weights=query_weights, defensive=defensive,
+                       progress=progress)
+    choice = doc = None
+    held = None
+    if isinstance(method, str) and method == "auto":
+        choice, doc = _auto(pool, spec, td, budget=budget, defensive=defensive, rng=rng, judgments=judgments)
+    elif documents:
+        held = _judgments_iv(judgments, td, np.arange(td.n_queries))
+        doc = prepare_units(pool, spec, td, spec_method, budget=budget, defensive=defensive,
+                            judged=_judged_sets(held), census_ok=True)
+    if doc is not None:
+        result = _run_documents(pool, spec, td, doc, kind, labeler, rng=rng, names=names, ci=ci, progress=progress,
+                                judgments=held)
+    else:
+        td, plan, docs, design, mem_pool, _ = _drawn_pool(
+            pool, spec, spec_method, kind, budget=budget, query_weights=query_weights, defensive=defensive,
+            rng=rng, names=names, extra_columns=[labeler.column] if from_column else [], progress=progress, td=td)
+        if from_column:
+            labeler = labeler.labeler(docs, pool.query, pool.query_in_index, pool.document)
+        store = Judgments(mem_pool, design.n_grades)
+        earlier = _judgments_iv(judgments, td, np.unique(plan.queries))
+        if earlier:
+            store.load(earlier, name="judgments")
+        result = run(design, mem_pool, labeler, FixedBudget(budget, rng), judgments=store, ci=ci)
+        if not np.array_equal(result.trace["query"].to_numpy(), plan.queries):  # pragma: no cover - invariant
+            raise RuntimeError("internal error: the engine's draws differ from the draws whose documents were "
+                               "fetched.")
+    if choice is not None:  # say what was chosen and why, as in memory
+        result.trace.attrs["auto"] = choice.as_dict()
     return result
 
 
@@ -269,7 +395,7 @@ def create_campaign(path, pool, scores, probs, *, budget, metric="err@10", k=Non
                                wor=wor, kind_arrays=kind_arrays)
 
 
-def estimate(pool, scores, probs, labeler, *, budget, metric="err@10", k=None, method="active_wor", costs="auto",
+def estimate(pool, scores, probs, labeler, *, budget, metric="err@10", k=None, method="auto", costs="auto",
              query_weights=None, defensive=DEFAULT_DEFENSIVE, rng=None, judgments=None, ci="auto", progress=None):
     """Estimate a ranker's mean metric on a pool in a Dask DataFrame.
 
@@ -297,12 +423,18 @@ def estimate(pool, scores, probs, labeler, *, budget, metric="err@10", k=None, m
         Labeling budget in units of the pool's mean query cost.
     metric, k
         A metric with exact moments (``"dcg@k"``, ``"err@k"``, ...).
-    method : str, default "active_wor"
-        A registered query-level method (:mod:`activerank.design.methods`), as
-        :func:`activerank.estimate`'s default: one budgeted sample without
-        replacement (its queries are found on the driver from the per-query
-        table, then only theirs are fetched); ``"active"`` etc. draw with
-        replacement.
+    method : str, default "auto"
+        ``"auto"``, a registered query-level method (:mod:`activerank.design.methods`)
+        or ``"doc_dyn"`` / ``"doc_stat"``.  ``"auto"`` runs whichever of
+        ``"active_wor"`` and (additive metrics) ``"doc_dyn"`` has the smaller
+        predicted variance at the budget, as :func:`activerank.estimate` does,
+        and says why in ``trace.attrs["auto"]`` (``"prefix"``, the cascade
+        metrics' alternative in memory, does not run on a Dask pool and is
+        skipped).  ``"active_wor"``: one budgeted sample of queries without
+        replacement (found on the driver from the per-query table, then only
+        theirs are fetched); ``"active"`` etc. draw with replacement;
+        ``"doc_dyn"``: documents in a budgeted priority order, only the
+        candidates of the draw come to the driver (:mod:`.documents`).
     costs : {"auto", "column", "log_length", "constant", "uniform"}
         ``"auto"``: the pool's ``cost`` column if it has one, else
         log-length costs from its ``length`` column, else one unit per
@@ -314,7 +446,9 @@ def estimate(pool, scores, probs, labeler, *, budget, metric="err@10", k=None, m
     rng : None, int or numpy.random.Generator
     judgments : dict, optional
         Judgments already bought, ``{query_id: {doc_id: grade}}``; those of
-        drawn queries are not asked for again.
+        drawn queries are not asked for again.  ``"doc_dyn"`` / ``"doc_stat"``
+        hold them as in memory (certain and free); ``"auto"`` then runs
+        ``"active_wor"`` (its reason says so).
     ci : {"auto", "t", "t_draws", "bootstrap", "normal"}, default "auto"
         As in :func:`activerank.estimate`.
     progress : bool or None, default None
@@ -345,7 +479,7 @@ def estimate(pool, scores, probs, labeler, *, budget, metric="err@10", k=None, m
                 progress=progress)
 
 
-def compare(pool, scores_a, scores_b, probs, labeler, *, budget, metric="err@10", k=None, method="active_wor",
+def compare(pool, scores_a, scores_b, probs, labeler, *, budget, metric="err@10", k=None, method="auto",
             costs="auto", query_weights=None, defensive=DEFAULT_DEFENSIVE, rng=None, judgments=None, ci="auto",
             progress=None):
     """Estimate ``Delta = R_a - R_b`` between two rankers on a pool in a Dask DataFrame.
@@ -362,3 +496,82 @@ def compare(pool, scores_a, scores_b, probs, labeler, *, budget, metric="err@10"
     return _run(pool, "difference", (scores_a, scores_b), probs, labeler, budget=budget, metric=metric, k=k,
                 method=method, costs=costs, query_weights=query_weights, defensive=defensive, rng=rng,
                 judgments=judgments, ci=ci, progress=progress)
+
+
+def _columns_iv(columns, name: str, at_least: int) -> tuple:
+    """A list of score column names (at least ``at_least``)."""
+    if isinstance(columns, str) or not isinstance(columns, (list, tuple)):
+        raise TypeError(f"`{name}` must be a list of score column names; got {type(columns).__name__}.")
+    if len(columns) < at_least:
+        raise ValueError(f"`{name}` must name at least {at_least} score column{'s' if at_least > 1 else ''}; "
+                         f"got {len(columns)}.")
+    return tuple(columns)
+
+
+def compare_many(pool, candidate_scores, baseline_scores, probs, labeler, *, budget, metric="err@10", k=None,
+                 method="auto", costs="auto", query_weights=None, defensive=DEFAULT_DEFENSIVE, rng=None,
+                 names=None, baseline_name="baseline", judgments=None, ci="auto", progress=None):
+    """Estimate how much each of several candidates beats a baseline, on a pool in a Dask DataFrame.
+
+    The same result as :func:`activerank.compare_many` with ``judge="all"`` on
+    the same data and ``rng`` (every document of a drawn query is judged).
+
+    Parameters
+    ----------
+    candidate_scores : list of str
+        One score column per candidate (at least one).
+    baseline_scores : str
+        The baseline's score column.
+    names : sequence of str, optional
+        Candidate names (default: their column names).
+    baseline_name : str, default "baseline"
+    pool, probs, labeler, budget, metric, k, method, costs, query_weights, defensive, rng, judgments, ci, progress
+        As in :func:`estimate`.
+
+    Returns
+    -------
+    MultiComparisonResult
+    """
+    from .._validation import names_iv
+
+    cands = _columns_iv(candidate_scores, "candidate_scores", 1)
+    if not isinstance(baseline_scores, str):
+        raise TypeError(f"`baseline_scores` must be the name of a score column; got {type(baseline_scores).__name__}.")
+    cand_names = names_iv(names if names is not None else [str(c) for c in cands], len(cands), "names", "candidate")
+    if not isinstance(baseline_name, str) or not baseline_name:
+        raise ValueError(f"`baseline_name` must be a non-empty string; got {baseline_name!r}.")
+    if baseline_name in cand_names:
+        raise ValueError(f"`baseline_name` {baseline_name!r} must differ from the candidate `names`.")
+    return _run(pool, "baseline", (*cands, baseline_scores), probs, labeler, budget=budget, metric=metric, k=k,
+                method=method, costs=costs, query_weights=query_weights, defensive=defensive, rng=rng,
+                judgments=judgments, names=(*cand_names, baseline_name), ci=ci, progress=progress)
+
+
+def rank_systems(pool, scores_list, probs, labeler, *, budget, metric="err@10", k=None, method="auto",
+                 costs="auto", query_weights=None, defensive=DEFAULT_DEFENSIVE, rng=None, names=None,
+                 judgments=None, ci="auto", progress=None):
+    """Rank several systems by their mean metric, on a pool in a Dask DataFrame.
+
+    The same result as :func:`activerank.rank_systems` with ``judge="all"`` on
+    the same data and ``rng``.
+
+    Parameters
+    ----------
+    scores_list : list of str
+        One score column per system (at least two).
+    names : sequence of str, optional
+        System names (default: their column names).
+    pool, probs, labeler, budget, metric, k, method, costs, query_weights, defensive, rng, judgments, ci, progress
+        As in :func:`estimate`.
+
+    Returns
+    -------
+    SystemRankingResult
+    """
+    from .._validation import names_iv
+
+    systems = _columns_iv(scores_list, "scores_list", 2)
+    names = names_iv(names if names is not None else [str(c) for c in systems], len(systems), "names", "system")
+    return _run(pool, "ranking", systems, probs, labeler, budget=budget, metric=metric, k=k, method=method,
+                costs=costs, query_weights=query_weights, defensive=defensive, rng=rng, judgments=judgments,
+                names=names, ci=ci, progress=progress)

@@ -13,7 +13,7 @@ unchanged, and no undrawn query's documents ever reach the driver.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -73,7 +73,7 @@ def table_design(table, *, query: str, kind: str, method, cost_model: str, query
         The per-query table (:func:`activerank.distributed.query_table.query_table`).
     query : str
         Its query id column.
-    kind : {"mean", "difference"}
+    kind : {"mean", "difference", "baseline", "ranking"}
     method : Method
     cost_model : str
         Name recorded in the costs.
@@ -84,27 +84,55 @@ def table_design(table, *, query: str, kind: str, method, cost_model: str, query
     """
     from .._validation import query_weights_iv
     from ..design.costs import QueryCosts
-    from ..design.sampling import expected_squared_error
     from ..design.targets import Prediction
+    from .query_table import n_outputs
 
-    if kind not in ("mean", "difference"):
-        raise ValueError(f"distributed pools support the targets 'mean' and 'difference'; got {kind!r}.")
+    if kind not in ("mean", "difference", "baseline", "ranking"):
+        raise ValueError(f"`kind` must be 'mean', 'difference', 'baseline' or 'ranking'; got {kind!r}.")
     m = len(table)
     p = query_weights_iv(query_weights, m)
-    mean = np.ascontiguousarray(table[["mean_0"]].to_numpy(np.float64))
+    t = n_outputs(kind, n_systems)
+    mean = np.ascontiguousarray(table[[f"mean_{j}" for j in range(t)]].to_numpy(np.float64))
     variance = table["variance"].to_numpy(np.float64)
     system = np.ascontiguousarray(table[[f"system_{i}" for i in range(n_systems)]].to_numpy(np.float64))
-    # the one pool-wide term of the prediction: Theta = sum_x p(x) E[theta | x]
-    # one contrast: its variance is the per-contrast variance.  Newer engines keep it as
-    # `Prediction.output_variance` (the prior of the small-sample intervals, issue 15); pass it when the
-    # field exists (after the merge with that engine this is simply the fifth argument)
-    per_output = (variance[:, None],) if "output_variance" in {f.name for f in fields(Prediction)} else ()
-    prediction = Prediction(mean, variance, expected_squared_error(mean[:, 0], variance, p), system, *per_output)
+    prediction = Prediction(mean, variance, _squared_error(kind, table, mean, variance, system, p), system,
+                            *_output_variance(kind, table, variance, t))
     raw = table["raw_cost"].to_numpy(np.float64)
     costs = QueryCosts(cost=raw / raw.mean(), raw=raw, model=cost_model)
     q = method.distribution(prediction, costs.cost, p, defensive=defensive)
     return TableDesign(table[query].to_numpy(), table["n_docs"].to_numpy(np.int64), p, q, costs, prediction,
                        int(table["n_grades"].iloc[0]), method, defensive)
+
+
+def _squared_error(kind: str, table, mean, variance, system, p) -> np.ndarray:
+    """``sum_j E[(theta_j - Theta_j)^2 | x]`` with the pool means ``Theta_j`` (which need every query), in the
+    terms the in-memory target sums: its contrast (mean, difference), every contrast (baseline), every pair of
+    systems (ranking: ``(R_i - R_l)``, whose variances sum to the table's ``variance``)."""
+    from ..design.sampling import expected_squared_error
+
+    if kind in ("mean", "difference"):
+        return expected_squared_error(mean[:, 0], variance, p)
+    if kind == "baseline":
+        out = expected_squared_error(mean[:, 0], table["output_0"].to_numpy(np.float64), p)
+        for j in range(1, mean.shape[1]):
+            out = out + expected_squared_error(mean[:, j], table[f"output_{j}"].to_numpy(np.float64), p)
+        return out
+    out = variance.copy()
+    s = system.shape[1]
+    for i in range(s):
+        for j in range(i + 1, s):
+            d = system[:, i] - system[:, j]
+            out = out + (d - float(np.dot(p, d))) ** 2
+    return out
+
+
+def _output_variance(kind: str, table, variance, t: int) -> tuple:
+    """``Prediction.output_variance`` as the in-memory target gives it (none for a ranking)."""
+    if kind in ("mean", "difference"):
+        return (variance[:, None],)
+    if kind == "baseline":
+        return (np.stack([table[f"output_{j}"].to_numpy(np.float64) for j in range(t)], axis=1),)
+    return ()
 
 
 def drawn_design(td: TableDesign, drawn: np.ndarray, docs, *, query: str, query_in_index: bool, document: str, scores, kind: str,

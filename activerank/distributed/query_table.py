@@ -30,7 +30,7 @@ from .frame import DaskPool, compute, query_values
 if TYPE_CHECKING:  # pragma: no cover
     from ..metrics.registry import Metric
 
-__all__ = ["TableSpec", "partition_table", "query_table", "table_columns"]
+__all__ = ["TableSpec", "n_outputs", "partition_inputs", "partition_table", "query_table", "table_columns"]
 
 
 @dataclass(frozen=True)
@@ -76,16 +76,24 @@ class TableSpec:
     document: str | None = None
 
 
-def table_columns(query: str, n_outputs: int, n_systems: int) -> list:
+def n_outputs(kind: str, n_systems: int) -> int:
+    """Contrasts of a target: one (mean, difference), every candidate (baseline), every system (ranking)."""
+    return {"mean": 1, "difference": 1, "baseline": n_systems - 1}.get(kind, n_systems)
+
+
+def table_columns(query: str, n_outputs: int, n_systems: int, *, output_variance: bool = False) -> list:
+    """Columns of the per-query table (``output_<j>``: every contrast's variance, baseline targets)."""
     return ([query, "partition", "n_docs", "n_grades", "raw_cost"] + [f"mean_{j}" for j in range(n_outputs)]
-            + ["variance"] + [f"system_{i}" for i in range(n_systems)])
+            + ["variance"] + [f"system_{i}" for i in range(n_systems)]
+            + ([f"output_{j}" for j in range(n_outputs)] if output_variance else []))
 
 
 def _meta(frame_meta, spec: TableSpec):
     import pandas as pd
 
     qdtype = frame_meta.index.dtype if spec.query_in_index else frame_meta[spec.query].dtype
-    cols = table_columns(spec.query, 1, len(spec.scores))
+    cols = table_columns(spec.query, n_outputs(spec.kind, len(spec.scores)), len(spec.scores),
+                         output_variance=spec.kind == "baseline")
     dtypes: dict[str, Any] = {c: np.float64 for c in cols}
     # small integer columns: the driver holds this table for millions of queries
     dtypes.update({spec.query: qdtype, "partition": np.int32, "n_docs": np.int32, "n_grades": np.int16})
@@ -139,6 +147,19 @@ def _raw_costs(df, spec: TableSpec, target, n: int) -> np.ndarray:
     return query_costs(doc_costs, target.document_sets(), per_query=spec.cost_model == "uniform").raw
 
 
+def partition_inputs(df, spec: TableSpec, part: int):
+    """A partition's queries (with document ids), probabilities and target: the in-memory validators'."""
+    from .._validation import scores_iv
+    from ..design.targets import make_target
+
+    grouped = _grouped(query_values(df, spec.query, spec.query_in_index), part)
+    if spec.document is not None:  # tied scores are ranked by document id, as in memory
+        grouped = type(grouped)(grouped.query_ids, grouped.offsets, df[spec.document].to_numpy())
+    P = _probs(df, spec)
+    rankings = [scores_iv(df[c].to_numpy(), grouped, f"scores column {c!r}") for c in spec.scores]
+    return grouped, P, make_target(spec.kind, rankings, spec.metric, offsets=grouped.offsets)
+
+
 def partition_table(df, spec: TableSpec, partition_info=None):
     """Rows of the per-query table for one pandas partition (called by ``map_partitions``).
 
@@ -157,19 +178,11 @@ def partition_table(df, spec: TableSpec, partition_info=None):
     """
     import pandas as pd
 
-    from .._validation import scores_iv
-    from ..design.targets import make_target
-
     part = -1 if partition_info is None else int(partition_info["number"])
     if len(df) == 0:
         return _meta(df, spec)
     try:
-        grouped = _grouped(query_values(df, spec.query, spec.query_in_index), part)
-        if spec.document is not None:  # tied scores are ranked by document id, as in memory
-            grouped = type(grouped)(grouped.query_ids, grouped.offsets, df[spec.document].to_numpy())
-        P = _probs(df, spec)
-        rankings = [scores_iv(df[c].to_numpy(), grouped, f"scores column {c!r}") for c in spec.scores]
-        target = make_target(spec.kind, rankings, spec.metric, offsets=grouped.offsets)
+        grouped, P, target = partition_inputs(df, spec, part)
         if spec.uniform:
             P = np.full_like(P, 1.0 / P.shape[1])
         m = grouped.n_queries
@@ -189,6 +202,9 @@ def partition_table(df, spec: TableSpec, partition_info=None):
     system = pred.system_mean
     assert system is not None  # every target predicts its systems' means
     cols.update({f"system_{i}": system[:, i] for i in range(system.shape[1])})
+    if spec.kind == "baseline":  # the per-contrast variances enter the pool's squared errors one by one
+        assert pred.output_variance is not None
+        cols.update({f"output_{j}": pred.output_variance[:, j] for j in range(pred.mean.shape[1])})
     return pd.DataFrame(cols)
 
 

@@ -45,9 +45,9 @@ def test_a_pool_that_changed_between_the_passes_is_refused(parts):
                      length=None)
 
 
-def test_only_one_ranker_or_a_pair(parts):
+def test_an_unknown_target_is_refused(parts):
     df, td = parts
     table = ard.query_table_of(dask_frame(df, [0, len(df)]), "score_a", ["p0", "p1", "p2"])
-    with pytest.raises(ValueError, match="support the targets 'mean' and 'difference'; got 'baseline'"):
-        table_design(table, query="query_id", kind="baseline", method=get_method("active"), cost_model="constant",
+    with pytest.raises(ValueError, match="`kind` must be 'mean', 'difference', 'baseline' or 'ranking'; got 'pairs'"):
+        table_design(table, query="query_id", kind="pairs", method=get_method("active"), cost_model="constant",
                      query_weights=None, defensive=0.1, n_systems=1)
