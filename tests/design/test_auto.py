@@ -122,3 +122,50 @@ def test_prefix_plan_does_not_depend_on_the_run_rng():
     held[d.target.rankings[0].items[:20]] = True
     p3 = kind.plan(d, 8.0, judged=held, rng=np.random.default_rng(1))
     assert p3.layout is not p1.layout and p3.layout.cost.sum() < p1.layout.cost.sum()
+
+
+# --------------------------------------------------------------------------- the default's candidate rules
+
+
+@pytest.fixture(scope="module")
+def default_setup():
+    data = ar.load_sample()
+    probs = ar.relevance.UniformRelevanceModel(data.n_grades).fit(data.X, data.labels).predict_proba(data.X)
+    return data, probs, ar.KnownLabels.from_data(data)
+
+
+@pytest.mark.parametrize("call, reason", [
+    (dict(metric="dcg@10", costs="uniform"), "per-query costs"),
+    (dict(metric="err@10", costs="uniform"), "per-query costs"),
+    (dict(metric="err"), "square of the depth"),
+    (dict(metric="dcg@10", judge="all", pair=True), "judge='all'"),
+])
+def test_the_default_stays_query_level_where_only_query_designs_fit_and_says_why(default_setup, call, reason):
+    data, probs, lab = default_setup
+    call = dict(call)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        if call.pop("pair", False):
+            res = ar.compare(data, data.X[:, 24], data.X[:, 0], probs, lab, budget=10, rng=0, **call)
+        else:
+            res = ar.estimate(data, data.X[:, 24], probs, lab, budget=10, rng=0, **call)
+    auto = res.trace.attrs["auto"]
+    assert res.method == auto["method"] == "active_wor" and reason in auto["reason"]
+
+
+def test_the_default_weighs_the_document_design_and_reports_it(default_setup):
+    data, probs, lab = default_setup
+    res = ar.estimate(data, data.X[:, 24], probs, lab, budget=10, metric="dcg@10", rng=0)
+    auto = res.trace.attrs["auto"]
+    assert set(auto["predicted_variance"]) == {"active_wor", "doc_dyn"}
+    assert res.method == min(auto["predicted_variance"], key=auto["predicted_variance"].get)
+
+
+def test_the_sequential_default_runs_active_and_says_why(default_setup):
+    data, probs, lab = default_setup
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = ar.estimate_sequential(data, data.X[:, 24], probs, lab, target_half_width=0.5, budget=10,
+                                     metric="err@5", rng=0)
+    assert res.method == "active" == res.trace.attrs["auto"]["method"]
+    assert "draw sequence" in res.trace.attrs["auto"]["reason"]
