@@ -179,7 +179,8 @@ def estimate(pool, scores, probs, labeler, *, budget, metric="err@10", k=None, m
     method : str, default "auto"
         ``"auto"`` runs the design the relevance model predicts to have the smallest variance at the budget
         and cost model: ``"active_wor"`` or, for metrics that add over documents, ``"doc_dyn"`` (cascade
-        metrics: ``"prefix"``); query-level only for normalized metrics and per-query costs.  What ran and
+        metrics: ``"prefix"``, up to cutoff 100); query-level for normalized metrics, per-query costs and
+        comparisons with ``judge="all"`` (each ranker's own mean asked for).  What ran and
         why: ``result.method`` and ``trace.attrs["auto"]`` (the predicted variances and a reason).  Or any
         registered method (``docs/methods.md``): ``"active_wor"`` takes one budgeted sample of queries
         without replacement and estimates the model's exact pool mean plus the Horvitz-Thompson sum of the
