@@ -184,5 +184,7 @@ def test_prefix_is_unbiased_with_nominal_coverage_and_honest_variance(n_systems,
     assert abs(err.mean()) <= 3 * err.std(ddof=1) / np.sqrt(reps)
     assert np.mean(se**2) == pytest.approx(err.var(ddof=1), rel=0.2 if reps >= 1000 else 0.35)
     cover = np.mean(np.abs(err) <= 1.959964 * se)
-    lo, hi = (0.925, 0.975) if reps >= 1000 else (0.88, 0.99)
+    # the goal band 0.93-0.97 widened by 3 Monte-Carlo SE of a coverage (one system: 0.935 over 5,000 runs)
+    mc = 3 * np.sqrt(0.95 * 0.05 / reps)
+    lo, hi = (0.93 - mc, 0.97 + mc) if reps >= 1000 else (0.88, 0.99)
     assert lo <= cover <= hi, cover
