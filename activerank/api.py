@@ -374,7 +374,8 @@ def plan_budget(pool, scores, probs, *, scores_b=None, budget=None, target_half_
             designs[m] = exc
     auto = None
     if budget is not None:  # the rule of method="auto" (design.auto), on the designs built here
-        used, skipped = auto_alternative(query, judge_all=kind != "mean" and judge == "all")
+        used, skipped = auto_alternative(query.metric, per_query_costs=query.costs.model == "uniform",
+                                         judge_all=kind != "mean" and judge == "all")
         doc = designs.get(used) if used in designs else (
             prepare_design(pool, pool_, kind, rankings, probs, method=used, **args) if used else None)
         auto = choose_method(query, None if isinstance(doc, Exception) else doc, budget)

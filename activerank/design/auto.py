@@ -87,7 +87,8 @@ def auto_design(pool, pool_, kind, rankings, probs, budget: float, design_args: 
     args = dict(design_args, method=query_method)
     query = prepare_design(pool, pool_, kind, rankings, probs, **args)
     budget = budget / budget_unit_factor(budget_unit, query.costs, query.document_costs)
-    alternative, skipped = auto_alternative(query, alternatives, route=route, predicted=args.get("predicted"),
+    alternative, skipped = auto_alternative(query.metric, per_query_costs=query.costs.model == "uniform",
+                                            alternatives=alternatives, route=route, predicted=args.get("predicted"),
                                             judge_all=kind != "mean" and args.get("judge") == "all")
     doc = None if alternative is None else prepare_design(pool, pool_, kind, rankings, probs,
                                                           **dict(args, method=alternative))
@@ -97,17 +98,18 @@ def auto_design(pool, pool_, kind, rankings, probs, budget: float, design_args: 
     return (doc if doc is not None and choice.method == doc.method else query), choice
 
 
-def auto_alternative(query, alternatives: tuple = ("doc_dyn", "prefix"), *, route: str = "", predicted=None,
-                     judge_all: bool = False):
-    """The method auto weighs against the query-level design ``query`` (or None), and why none is ("").
+def auto_alternative(metric, *, per_query_costs: bool = False, alternatives: tuple = ("doc_dyn", "prefix"),
+                     route: str = "", predicted=None, judge_all: bool = False):
+    """The method auto weighs against the query-level design for ``metric`` (or None), and why none is ("").
 
-    ``judge_all``: a comparison with ``judge="all"``, which asks for every ranker's own mean too.
+    ``per_query_costs``: the cost model charges per query (``costs="uniform"``); ``judge_all``: a comparison
+    with ``judge="all"``, which asks for every ranker's own mean too.
     """
-    family = query.metric.family
+    family = metric.family
     alternative = {"additive": "doc_dyn", "cascade": "prefix"}.get(family)
     if alternative is None:
         return None, ""
-    if query.costs.model == "uniform":  # a part of a query costs as much as all of it
+    if per_query_costs:  # a part of a query costs as much as all of it
         return None, (f"per-query costs (costs='uniform'): judging part of a query costs as much as judging it "
                       f"whole, so {alternative!r} is not considered; only query-level designs apply")
     if judge_all:  # document and prefix designs estimate the contrasts only
@@ -117,9 +119,9 @@ def auto_alternative(query, alternatives: tuple = ("doc_dyn", "prefix"), *, rout
         return None, f"`predicted` (per-query predictions) is used by query-level designs only; {alternative!r} skipped"
     if alternative not in alternatives:
         return None, f"{alternative!r} not considered: {route or 'not available here'}"
-    depth = query.metric.k
+    depth = metric.k
     if alternative == "prefix" and (depth is None or depth > PREFIX_MAX_DEPTH):
-        return None, (f"{str(query.metric)!r} judges to depth {'the whole list' if depth is None else depth}: "
+        return None, (f"{str(metric)!r} judges to depth {'the whole list' if depth is None else depth}: "
                       f"the prefix design's planning grows with the square of the depth, so auto runs it only up "
                       f"to depth {PREFIX_MAX_DEPTH} (method='prefix' runs it anyway)")
     return alternative, ""

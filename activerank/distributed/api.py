@@ -190,19 +190,21 @@ def _auto(pool, spec, td, *, budget, defensive, rng, judgments):
     The candidates of :func:`activerank.design.auto.auto_design` and its rule (the smaller predicted variance
     at the budget); a candidate that cannot run here is skipped, and the reason says so.
     """
-    from ..design.auto import AutoChoice
+    from ..design.auto import AutoChoice, auto_alternative
     from ..design.methods import get_method
     from .documents import _stream_state, prepare_units
 
     name = td.method.name
     v_query = float(td.method.kind.predicted_variance(td, float(budget)))
     family = spec.metric.family
-    if family == "cascade":
+    # the rules every route shares (design.auto); then what a Dask pool can run
+    alternative, skipped = auto_alternative(spec.metric, per_query_costs=spec.cost_model == "uniform")
+    if alternative is None:
+        return AutoChoice(name, {name: v_query}, skipped or f"{family} metric: only query-level designs apply"), None
+    if alternative == "prefix":
         return AutoChoice(name, {name: v_query, "prefix": np.inf},
                           "prefix not applicable: it judges documents one at a time in every drawn query, which "
                           "does not run on a Dask pool; only query-level designs run here"), None
-    if family != "additive":
-        return AutoChoice(name, {name: v_query}, f"{family} metric: only query-level designs apply"), None
     try:
         if judgments:
             raise ValueError("with earlier `judgments` a Dask pool weighs query-level designs only (its query-level "

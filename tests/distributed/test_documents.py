@@ -149,6 +149,9 @@ def test_auto_skips_what_cannot_run_and_says_why(data):
     assert mt.method == "active_wor" and "PCG64" in mt.trace.attrs["auto"]["reason"]
     held = ard.estimate(*args, budget=8, metric="dcg@10", rng=1, judgments={5: {}})
     assert held.method == "active_wor" and "judgments" in held.trace.attrs["auto"]["reason"]
+    # the rules every route shares (activerank.design.auto): per-query costs stay query-level, as in memory
+    per_query = ard.estimate(*args, budget=8, metric="dcg@10", rng=1, costs="uniform")
+    assert per_query.method == "active_wor" and "per-query costs" in per_query.trace.attrs["auto"]["reason"]
 
 
 def test_document_designs_refuse_what_they_cannot_do(data):
