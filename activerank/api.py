@@ -54,6 +54,7 @@ from .design.design import Design, prepare_design
 from .design.methods import method_names
 from .design.sampling import DEFAULT_DEFENSIVE
 from .engine import Adaptive, FixedBudget, Judgments, Sequential, run
+from .engine.judged import CALIBRATION_SHARE, calibrate_judges, judges_iv
 from .inference.estimators import SelfNormalized
 from .pool import Pool
 from .ragged import Rankings
@@ -129,7 +130,7 @@ def _in_unit(res, budget: float, unit: str, factor: float):
 
 
 def _fixed(pool, pool_, kind, rankings, probs, labeler, *, budget, rng, judgments=None, ci="auto",
-           budget_unit="queries", **design_args):
+           budget_unit="queries", judges=None, **design_args):
     budget = budget_iv(budget)
     unit = budget_unit_iv(budget_unit)
     ci = ci_iv(ci)
@@ -137,24 +138,41 @@ def _fixed(pool, pool_, kind, rankings, probs, labeler, *, budget, rng, judgment
     labeler = labeler_iv(labeler)
     grade_count_iv(probs, pool=pool, labeler=labeler)
     store = _held(pool_, probs, judgments)
-    if store is not None:
-        design_args = dict(design_args, judged=store.labels >= 0)
-    auto = None
-    if isinstance(design_args.get("method"), str) and design_args["method"] == "auto":
-        dsg, auto = auto_design(pool, pool_, kind, rankings, probs, budget, design_args, budget_unit=unit)
-    else:
-        dsg = prepare_design(pool, pool_, kind, rankings, probs, **design_args)
+    auto = isinstance(design_args.get("method"), str) and design_args["method"] == "auto"
+
+    def design_for(P, judged, b):
+        args = design_args if judged is None else dict(design_args, judged=judged)
+        if auto:
+            return auto_design(pool, pool_, kind, rankings, P, b, args, budget_unit=unit)
+        return prepare_design(pool, pool_, kind, rankings, P, **args), None
+
+    spent0, judge_info = 0.0, None
+    if judges is not None:  # round 1 (if needed) and the calibrated relevance model (engine.judged)
+        judges = judges_iv(judges, pool_)
+        probs = np.asarray(probs, dtype=np.float64)
+        store = Judgments(pool_, probs.shape[1]) if store is None else store
+
+        def first_round(P, judged):
+            d = design_for(P, judged, CALIBRATION_SHARE * budget)[0]
+            return d, budget_unit_factor(unit, d.costs, d.document_costs)
+
+        probs, spent0, judge_info = calibrate_judges(pool_, probs, labeler, judges, store, make_design=first_round,
+                                                     budget=budget, rng=rng, ci=ci)
+    dsg, choice = design_for(probs, None if store is None else store.labels >= 0, budget - spent0)
     factor = budget_unit_factor(unit, dsg.costs, dsg.document_costs)
     store = Judgments(pool_, dsg.n_grades) if store is None else store
-    res = run(dsg, pool_, labeler, FixedBudget(budget / factor, rng), judgments=store, ci=ci)
-    if auto is not None:  # say what was chosen and why
-        res.trace.attrs["auto"] = auto.as_dict()
+    res = run(dsg, pool_, labeler, FixedBudget((budget - spent0) / factor, rng), judgments=store, ci=ci)
+    if choice is not None:  # say what was chosen and why
+        res.trace.attrs["auto"] = choice.as_dict()
+    if judge_info is not None:  # the whole budget and both rounds' cost
+        res.trace.attrs["judges"] = judge_info
+        res = replace(res, budget=budget / factor, cost_spent=res.cost_spent + spent0 / factor)
     return _in_unit(res, budget, unit, factor)
 
 
 def estimate(pool, scores, probs, labeler, *, budget, metric="err@10", k=None, method="auto",
              costs="auto", query_weights=None, defensive=DEFAULT_DEFENSIVE, rng=None,
-             predicted=None, judgments=None, ci="auto", budget_unit="queries"):
+             predicted=None, judgments=None, ci="auto", budget_unit="queries", judges=None):
     """Estimate a ranker's mean metric from a budget of relevance judgments.
 
     Parameters
@@ -216,6 +234,12 @@ def estimate(pool, scores, probs, labeler, *, budget, metric="err@10", k=None, m
         What ``budget`` counts (and ``result.budget``, ``result.cost_spent`` report): the pool's mean query
         cost, the cost model's own unit (e.g. the ``costs`` array's), or judgments (documents; needs equal
         document costs).  Every design keeps the realized cost within the budget on every run.
+    judges : JudgeOutputs or sequence of them, optional
+        External judges' outputs (an LLM, a cross-encoder; :func:`activerank.judges.read_judge`) on the pool's
+        documents.  They are calibrated on human labels into the relevance model the design plans with, with
+        ``probs`` as extra features: on the labels held (``judgments=``) if there are at least 30 on judged
+        documents, else on a first round spending 30% of the budget (:mod:`activerank.engine.judged`); those
+        labels are then held, so the estimate stays unbiased.  ``trace.attrs["judges"]`` says what was done.
 
     Returns
     -------
@@ -240,13 +264,14 @@ def estimate(pool, scores, probs, labeler, *, budget, metric="err@10", k=None, m
     pool_ = pool_iv(pool)
     rankings = (scores_iv(scores, pool_, "scores"),)
     return _fixed(pool, pool_, "mean", rankings, probs, labeler, budget=budget, rng=rng, judgments=judgments,
-                  ci=ci, budget_unit=budget_unit, metric=metric, k=k, method=method, costs=costs, query_weights=query_weights,
+                  judges=judges, ci=ci, budget_unit=budget_unit, metric=metric, k=k, method=method, costs=costs, query_weights=query_weights,
                   defensive=defensive, predicted=predicted)
 
 
 def compare(pool, scores_a, scores_b, probs, labeler, *, budget, metric="err@10", k=None,
             method="auto", costs="auto", query_weights=None, defensive=DEFAULT_DEFENSIVE,
-            rng=None, predicted=None, judgments=None, judge="changeable", ci="auto", budget_unit="queries"):
+            rng=None, predicted=None, judgments=None, judge="changeable", ci="auto", budget_unit="queries",
+            judges=None):
     """Estimate ``Delta = R_a - R_b`` between two rankers from a labeling budget.
 
     Same parameters as :func:`estimate`, with two rankers, plus ``judge``.
@@ -293,7 +318,7 @@ def compare(pool, scores_a, scores_b, probs, labeler, *, budget, metric="err@10"
     pool_ = pool_iv(pool)
     rankings = (scores_iv(scores_a, pool_, "scores_a"), scores_iv(scores_b, pool_, "scores_b"))
     return _fixed(pool, pool_, "difference", rankings, probs, labeler, budget=budget, rng=rng,
-                  judgments=judgments, ci=ci, budget_unit=budget_unit, metric=metric, k=k, method=method, costs=costs,
+                  judgments=judgments, judges=judges, ci=ci, budget_unit=budget_unit, metric=metric, k=k, method=method, costs=costs,
                   query_weights=query_weights, defensive=defensive, predicted=predicted, judge=judge)
 
 
@@ -388,7 +413,7 @@ def plan_budget(pool, scores, probs, *, scores_b=None, budget=None, target_half_
 def compare_many(pool, candidate_scores, baseline_scores, probs, labeler, *, budget, metric="err@10",
                  k=None, method="auto", costs="auto", query_weights=None,
                  defensive=DEFAULT_DEFENSIVE, rng=None, names=None, baseline_name="baseline",
-                 judgments=None, judge="changeable", ci="auto", budget_unit="queries"):
+                 judgments=None, judge="changeable", ci="auto", budget_unit="queries", judges=None):
     """Estimate how much each of several candidates beats a baseline, from one budget.
 
     Draws queries from ``q*(x) ∝ p(x) sqrt(sum_j E[(delta_j - Delta_j)^2 | x] / lambda(x))``
@@ -411,7 +436,7 @@ def compare_many(pool, candidate_scores, baseline_scores, probs, labeler, *, bud
     budget : float
         Labeling budget in units of the pool's mean query cost, where a query's
         cost is that of the union of all ``m + 1`` rankings' top-k documents.
-    metric, k, method, costs, query_weights, defensive, rng, ci, budget_unit
+    metric, k, method, costs, query_weights, defensive, rng, ci, budget_unit, judges
         As in :func:`activerank.estimate` (``ci="auto"``, ``"t_draws"`` or ``"t"``: simultaneous intervals
         are max-|t| of the multivariate Student t with ``result.dof`` degrees of freedom;
         ``ci="bootstrap"`` is refused: it gives one interval for one contrast).
@@ -455,14 +480,15 @@ def compare_many(pool, candidate_scores, baseline_scores, probs, labeler, *, bud
     if baseline_name in cand_names:
         raise ValueError(f"`baseline_name` {baseline_name!r} must differ from the candidate `names`.")
     return _fixed(pool, pool_, "baseline", (*cands, base), probs, labeler, budget=budget, rng=rng,
-                  judgments=judgments, ci=ci, budget_unit=budget_unit, metric=metric, k=k, method=method, costs=costs,
+                  judgments=judgments, judges=judges, ci=ci, budget_unit=budget_unit, metric=metric, k=k, method=method, costs=costs,
                   query_weights=query_weights, defensive=defensive, names=(*cand_names, baseline_name),
                   judge=judge)
 
 
 def rank_systems(pool, scores_list, probs, labeler, *, budget, metric="err@10", k=None,
                  method="auto", costs="auto", query_weights=None, defensive=DEFAULT_DEFENSIVE,
-                 rng=None, names=None, judgments=None, judge="changeable", ci="auto", budget_unit="queries"):
+                 rng=None, names=None, judgments=None, judge="changeable", ci="auto", budget_unit="queries",
+                 judges=None):
     """Rank ``k`` systems by their mean metric from one labeling budget.
 
     Estimates each system's mean metric relative to the mean system,
@@ -476,7 +502,7 @@ def rank_systems(pool, scores_list, probs, labeler, *, budget, metric="err@10", 
     pool : LetorData, Pool, or object with ``offsets`` and ``query_ids``
     scores_list : list of array-like of shape (n_docs,) or Rankings
         One entry per system (at least two).
-    probs, labeler, budget, metric, k, method, costs, query_weights, defensive, rng, ci, budget_unit
+    probs, labeler, budget, metric, k, method, costs, query_weights, defensive, rng, ci, budget_unit, judges
         As in :func:`compare_many`.
     names : sequence of str, optional
         System names (default ``"system_0"``, ...).
@@ -512,7 +538,7 @@ def rank_systems(pool, scores_list, probs, labeler, *, budget, metric="err@10", 
     systems = scores_list_iv(scores_list, pool_, "scores_list", 2)
     names = names_iv(names, len(systems), "names", "system")
     return _fixed(pool, pool_, "ranking", tuple(systems), probs, labeler, budget=budget, rng=rng,
-                  judgments=judgments, ci=ci, budget_unit=budget_unit, metric=metric, k=k, method=method, costs=costs,
+                  judgments=judgments, judges=judges, ci=ci, budget_unit=budget_unit, metric=metric, k=k, method=method, costs=costs,
                   query_weights=query_weights, defensive=defensive, names=names, judge=judge)
 
 

@@ -1,0 +1,15 @@
+"""External judges (LLMs, cross-encoders) as relevance models: read their outputs, calibrate them on human labels,
+report their quality.
+
+>>> from activerank.judges import read_judge, JudgeCalibrator, judge_report  # doctest: +SKIP
+
+The calibrated probabilities are a relevance model like any other: pass them as ``probs`` to
+:func:`activerank.estimate` and friends (see ``docs/judges.md``).
+"""
+
+from .calibration import JudgeCalibrator, cross_fitted_proba
+from .outputs import JUDGE_KINDS, JudgeOutputs, read_judge
+from .report import JudgeReport, judge_report, weighted_kappa
+
+__all__ = ["JUDGE_KINDS", "JudgeCalibrator", "JudgeOutputs", "JudgeReport", "cross_fitted_proba", "judge_report",
+           "read_judge", "weighted_kappa"]

@@ -1,0 +1,111 @@
+"""Judge calibration: conditional grade frequencies recovered, missing outputs fall back, quality report numbers."""
+
+import numpy as np
+import pytest
+from sklearn.metrics import cohen_kappa_score
+
+import activerank as ar
+from activerank.judges import JudgeCalibrator, cross_fitted_proba, judge_report, read_judge, weighted_kappa
+
+
+def _simulated(n_queries=40, per_query=50, seed=0, keep=0.6):
+    """Human grades 0..2; a judge on a 0..3 scale that keeps the grade w.p. ``keep`` else moves it by one."""
+    rng = np.random.default_rng(seed)
+    n = n_queries * per_query
+    qids = np.repeat(np.arange(n_queries), per_query)
+    pool = ar.Pool.from_qids(qids)
+    y = rng.choice(3, size=n, p=[0.6, 0.3, 0.1])
+    step = np.where(rng.random(n) < keep, 0, rng.choice([-1, 1], size=n))
+    g = np.clip(y + step, 0, 3)
+    judge = read_judge({int(q): {int(r): int(g[r]) for r in range(q * per_query, (q + 1) * per_query)}
+                        for q in range(n_queries)}, pool, levels=4, name="sim")
+    return pool, qids, y, g, judge
+
+
+def test_recovers_the_conditional_grade_frequencies():
+    pool, qids, y, g, judge = _simulated()
+    cal = JudgeCalibrator(3, C=100.0, floor=0.0).fit([judge], y)
+    p = cal.predict_proba([judge])
+    for level in np.unique(g):
+        freq = np.bincount(y[g == level], minlength=3) / (g == level).sum()
+        np.testing.assert_allclose(p[g == level][0], freq, atol=0.02)
+
+
+def test_missing_outputs_fall_back_on_the_model_and_floor_keeps_every_grade_possible():
+    pool, qids, y, g, judge = _simulated()
+    values = judge.values.copy()
+    values[::3] = np.nan  # a third of the pairs ungraded
+    from activerank.judges import JudgeOutputs
+
+    partial = JudgeOutputs("partial", "grades", values, 4)
+    model = np.full((y.size, 3), 0.1)
+    model[np.arange(y.size), y] = 0.8  # an informative feature model
+    cal = JudgeCalibrator(3, random_state=0).fit([partial], y, model_probs=model, groups=qids)
+    p = cal.predict_proba([partial], model_probs=model)
+    miss = np.isnan(values)
+    assert np.mean(p[miss].argmax(1) == y[miss]) > 0.95  # the model decides where the judge is silent
+    assert p.min() > 0 and np.allclose(p.sum(1), 1)
+    with pytest.raises(ValueError, match="`model_probs` must be given to predict_proba exactly when"):
+        cal.predict_proba([partial])
+    with pytest.raises(ValueError, match="the judges the calibrator was fitted on"):
+        cal.predict_proba([partial, partial], model_probs=model)
+
+
+def test_more_judges_need_regularization_and_auto_provides_it():
+    pool, qids, y, g, judge = _simulated(n_queries=10, per_query=30, seed=1)
+    rng = np.random.default_rng(5)
+    noisy = [read_judge({int(q): {int(r): int(rng.integers(0, 4)) for r in range(q * 30, q * 30 + 30)}
+                         for q in range(10)}, pool, levels=4, name=f"noise{i}") for i in range(12)]
+    judges = [judge] + noisy
+
+    def loss(C):
+        p = cross_fitted_proba(JudgeCalibrator(3, C=C), judges, y, groups=qids)
+        return -np.mean(np.log(p[np.arange(y.size), y]))
+
+    assert loss("auto") < loss(100.0) - 0.05  # 300 labels, 13 judges: unregularized overfits
+
+
+def test_bad_input():
+    pool, qids, y, g, judge = _simulated(n_queries=4, per_query=5)
+    with pytest.raises(ValueError, match="at least 2 different values"):
+        JudgeCalibrator(3).fit([judge], np.where(np.arange(y.size) < 3, 0, -1))
+    with pytest.raises(ValueError, match=r"`labels` row 0: grade 5 is outside 0\.\.2"):
+        JudgeCalibrator(3).fit([judge], np.r_[5, y[1:]])
+    with pytest.raises(ValueError, match="not fitted yet"):
+        JudgeCalibrator(3).predict_proba([judge])
+    with pytest.raises(TypeError, match="sequence of JudgeOutputs"):
+        JudgeCalibrator(3).fit([judge.values], y)
+    with pytest.raises(ValueError, match="`C` must be a positive number or 'auto'"):
+        JudgeCalibrator(3, C=0).fit([judge], y)
+
+
+def test_weighted_kappa_matches_sklearn():
+    rng = np.random.default_rng(3)
+    a, b = rng.integers(0, 4, 500), rng.integers(0, 4, 500)
+    b[:300] = a[:300]
+    for w, sk in (("quadratic", "quadratic"), ("none", None)):
+        assert weighted_kappa(a, b, n_levels=4, weights=w) == pytest.approx(cohen_kappa_score(a, b, weights=sk))
+
+
+def test_report():
+    pool, qids, y, g, judge = _simulated()
+    r = judge_report(judge, y, n_grades=3, groups=qids, random_state=0)
+    assert r.n_pairs == y.size and r.confusion.shape == (4, 3) and r.confusion.sum() == y.size
+    assert r.kappa_quadratic == pytest.approx(cohen_kappa_score(g, y, weights="quadratic"))
+    assert r.log_loss < r.log_loss_prior  # an informative judge beats the grade frequencies
+    assert np.isnan(r.log_loss_model)
+    assert "kappa quadratic" in r.summary() and r.to_dict()["n_pairs"] == y.size
+    pred, obs, n = np.array(r.calibration).T
+    assert n.sum() == y.size and np.average(np.abs(pred - obs), weights=n) < 0.1
+    assert repr(r).startswith("JudgeReport(name='sim', n_pairs=2000")
+
+
+def test_calibrated_judge_feeds_the_default_design():
+    pool, qids, y, g, judge = _simulated(n_queries=30, per_query=20)
+    train = qids < 10  # human labels held on a third of the queries
+    labels = np.where(train, y, -1)
+    probs = JudgeCalibrator(3, random_state=0).fit([judge], labels, groups=qids).predict_proba([judge])
+    scores = g + np.random.default_rng(0).random(y.size)
+    res = ar.estimate(pool, scores, probs, ar.KnownLabels(pool.query_ids, pool.offsets, y), budget=8,
+                      metric="dcg@10", rng=0)
+    assert res.trace.attrs["auto"]["method"] in ("active_wor", "doc_dyn") and np.isfinite(res.estimate)
