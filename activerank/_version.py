@@ -1,3 +1,3 @@
 """The package version, in a module of its own so that any layer may read it."""
 
-__version__ = "0.6.0"
+__version__ = "0.7.0"

@@ -227,24 +227,33 @@ def main(argv=None) -> int:
     ap.add_argument("--seed", type=int, default=20261127)
     ap.add_argument("--workers", type=int, default=1)
     ap.add_argument("--out", default=os.path.join(HERE, "results", "campaign_early_stop"))
+    ap.add_argument("--resume", action="store_true", help="keep the cells of an earlier (partial) run")
+    ap.add_argument("--report-only", action="store_true", help="write the report from the partial results")
     args = ap.parse_args(argv)
     datasets = [d for d in args.datasets.split(",") if d]
     if "ohsumed" in datasets and not os.environ.get("ACTIVERANK_DATA"):
         print("ohsumed skipped: set ACTIVERANK_DATA to the folder holding the LETOR data")
         datasets.remove("ohsumed")
-    work = tasks(datasets, args.reps, args.seed)
-    rows = []
+    partial = args.out + ".partial.csv"
+    rows = pd.read_csv(partial).to_dict("records") if (args.resume or args.report_only) and os.path.exists(partial) else []
+    done = {(r["dataset"], r["scenario"], r["metric"], float(r["budget"])) for r in rows}
+    work = [t for t in tasks(datasets, args.reps, args.seed) if (t[0], t[1], t[2], float(t[3])) not in done]
+    if args.report_only:
+        work = []
+
+    def keep(out):  # a checkpoint after every cell: a run cut short keeps its finished cells
+        rows.extend(out)
+        pd.DataFrame(rows).to_csv(partial, index=False)
+        print(out[0]["dataset"], out[0]["scenario"], out[0]["metric"], out[0]["method"], f"{out[0]['seconds']:.0f}s",
+              flush=True)
+
     if args.workers > 1:
         with Pool(args.workers) as p:
             for out in p.imap_unordered(cell, work):
-                rows += out
-                print(out[0]["dataset"], out[0]["scenario"], out[0]["metric"], f"{out[0]['seconds']:.0f}s", flush=True)
+                keep(out)
     else:
         for t in work:
-            out = cell(t)
-            rows += out
-            print(out[0]["dataset"], out[0]["scenario"], out[0]["metric"], out[0]["method"],
-                  f"{out[0]['seconds']:.0f}s", flush=True)
+            keep(cell(t))
     df = pd.DataFrame(rows).sort_values(["dataset", "metric", "scenario", "budget", "returned"])
     df.to_csv(args.out + ".csv", index=False)
     cmd = "python benchmarks/campaign_early_stop.py " + " ".join(argv if argv is not None else sys.argv[1:])
