@@ -264,8 +264,8 @@ def estimate(pool, scores, probs, labeler, *, budget, metric="err@10", k=None, m
     pool_ = pool_iv(pool)
     rankings = (scores_iv(scores, pool_, "scores"),)
     return _fixed(pool, pool_, "mean", rankings, probs, labeler, budget=budget, rng=rng, judgments=judgments,
-                  judges=judges, ci=ci, budget_unit=budget_unit, metric=metric, k=k, method=method, costs=costs, query_weights=query_weights,
-                  defensive=defensive, predicted=predicted)
+                  judges=judges, ci=ci, budget_unit=budget_unit, metric=metric, k=k, method=method, costs=costs,
+                  query_weights=query_weights, defensive=defensive, predicted=predicted)
 
 
 def compare(pool, scores_a, scores_b, probs, labeler, *, budget, metric="err@10", k=None,
@@ -318,7 +318,8 @@ def compare(pool, scores_a, scores_b, probs, labeler, *, budget, metric="err@10"
     pool_ = pool_iv(pool)
     rankings = (scores_iv(scores_a, pool_, "scores_a"), scores_iv(scores_b, pool_, "scores_b"))
     return _fixed(pool, pool_, "difference", rankings, probs, labeler, budget=budget, rng=rng,
-                  judgments=judgments, judges=judges, ci=ci, budget_unit=budget_unit, metric=metric, k=k, method=method, costs=costs,
+                  judgments=judgments, judges=judges, ci=ci, budget_unit=budget_unit, metric=metric, k=k,
+                  method=method, costs=costs,
                   query_weights=query_weights, defensive=defensive, predicted=predicted, judge=judge)
 
 
@@ -480,7 +481,8 @@ def compare_many(pool, candidate_scores, baseline_scores, probs, labeler, *, bud
     if baseline_name in cand_names:
         raise ValueError(f"`baseline_name` {baseline_name!r} must differ from the candidate `names`.")
     return _fixed(pool, pool_, "baseline", (*cands, base), probs, labeler, budget=budget, rng=rng,
-                  judgments=judgments, judges=judges, ci=ci, budget_unit=budget_unit, metric=metric, k=k, method=method, costs=costs,
+                  judgments=judgments, judges=judges, ci=ci, budget_unit=budget_unit, metric=metric, k=k,
+                  method=method, costs=costs,
                   query_weights=query_weights, defensive=defensive, names=(*cand_names, baseline_name),
                   judge=judge)
 
@@ -538,7 +540,8 @@ def rank_systems(pool, scores_list, probs, labeler, *, budget, metric="err@10", 
     systems = scores_list_iv(scores_list, pool_, "scores_list", 2)
     names = names_iv(names, len(systems), "names", "system")
     return _fixed(pool, pool_, "ranking", tuple(systems), probs, labeler, budget=budget, rng=rng,
-                  judgments=judgments, judges=judges, ci=ci, budget_unit=budget_unit, metric=metric, k=k, method=method, costs=costs,
+                  judgments=judgments, judges=judges, ci=ci, budget_unit=budget_unit, metric=metric, k=k,
+                  method=method, costs=costs,
                   query_weights=query_weights, defensive=defensive, names=names, judge=judge)
 
 

@@ -16,12 +16,12 @@ import numpy as np
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
 
-__all__ = ["RUN_COLUMNS", "auto_note", "decimals", "fmt", "jsonable", "result_dict", "result_html", "run_facts",
-           "summary_frame"]
+__all__ = ["RUN_COLUMNS", "auto_note", "decimals", "fmt", "judges_note", "jsonable", "result_dict", "result_html",
+           "run_facts", "summary_frame"]
 
 #: the columns every summary table ends with, one value per run
 RUN_COLUMNS = ("n_queries", "labels_bought", "cost_spent", "budget", "budget_unit", "method", "chosen_because",
-               "few_labels", "range_adjusted")
+               "judges", "few_labels", "range_adjusted")
 
 # fields that are not plain data: the per-draw trace, the bootstrap distribution, the judgments (as records)
 _NOT_PLAIN = ("trace", "bootstrap", "judgments", "win_probabilities")
@@ -71,6 +71,19 @@ def auto_note(result) -> str | None:
     return f"auto: {auto.get('reason', '')} (predicted variance {variances})"
 
 
+def judges_note(result) -> str | None:
+    """How external judges became the relevance model (``trace.attrs["judges"]``), or None."""
+    info = result.trace.attrs.get("judges") if result.trace is not None else None
+    if not info:
+        return None
+    names = ", ".join(info.get("judges", []))
+    if not info.get("calibrated"):
+        return f"judges {names} not used: {info.get('reason', '')}"
+    first = (f"; calibration round {info['calibration_round']} cost {info['calibration_round_cost']:.4g}"
+             if info.get("calibration_round_cost") else "")
+    return f"judges {names} calibrated on {info.get('n_labels')} human labels (C={info.get('C'):g}){first}"
+
+
 def labels_bought(result) -> int | None:
     j = result.judgments
     return None if j is None else j.bought.n_labels
@@ -80,7 +93,7 @@ def run_facts(result) -> dict:
     """What the run did, whatever it estimated: :data:`RUN_COLUMNS` as a dict."""
     return dict(n_queries=result.n_queries, labels_bought=labels_bought(result), cost_spent=result.cost_spent,
                 budget=result.budget, budget_unit=result.budget_unit, method=result.method,
-                chosen_because=auto_note(result),
+                chosen_because=auto_note(result), judges=judges_note(result),
                 few_labels=result.few_labels, range_adjusted=result.range_adjusted)
 
 
@@ -105,6 +118,7 @@ def result_dict(result, derived: dict) -> dict:
             out[f.name] = getattr(result, f.name)
     out.update(derived)
     out["auto"] = result.trace.attrs.get("auto") if result.trace is not None else None
+    out["judges"] = result.trace.attrs.get("judges") if result.trace is not None else None
     out["labels_bought"] = labels_bought(result)
     out["judgments"] = None if result.judgments is None else result.judgments.to_records()
     return jsonable(out)
@@ -119,8 +133,9 @@ def result_html(result, table: "pd.DataFrame") -> str:
              f"{run.get('n_queries')} queries judged, cost {result.cost_spent:.4g} of {result.budget:g} "
              f"({result.budget_unit}), "
              f"{run.get('labels_bought')} labels bought, method {result.method}"]
-    if run.get("chosen_because"):
-        notes.append(run["chosen_because"])
+    for key in ("chosen_because", "judges"):
+        if run.get(key):
+            notes.append(run[key])
     if result.few_labels:
         notes.append(f"few labels: the estimate rests on {result.n_queries} judged queries")
     if result.range_adjusted:
