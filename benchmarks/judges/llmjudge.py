@@ -12,7 +12,9 @@ Cells: metric (DCG@10, P@10) x scenario (one ranker: A; two rankers: A - B) x bu
 * ``none``: no judge; the model is the human grade frequencies of the whole pool (the best constant model,
   which favours this baseline slightly: it knows the pool's grade mix);
 * ``best``: ``h2oloo-fewself`` (the highest quadratic kappa, 0.505), ``judges=``;
-* ``all``: all 16 judges, ``judges=``.
+* ``all``: all 16 judges, ``judges=``;
+* ``oracle_best`` / ``oracle_all``: the ceiling of calibration: the same judges calibrated on *every* human label
+  of the pool (which no run has), passed as ``probs`` (one round, no calibration round).
 
 Every run is ``activerank.estimate`` / ``compare`` with the default method, ``budget_unit="documents"``,
 ``costs="constant"`` and a labeler answering the human grades.  With ``judges=`` the run spends 30% of the
@@ -40,7 +42,7 @@ sys.path.insert(0, os.path.join(HERE, "..", ".."))
 
 import activerank as ar  # noqa: E402
 from activerank.io.trec.qrels import read_qrels  # noqa: E402
-from activerank.judges import read_judge  # noqa: E402
+from activerank.judges import JudgeCalibrator, read_judge  # noqa: E402
 
 BEST = "h2oloo-fewself.txt"
 RANKERS = ("TREMA-CoT.txt", "Olz-multiprompt.txt")
@@ -62,7 +64,13 @@ def load(root: str):
 def cell(pool, labels, judges, scores, *, metric, scenario, budget, model, reps, seed):
     prior = np.tile(np.bincount(labels, minlength=4) / labels.size, (labels.size, 1))
     lab = ar.KnownLabels(pool.query_ids, pool.offsets, labels, pool.doc_ids)
-    use = {"none": None, "best": [judges[BEST]], "all": list(judges.values())}[model]
+    chosen_judges = {"best": [judges[BEST]], "all": list(judges.values())}
+    use = chosen_judges.get(model)
+    if model.startswith("oracle_"):  # calibrated on every human label: the ceiling of calibration
+        groups = np.repeat(np.arange(pool.n_queries), np.diff(pool.offsets))
+        js = chosen_judges[model.split("_")[1]]
+        prior = JudgeCalibrator(4, random_state=0).fit(js, labels, groups=groups).predict_proba(js)
+        use = None
     pool_ = ar.pool.pool_iv(pool)
     ranks = [ar._validation.scores_iv(s, pool_, "s") for s in scores]
     vals = [ar.pool_metric_values(labels, r, metric=metric, ymax=3, offsets=pool).mean() for r in ranks]
@@ -94,7 +102,7 @@ def main(argv=None) -> int:
     ap.add_argument("--budgets", default="100,200")
     ap.add_argument("--metrics", default="dcg@10,p@10")
     ap.add_argument("--scenarios", default="one,two")
-    ap.add_argument("--models", default="none,best,all")
+    ap.add_argument("--models", default="none,best,all,oracle_best,oracle_all")
     ap.add_argument("--seed", type=int, default=2024)
     ap.add_argument("--data", default=os.environ.get("ACTIVERANK_DATA"))
     ap.add_argument("--out", default=os.path.join(HERE, "results", "llmjudge"))
