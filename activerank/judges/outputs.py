@@ -143,13 +143,27 @@ def read_judge(source, pool, *, kind: str = "grades", levels: int | None = None,
 # --------------------------------------------------------------------------- sources
 
 
+class _Where:
+    """Names row ``i`` of a source in error messages, built only when one is raised."""
+
+    def __init__(self, label: str, *, lines=None, keys=None):
+        self.label, self.lines, self.keys = label, lines, keys
+
+    def __getitem__(self, i: int) -> str:
+        if self.keys is not None:
+            return f"query {self.keys[0][i]!r}, document {self.keys[1][i]!r}"
+        if self.lines is not None:
+            return f"{self.label}: line {self.lines[i]}"
+        return f"{self.label} row {i}"
+
+
 def _records(source, kind, columns):
     """``(label, query keys, doc keys, values, where)`` of every row; ``where[i]`` names row i in messages."""
     if isinstance(source, dict):
         return ("dict",) + _from_dict(source)
     if hasattr(source, "columns") and hasattr(source, "iloc"):
-        qk, dk, vals = _from_table(source, kind, columns, "DataFrame")
-        return "DataFrame", qk, dk, vals, [f"DataFrame row {i}" for i in range(len(qk))]
+        where = _Where("DataFrame")
+        return ("DataFrame",) + _from_table(source, kind, columns, "DataFrame", where) + (where,)
     if not isinstance(source, (str, os.PathLike)):
         raise TypeError(f"`source` must be a path, a pandas DataFrame or a dict; got {type(source).__name__}.")
     path = os.fspath(source)
@@ -165,7 +179,7 @@ def _records(source, kind, columns):
 
 
 def _from_qrels_like(path):
-    qk, dk, vals, where = [], [], [], []
+    qk, dk, vals, lines = [], [], [], []
     for line, text in _read_lines(path):
         parts = text.split()
         if len(parts) != 4:
@@ -173,15 +187,16 @@ def _from_qrels_like(path):
                              f"{len(parts)}: {text!r}.")
         qk.append(parts[0])
         dk.append(parts[2])
-        vals.append(_number(parts[3], f"{path}: line {line}"))
-        where.append(f"{path}: line {line}")
+        vals.append(parts[3])
+        lines.append(line)
     if not qk:
         raise ValueError(f"{path}: file is empty (no judge lines).")
-    return qk, dk, np.asarray(vals, dtype=np.float64), where
+    where = _Where(path, lines=lines)
+    return qk, dk, _floats(vals, where), where
 
 
 def _from_dict(source):
-    qk, dk, vals, where = [], [], [], []
+    qk, dk, vals = [], [], []
     for q, docs in source.items():
         if not hasattr(docs, "items"):
             raise TypeError(f"a judge dict maps query id -> {{doc id: value}}; query {_as_key(q)!r} maps to "
@@ -190,9 +205,9 @@ def _from_dict(source):
             qk.append(_as_key(q))
             dk.append(_as_key(d))
             vals.append(v)
-            where.append(f"query {_as_key(q)!r}, document {_as_key(d)!r}")
     if not qk:
         raise ValueError("the judge dict is empty.")
+    where = _Where("dict", keys=(qk, dk))
     return qk, dk, _stack(vals, where), where
 
 
@@ -202,9 +217,8 @@ def _from_delimited(path, kind, columns, sep):
     frame = pd.read_csv(path, sep=sep, dtype=str, keep_default_na=False, skip_blank_lines=False)
     lines = np.arange(len(frame)) + 2  # line 1 is the header
     keep = ~(frame == "").all(axis=1).to_numpy()
-    frame = frame[keep]
-    qk, dk, vals = _from_table(frame, kind, columns, path, lines=lines[keep])
-    return qk, dk, vals, [f"{path}: line {n}" for n in lines[keep]]
+    where = _Where(path, lines=lines[keep])
+    return _from_table(frame[keep], kind, columns, path, where) + (where,)
 
 
 def _from_jsonl(path, kind, columns):
@@ -222,11 +236,11 @@ def _from_jsonl(path, kind, columns):
         lines.append(line)
     if not records:
         raise ValueError(f"{path}: file is empty (no JSON lines).")
-    qk, dk, vals = _from_table(pd.DataFrame.from_records(records), kind, columns, path, lines=np.asarray(lines))
-    return qk, dk, vals, [f"{path}: line {n}" for n in lines]
+    where = _Where(path, lines=lines)
+    return _from_table(pd.DataFrame.from_records(records), kind, columns, path, where) + (where,)
 
 
-def _from_table(frame, kind, columns, label, lines=None):
+def _from_table(frame, kind, columns, label, where):
     cols = [str(c) for c in frame.columns]
     columns = dict(columns or {})
     unknown = set(columns) - {"query", "doc", "value"}
@@ -238,14 +252,11 @@ def _from_table(frame, kind, columns, label, lines=None):
     for c in [q, d] + (list(value) if isinstance(value, (list, tuple)) else [value]):
         if c not in cols:
             raise ValueError(f"{label}: no column {c!r} (columns: {', '.join(cols)}).")
-    where = (lambda i: f"{label}: line {lines[i]}") if lines is not None else (lambda i: f"{label} row {i}")
     qk = [_as_key(v) for v in frame[q].tolist()]
     dk = [_as_key(v) for v in frame[d].tolist()]
     if isinstance(value, (list, tuple)):
-        vals = [[_number(x, where(i)) for x in row] for i, row in enumerate(frame[list(value)].to_numpy().tolist())]
-        return qk, dk, np.asarray(vals, dtype=np.float64).reshape(len(qk), len(value))
-    raw = frame[value].tolist()
-    return qk, dk, _stack([_parse_cell(v, where(i)) for i, v in enumerate(raw)], [where(i) for i in range(len(raw))])
+        return qk, dk, _stack(frame[list(value)].to_numpy().tolist(), where)
+    return qk, dk, _stack([_parse_cell(v, where, i) for i, v in enumerate(frame[value].tolist())], where)
 
 
 def _pick(cols, names, label, what):
@@ -271,40 +282,47 @@ def _value_columns(cols, kind, label):
                      f"or pass `columns` (columns: {', '.join(cols)}).")
 
 
-def _parse_cell(v, where):
-    """A table cell: a number, or a list of numbers (a JSON list in text)."""
+def _parse_cell(v, where, i):
+    """A table cell: a number, or a list of numbers written as JSON in text."""
     if isinstance(v, str) and v.strip().startswith("["):
         try:
-            v = json.loads(v)
+            return json.loads(v)
         except json.JSONDecodeError:
-            raise ValueError(f"{where}: {v!r} is not a list of numbers.") from None
-    if isinstance(v, (list, tuple, np.ndarray)):
-        return [_number(x, where) for x in v]
-    return _number(v, where)
+            raise ValueError(f"{where[i]}: {v!r} is not a list of numbers.") from None
+    return v
 
 
-def _number(text, where) -> float:
-    if isinstance(text, bool):
-        raise ValueError(f"{where}: {text!r} is not a number.")
+def _floats(values, where) -> np.ndarray:
+    """``values`` (scalars, or equal-length sequences) as float64; the first that is not a number is named."""
     try:
-        return float(text)
+        if not any(isinstance(v, (bool, np.bool_)) for v in values):
+            return np.asarray(values, dtype=np.float64)
     except (TypeError, ValueError):
-        raise ValueError(f"{where}: {text!r} is not a number.") from None
+        pass
+    for i, v in enumerate(values):
+        for x in (v if isinstance(v, (list, tuple, np.ndarray)) else [v]):
+            try:
+                if isinstance(x, (bool, np.bool_)):
+                    raise ValueError
+                float(x)
+            except (TypeError, ValueError):
+                raise ValueError(f"{where[i]}: {x!r} is not a number.") from None
+    raise ValueError(f"{where[0]}: the values are not numbers.")  # pragma: no cover - every value parsed above
 
 
 def _stack(vals, where) -> np.ndarray:
     """Scalars to (n,), sequences of one length to (n, k)."""
     seq = [isinstance(v, (list, tuple, np.ndarray)) for v in vals]
     if not any(seq):
-        return np.asarray([_number(v, w) for v, w in zip(vals, where)], dtype=np.float64)
+        return _floats(vals, where)
     if not all(seq):
         i = seq.index(False)
         raise ValueError(f"{where[i]}: expected a list of probabilities like the other rows; got {vals[i]!r}.")
     width = len(vals[0])
-    for v, w in zip(vals, where):
+    for i, v in enumerate(vals):
         if len(v) != width:
-            raise ValueError(f"{w}: {len(v)} probabilities; the first row has {width}.")
-    return np.asarray([[_number(x, w) for x in v] for v, w in zip(vals, where)], dtype=np.float64)
+            raise ValueError(f"{where[i]}: {len(v)} probabilities; the first row has {width}.")
+    return _floats(vals, where).reshape(len(vals), width)
 
 
 # --------------------------------------------------------------------------- checks
@@ -350,14 +368,20 @@ def _checked_values(vals: np.ndarray, kind: str, levels, label, where):
 
 def _match(pool, qk, dk, label, where) -> np.ndarray:
     """Pool row of every record; every pair must be in the pool, once."""
+    import pandas as pd
+
     offsets = np.asarray(pool.offsets, dtype=np.int64)
-    qids = [_as_key(q) for q in np.asarray(pool.query_ids).tolist()]
+    qids = np.asarray([_as_key(q) for q in np.asarray(pool.query_ids).tolist()], dtype=object)
     doc_ids = getattr(pool, "doc_ids", None)
-    index = {}
-    for x, q in enumerate(qids):
-        for r in range(offsets[x], offsets[x + 1]):
-            index[(q, str(r) if doc_ids is None else _as_key(doc_ids[r]))] = r
-    rows = np.fromiter((index.get(k, -1) for k in zip(qk, dk)), dtype=np.int64, count=len(qk))
+    n_docs = int(offsets[-1])
+    docs = (np.arange(n_docs).astype(str) if doc_ids is None
+            else np.asarray([_as_key(d) for d in np.asarray(doc_ids).tolist()], dtype=object))
+    index = pd.MultiIndex.from_arrays([np.repeat(qids, np.diff(offsets)), docs])
+    if not index.is_unique:
+        row = int(np.flatnonzero(index.duplicated())[0])
+        raise ValueError(f"the pool names document {docs[row]!r} twice in query "
+                         f"{qids[np.searchsorted(offsets, row, side='right') - 1]!r}: judges are matched by id.")
+    rows = index.get_indexer(pd.MultiIndex.from_arrays([np.asarray(qk, dtype=object), np.asarray(dk, dtype=object)]))
     bad = np.flatnonzero(rows < 0)
     if bad.size:
         sample = "; ".join(f"{where[i]} (query {qk[i]!r}, document {dk[i]!r})" for i in bad[:3])

@@ -106,3 +106,16 @@ def test_pool_without_doc_ids_matches_row_numbers():
     j = read_judge({7: {1: 1}, 9: {2: 0}}, pool, levels=2)
     np.testing.assert_array_equal(j.values, [np.nan, 1, 0])
     assert isinstance(j, JudgeOutputs)
+
+
+def test_duplicate_dataframe_rows_and_pool_ids():
+    pool = ar.Pool.from_qids(["q1", "q1"], doc_ids=["a", "b"])
+    df = pd.DataFrame({"qid": ["q1", "q1", "q1"], "docid": ["a", "b", "a"], "grade": [1, 0, 1]})
+    with pytest.raises(ValueError, match=r"DataFrame row 2: query 'q1', document 'a' is judged twice \(first at "
+                                         r"DataFrame row 0"):
+        read_judge(df, pool, levels=2)
+    twice = ar.Pool.from_qids(["q1", "q1"], doc_ids=["a", "a"])
+    with pytest.raises(ValueError, match="the pool names document 'a' twice in query 'q1'"):
+        read_judge({"q1": {"a": 1}}, twice, levels=2)
+    with pytest.raises(ValueError, match=r"query 'q1', document 'a': True is not a number"):
+        read_judge({"q1": {"a": True}}, pool, levels=2)
