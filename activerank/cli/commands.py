@@ -159,6 +159,14 @@ def _common(p, scores):
                             "--model uniform)")
     model.add_argument("--grades", metavar="N", type=n_grades_arg, default=None,
                        help="size of the grade scale 0..N-1 (default: the largest label in the pool + 1)")
+    judges = p.add_argument_group(
+        "external judges (LLMs, cross-encoders: calibrated on human labels into the relevance model; "
+        "docs/judges.md)")
+    judges.add_argument("--llm-grades", metavar="FILE", action="append", default=None,
+                        help="a judge's grades of the pool's (query, document) pairs: 'qid Q0 docid grade' lines, "
+                             "or a .tsv/.csv/.jsonl table; repeat for several judges (LETOR pools)")
+    judges.add_argument("--llm-levels", metavar="N", type=n_grades_arg, default=None,
+                        help="the judges' grade scale 0..N-1 (default: the pool's)")
     design = p.add_argument_group("budget and design")
     design.add_argument("--budget", metavar="B", type=positive_float, required=True,
                         help="labeling budget, by default in units of the mean cost of judging one whole query "
@@ -230,6 +238,7 @@ def _compare_scores(p):
 def _inputs(args) -> list:
     """``(what, path)`` of every file or folder the command reads: none of them may be an output."""
     out = [("the pool", args.pool), ("the --train file", args.train)]
+    out += [("a --llm-grades file", path) for path in (getattr(args, "llm_grades", None) or [])]
     for option in ("scores", "scores_a", "scores_b"):
         spec = getattr(args, option, None)
         path = score_spec_path(spec)
@@ -259,6 +268,9 @@ def _distributed(args, kind: str):
     """``estimate``/``compare`` on a Parquet pool: the per-query table on the Dask workers."""
     if not args.probs_columns:
         raise CLIError("a Parquet pool needs --probs-columns (the probability columns, one per grade).")
+    if args.llm_grades:
+        raise CLIError("--llm-grades is not available on Parquet pools yet; use a LETOR pool, or calibrate the "
+                       "judges in Python (activerank.judges) and pass the probabilities as --probs-columns.")
     if args.length_feature is not None:
         raise CLIError("--length-feature is for LETOR pools; a Parquet pool names its --length-column.")
     try:
@@ -311,13 +323,27 @@ def _letor(args, kind: str):
         probs = model.predict_proba(data.X)
         step(3)
         common = dict(budget=args.budget, metric=args.metric, method=args.method or DEFAULT_METHOD,
-                      costs=args.costs, rng=args.seed, ci=args.ci, budget_unit=args.budget_unit)
+                      costs=args.costs, rng=args.seed, ci=args.ci, budget_unit=args.budget_unit,
+                      judges=_judges(args, data))
         if kind == "mean":
             return estimate(data, scores_from_spec(args.scores, data, probs), probs, KnownLabels.from_data(data),
                             **common)
         return compare(data, scores_from_spec(args.scores_a, data, probs, option="--scores-a"),
                        scores_from_spec(args.scores_b, data, probs, option="--scores-b"), probs,
                        KnownLabels.from_data(data), judge=args.judge or "changeable", **common)
+
+
+def _judges(args, data):
+    """The ``--llm-grades`` judges read against the pool, or None."""
+    if not args.llm_grades:
+        return None
+    from ..judges import read_judge
+
+    levels = args.llm_levels or data.n_grades
+    try:
+        return [read_judge(path, data, levels=levels) for path in args.llm_grades]
+    except (OSError, ValueError) as exc:
+        raise CLIError(f"--llm-grades: {exc}") from None
 
 
 def _number(value):
@@ -346,6 +372,7 @@ def _report(res, args, point_name):
     out["auto"] = None if auto is None else {  # what method auto chose, and why
         "method": auto["method"], "reason": auto["reason"],
         "predicted_variance": {m: _number(v) for m, v in auto["predicted_variance"].items()}}
+    out["judges"] = res.trace.attrs.get("judges") if res.trace is not None else None
     if args.trace:
         write_trace(args.trace, res.trace, protected=[path for _, path in _inputs(args)], force=args.force,
                     protected_name="an input file")
@@ -368,6 +395,10 @@ def _report(res, args, point_name):
           f"ESS {res.effective_sample_size:.1f}")
     if out["auto"] is not None:
         print(f"  method auto chose {res.method}: {out['auto']['reason']}")
+    from ..inference._report import judges_note
+
+    if judges_note(res):
+        print(f"  {judges_note(res)}")
 
 
 def _per_ranker(out) -> str:
