@@ -46,6 +46,9 @@ class Design:
     held : ndarray of shape (n_queries,), bool, or None
         Queries of a query-level design whose every document to judge is held already (labels passed in):
         known exactly, never sampled, free.  ``costs`` are then the costs of the documents not held.
+    judged : ndarray of shape (n_docs,), bool, or None
+        Document rows whose labels are held (passed in), for every kind: the document-level and prefix kinds
+        predict their variance (``method="auto"``) with these documents known and free, as they run.
     """
 
     target: Target
@@ -59,6 +62,7 @@ class Design:
     document_costs: np.ndarray | None = None
     probs: np.ndarray | None = None
     held: np.ndarray | None = None
+    judged: np.ndarray | None = None
 
     @property
     def rankings(self) -> tuple:
@@ -170,7 +174,9 @@ def build_design(target: Target, probs: np.ndarray, *, method: Method, p: np.nda
         q = np.where(det, 0.0, q)
     else:  # every query with p > 0 is determined: the answer is known without a label
         q = np.zeros_like(p)
-    return Design(target, method.name, p, q, qc, prediction, probs.shape[1], defensive, doc_costs, probs, held)
+    held_rows = None if judged is None or not np.any(judged) else np.asarray(judged, dtype=bool)
+    return Design(target, method.name, p, q, qc, prediction, probs.shape[1], defensive, doc_costs, probs, held,
+                  held_rows)
 
 
 def _held_costs(target, qc: QueryCosts, doc_costs, judged):

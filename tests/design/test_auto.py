@@ -169,3 +169,27 @@ def test_the_sequential_default_runs_active_and_says_why(default_setup):
                                      metric="err@5", rng=0)
     assert res.method == "active" == res.trace.attrs["auto"]["method"]
     assert "draw sequence" in res.trace.attrs["auto"]["reason"]
+
+
+@pytest.mark.parametrize("metric", ["dcg@10", "err@10"])
+def test_held_labels_enter_every_candidates_prediction(metric):
+    """With ``judgments=``, doc_dyn's and prefix's predicted variances count the held documents as known and free,
+    as active_wor's does (before, they ignored them and auto picked active_wor against the evidence)."""
+    pool, a, b, rng = _problem(3, n_queries=60)
+    labels = pool.sample_labels(rng)
+    p_ = pool_iv(pool)
+    alt = "doc_dyn" if metric == "dcg@10" else "prefix"
+    free = ar.make_design(pool, (a,), pool.probs, metric=metric, method=alt)
+    held_rows = np.zeros(pool.probs.shape[0], dtype=bool)
+    for x in range(0, 60, 2):  # every other query's top documents held
+        held_rows[free.documents(x)] = True
+    held = ar.api.prepare_design(pool, p_, "mean", (a,), pool.probs, metric=metric, method=alt, judged=held_rows)
+    assert held.judged is not None and free.judged is None
+    assert predicted_variance(held, 8.0) < 0.8 * predicted_variance(free, 8.0)
+    all_rows = np.zeros(pool.probs.shape[0], dtype=bool)
+    for x in range(60):
+        all_rows[free.documents(x)] = True
+    if metric == "dcg@10":  # every document that can change the target held: nothing left to estimate
+        census = ar.api.prepare_design(pool, p_, "mean", (a,), pool.probs, metric=metric, method=alt,
+                                       judged=all_rows)
+        assert predicted_variance(census, 8.0) == 0.0

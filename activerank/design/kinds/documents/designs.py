@@ -576,9 +576,16 @@ class DocumentHorvitzThompson(DocumentDesign):
     def predicted_variance(self, design, budget) -> float:
         """``sum_z (1 / pi_z - 1) ||W_z||^2 Var[g(y_z)]``: the exact variance of the difference estimator of the
         Poisson design spending ``budget`` under the model (labels within a query independent given the
-        model, so a shared query effect of the residuals is ignored; ``docs/document_level.md``)."""
+        model, so a shared query effect of the residuals is ignored; ``docs/document_level.md``).  Documents
+        held (``design.judged``) are known and free, as in the run."""
         dt, c = unit_target(design)
-        pd_ = self._inclusion(dt, design.probs, c, budget, design.defensive)
+        if design.judged is None:
+            pd_ = self._inclusion(dt, design.probs, c, budget, design.defensive)
+        else:
+            held = np.asarray(design.judged, dtype=bool)[dt.rows]
+            if not (dt.matters & ~held).any():  # a census of what is held
+                return 0.0
+            pd_ = self.design_for(dt, design.probs, c, float(budget), judged=held, defensive=design.defensive)
         return float(expected_poisson_variance(dt, pd_, design.probs, control_variate=self.control_variate))
 
     def estimate_units(self, target, sample, grades, probs):

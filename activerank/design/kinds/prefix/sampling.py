@@ -322,7 +322,7 @@ class PrefixSampling(DesignKind):
         live = design.q > 0
         if not live.any():
             return 0.0
-        _, planner = self.design_planner(design)
+        _, planner = self.design_planner(design, design.judged)  # held documents free, as the run plans
         plan = planner.allocate(float(budget))
         if plan.exact:
             return 0.0
