@@ -91,3 +91,18 @@ def test_unbiased_and_covering_on_a_small_pool():
     assert 0.75 <= np.mean(s**2) / e.var(ddof=1) <= 1.35
     e0 = out[False][0]
     assert np.mean((e - truth) ** 2) < 0.8 * np.mean((e0 - truth) ** 2)  # measured 0.62: the first round costs 30%
+
+
+def test_a_failing_labeler_in_the_calibration_round_is_not_swallowed():
+    pool, y, judge, prior, scores, lab = _world()
+
+    calls = []
+
+    def broken(query_id, doc_ids):  # fails once, in the calibration round, then answers
+        calls.append(query_id)
+        if len(calls) == 1:
+            raise RuntimeError("annotation service down")
+        return lab(query_id, doc_ids)
+
+    with pytest.raises(ar.LabelingError, match="annotation service down"):
+        ar.estimate(pool, scores, prior, broken, budget=8, metric="dcg@10", rng=0, judges=judge)

@@ -19,6 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..judges import JudgeCalibrator, JudgeOutputs
+from ..labelers import LabelingError
 from .core import run
 from .schedules import FixedBudget
 
@@ -89,6 +90,8 @@ def calibrate_judges(pool, probs, labeler, judges, store, *, make_design, budget
         try:
             first = run(design, pool, labeler, FixedBudget(CALIBRATION_SHARE * budget / factor, rng),
                         judgments=store, ci=ci)
+        except LabelingError:  # the labeler failed: never swallowed (it carries the judgments bought)
+            raise
         except ValueError as exc:  # e.g. the share buys too little of this design: calibrate on what is held
             info["calibration_round"] = f"not run: {exc}"
         else:
