@@ -77,7 +77,6 @@ class JudgeCalibrator:
         groups : array-like of shape (n_docs,), optional
             The query of every row: ``C="auto"`` then validates on held-out queries.
         """
-
         judges, labels, model_probs = self._iv(judges, labels, model_probs)
         lab = np.flatnonzero(labels >= 0)
         classes = np.unique(labels[lab])
@@ -92,6 +91,12 @@ class JudgeCalibrator:
         self.model_ = self._logistic(self.C_).fit(X, labels[lab])
         self.n_labels_ = int(lab.size)
         return self
+
+    def _proba(self, model, X) -> np.ndarray:
+        """``model``'s probabilities on every human grade (0 for grades absent from its fit), floor mixed in."""
+        p = np.zeros((X.shape[0], self.n_grades))
+        p[:, model.classes_.astype(np.int64)] = model.predict_proba(X)
+        return (1.0 - self.floor) * p + self.floor / self.n_grades
 
     def _logistic(self, C: float):
         from sklearn.linear_model import LogisticRegression
@@ -120,10 +125,7 @@ class JudgeCalibrator:
             for train, test in splits:
                 if np.unique(y[train]).size < 2:
                     continue
-                m = self._logistic(C).fit(X[train], y[train])
-                p = np.zeros((test.size, self.n_grades))
-                p[:, m.classes_.astype(np.int64)] = m.predict_proba(X[test])
-                p = (1.0 - self.floor) * p + self.floor / self.n_grades
+                p = self._proba(self._logistic(C).fit(X[train], y[train]), X[test])
                 total -= float(np.log(np.clip(p[np.arange(test.size), y[test]], 1e-15, 1.0)).sum())
             loss.append(total)
         return float(C_GRID[int(np.argmin(loss))])
@@ -138,10 +140,7 @@ class JudgeCalibrator:
                              f"levels {self.signature_}); got {[(j.kind, j.levels) for j in judges]}.")
         if (model_probs is not None) != self.with_model_:
             raise ValueError("`model_probs` must be given to predict_proba exactly when it was given to fit.")
-        X = self._features(judges, model_probs, None)
-        p = np.zeros((X.shape[0], self.n_grades))
-        p[:, self.model_.classes_.astype(np.int64)] = self.model_.predict_proba(X)
-        return (1.0 - self.floor) * p + self.floor / self.n_grades
+        return self._proba(self.model_, self._features(judges, model_probs, None))
 
     # ------------------------------------------------------------------ helpers
 
