@@ -18,20 +18,6 @@ from ._pools import LinearSoftmax, boundaries, dask_frame, labeler_of, synthetic
 PROBS = ["p0", "p1", "p2"]
 
 
-@pytest.fixture(scope="module")
-def client():
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
-                                  dashboard_address=None) as cluster:
-        with distributed.Client(cluster) as c:
-            yield c
-
-
-@pytest.fixture(scope="module")
-def data():
-    df, labels = synthetic_frame(seed=3)
-    return df, labels, dask_frame(df, boundaries(df, 5))
-
-
 def _same(res_d, res_m, fields):
     assert res_d.method == res_m.method
     for f in fields:
