@@ -32,6 +32,7 @@ sums taken in another order).
 from __future__ import annotations
 
 import math
+import threading
 import types
 from dataclasses import dataclass, replace
 from typing import Any
@@ -45,6 +46,9 @@ DOCUMENT_METHODS = ("doc_dyn", "doc_stat")
 #: at most this many units of the last bracket of kappa come to the driver
 _GATHER = 200_000
 _GRID = 256
+# pandas builds an Index's hash table on first lookup, and (seen with pandas 2.0) two threads doing that at once see a
+# unique index as non-unique (InvalidIndexError): the threads of one worker share the one PoolInfo
+_INDEX_LOCK = threading.Lock()
 
 
 @dataclass(frozen=True)
@@ -87,7 +91,8 @@ def _partition_units(df, spec, info: PoolInfo, utility: str, control_variate: bo
     if len(df) == 0:
         return {"n": 0}
     grouped, P, target = partition_inputs(df, spec, -1)
-    pos = np.asarray(info.ids.get_indexer(grouped.query_ids), dtype=np.int64)
+    with _INDEX_LOCK:
+        pos = np.asarray(info.ids.get_indexer(grouped.query_ids), dtype=np.int64)
     start = int(pos[0])
     if not np.array_equal(pos, start + np.arange(pos.size)):
         raise ValueError("the pool changed between reading the per-query table and the document pass; "
