@@ -54,7 +54,7 @@ from .design.design import Design, prepare_design
 from .design.methods import method_names
 from .design.sampling import DEFAULT_DEFENSIVE
 from .engine import Adaptive, FixedBudget, Judgments, Sequential, run
-from .engine.judged import CALIBRATION_SHARE, calibrate_judges, judges_iv
+from .engine.judged import AfterFirstRound, calibrate_judges, judges_iv
 from .inference.estimators import SelfNormalized
 from .pool import Pool
 from .ragged import Rankings
@@ -152,21 +152,25 @@ def _fixed(pool, pool_, kind, rankings, probs, labeler, *, budget, rng, judgment
         probs = np.asarray(probs, dtype=np.float64)
         store = Judgments(pool_, probs.shape[1]) if store is None else store
 
-        def first_round(P, judged):
-            d = design_for(P, judged, CALIBRATION_SHARE * budget)[0]
+        def make_design(P, judged, b):
+            d = design_for(P, judged, b)[0]
             return d, budget_unit_factor(unit, d.costs, d.document_costs)
 
-        probs, spent0, judge_info = calibrate_judges(pool_, probs, labeler, judges, store, make_design=first_round,
-                                                     budget=budget, rng=rng, ci=ci)
+        probs, first, judge_info = calibrate_judges(pool_, probs, labeler, judges, store, make_design=make_design,
+                                                    budget=budget, rng=rng, ci=ci)
+        spent0 = 0.0 if first is None else first.spent
     dsg, choice = design_for(probs, None if store is None else store.labels >= 0, budget - spent0)
     factor = budget_unit_factor(unit, dsg.costs, dsg.document_costs)
     store = Judgments(pool_, dsg.n_grades) if store is None else store
-    res = run(dsg, pool_, labeler, FixedBudget((budget - spent0) / factor, rng), judgments=store, ci=ci)
+    if judges is None:
+        schedule = FixedBudget(budget / factor, rng)
+    else:  # the second round, combined with the first (engine.judged)
+        schedule = AfterFirstRound((budget - spent0) / factor, rng, first, factor=factor, whole_budget=budget / factor)
+    res = run(dsg, pool_, labeler, schedule, judgments=store, ci=ci)
     if choice is not None:  # say what was chosen and why
         res.trace.attrs["auto"] = choice.as_dict()
-    if judge_info is not None:  # the whole budget and both rounds' cost
+    if judge_info is not None:
         res.trace.attrs["judges"] = judge_info
-        res = replace(res, budget=budget / factor, cost_spent=res.cost_spent + spent0 / factor)
     return _in_unit(res, budget, unit, factor)
 
 

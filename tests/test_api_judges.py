@@ -92,7 +92,8 @@ def test_unbiased_and_covering_on_a_small_pool():
     # little more above for the t interval's small-sample pooling
     assert 0.75 <= np.mean(s**2) / e.var(ddof=1) <= 1.35
     e0 = out[False][0]
-    assert np.mean((e - truth) ** 2) < 0.8 * np.mean((e0 - truth) ** 2)  # measured 0.62: the first round costs 30%
+    # measured 0.56 over 1000 runs (0.62 before the first round entered the estimate with its weight)
+    assert np.mean((e - truth) ** 2) < 0.7 * np.mean((e0 - truth) ** 2)
 
 
 def test_a_failing_labeler_in_the_calibration_round_is_not_swallowed():
@@ -108,3 +109,11 @@ def test_a_failing_labeler_in_the_calibration_round_is_not_swallowed():
 
     with pytest.raises(ar.LabelingError, match="annotation service down"):
         ar.estimate(pool, scores, prior, broken, budget=8, metric="dcg@10", rng=0, judges=judge)
+
+
+def test_the_first_round_enters_the_estimate_with_its_weight():
+    pool, y, judge, prior, scores, lab = _world()
+    res = ar.estimate(pool, scores, prior, lab, budget=8, metric="dcg@10", rng=2, judges=judge)
+    info = res.trace.attrs["judges"]
+    assert 0.0 < info["first_round_weight"] < 1.0
+    assert len(info["first_round_estimate"]) == 1 and res.cost_spent <= 8

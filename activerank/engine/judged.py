@@ -10,8 +10,15 @@ With ``judges=`` the API runs two rounds through the same judgments store:
    calibrated probabilities.
 
 Every first-round label is *held* in the second round: known exactly, at no further cost, never asked again.
-Given the first round, the second round's design is fixed and its estimator unbiased for the whole target,
-so the two-round estimate is unbiased and its interval is the second round's (conditional) interval.
+Given the first round, the second round's design is fixed and its estimator ``T2`` unbiased for the whole
+target.  The first round's own estimator ``T1`` is unbiased too, and the two are uncorrelated
+(``E[T2 | round 1]`` is the target, a constant).  The run reports ``a T1 + (1 - a) T2`` with covariance
+``a^2 V1 + (1 - a)^2 V2`` (each round's variance estimate).  ``a`` is fixed before any label, from the
+designs on ``probs``: the variance they predict at the whole budget over the variance at the first round's
+share (:func:`round_weight`).  When ``probs`` is right, that is the weight at which the two rounds are as
+good as one round of the whole budget.  Using ``T2`` alone (``a = 0``) wastes the first round's randomness:
+its labels then only enter as exact values.  On LLMJudge 2024 at 100 labels, that cost 24-31% more MSE than
+one round without a judge.
 """
 
 from __future__ import annotations
@@ -20,10 +27,15 @@ import numpy as np
 
 from ..judges import JudgeCalibrator, JudgeOutputs
 from ..labelers import LabelingError
+import math
+from dataclasses import dataclass, replace
+
+from ..inference.estimators import Estimate
 from .core import run
 from .schedules import FixedBudget
 
-__all__ = ["CALIBRATION_SHARE", "MIN_CALIBRATION_LABELS", "calibrate_judges", "judges_iv"]
+__all__ = ["CALIBRATION_SHARE", "MIN_CALIBRATION_LABELS", "AfterFirstRound", "FirstRound", "calibrate_judges",
+           "combine_rounds", "judges_iv", "round_weight"]
 
 #: share of the budget the first (calibration) round spends when the caller holds too few labels
 CALIBRATION_SHARE = 0.3
@@ -52,7 +64,7 @@ def judges_iv(judges, pool) -> list:
 
 
 def calibrate_judges(pool, probs, labeler, judges, store, *, make_design, budget: float, rng, ci: str):
-    """Run the calibration round if needed and fit the calibrator; returns ``(probs, spent, info)``.
+    """Run the calibration round if needed and fit the calibrator; returns ``(probs, first, info)``.
 
     Parameters
     ----------
@@ -63,8 +75,8 @@ def calibrate_judges(pool, probs, labeler, judges, store, *, make_design, budget
     labeler, judges, store
         The run's labeler, judges (:func:`judges_iv`) and judgments store (filled in place).
     make_design : callable
-        ``make_design(probs, judged) -> (design, budget factor)``: the run's design on a relevance model, and
-        how many of the caller's budget units make one of the engine's.
+        ``make_design(probs, judged, budget) -> (design, budget factor)``: the run's design on a relevance model
+        for a budget in the caller's unit, and how many of the caller's budget units make one of the engine's.
     budget : float
         The whole budget, in the caller's unit.
     rng : numpy.random.Generator
@@ -75,8 +87,8 @@ def calibrate_judges(pool, probs, labeler, judges, store, *, make_design, budget
     -------
     probs : ndarray
         The calibrated probabilities (``probs`` unchanged when calibration was not possible; ``info`` says why).
-    spent : float
-        The first round's cost, in the caller's budget unit.
+    first : FirstRound or None
+        The first round (None when it did not run); hand it to :class:`AfterFirstRound`.
     info : dict
         What was done, for ``trace.attrs["judges"]``.
     """
@@ -84,19 +96,9 @@ def calibrate_judges(pool, probs, labeler, judges, store, *, make_design, budget
     for j in judges:
         judged_any |= j.judged
     info = {"judges": [j.name for j in judges], "calibration_round_cost": 0.0}
-    spent = 0.0
+    first = None
     if int(np.count_nonzero((store.labels >= 0) & judged_any)) < MIN_CALIBRATION_LABELS:
-        design, factor = make_design(probs, store.labels >= 0)
-        try:
-            first = run(design, pool, labeler, FixedBudget(CALIBRATION_SHARE * budget / factor, rng),
-                        judgments=store, ci=ci)
-        except LabelingError:  # the labeler failed: never swallowed (it carries the judgments bought)
-            raise
-        except ValueError as exc:  # e.g. the share buys too little of this design: calibrate on what is held
-            info["calibration_round"] = f"not run: {exc}"
-        else:
-            spent = float(first.cost_spent) * factor
-            info.update(calibration_round=design.method, calibration_round_cost=spent)
+        first = _first_round(pool, probs, labeler, store, make_design, budget, rng, ci, info)
     labels = store.labels
     use = (labels >= 0) & judged_any
     info["n_labels"] = int(np.count_nonzero(use))
@@ -104,10 +106,122 @@ def calibrate_judges(pool, probs, labeler, judges, store, *, make_design, budget
         info["calibrated"] = False
         info["reason"] = (f"the {info['n_labels']} human labels on judged documents hold fewer than 2 different grades: "
                           "the judges were not calibrated, the design used `probs`")
-        return probs, spent, info
+        return probs, first, info
     groups = np.repeat(np.arange(pool.n_queries), np.diff(np.asarray(pool.offsets)))
     seed = int(rng.integers(0, 2**31 - 1))
     cal = JudgeCalibrator(probs.shape[1], random_state=seed).fit(judges, np.where(use, labels, -1),
                                                                  model_probs=probs, groups=groups)
     info.update(calibrated=True, C=cal.C_)
-    return cal.predict_proba(judges, model_probs=probs), spent, info
+    return cal.predict_proba(judges, model_probs=probs), first, info
+
+
+@dataclass(frozen=True)
+class FirstRound:
+    """The calibration round: its fit, its cost in the caller's unit and the weight of its estimate."""
+
+    fit: object  # DesignFit
+    spent: float
+    weight: float
+
+
+class _KeepFit(FixedBudget):
+    """A fixed-budget run that keeps its DesignFit (the result it assembles is not used)."""
+
+    fit = None
+
+    def _run(self, ctx):
+        self.fit = super()._run(ctx)
+        return self.fit
+
+
+def round_weight(make_design, probs, held, budget: float) -> float:
+    """The first round's weight: predicted variance at the whole budget / at :data:`CALIBRATION_SHARE` of it.
+
+    Both designs are planned on ``probs`` and the labels held before the run: the weight is fixed before any
+    label is bought, so the combined estimate stays unbiased.  0 when a prediction is not available.
+    """
+    try:
+        whole, f_whole = make_design(probs, held, budget)
+        share, f_share = make_design(probs, held, CALIBRATION_SHARE * budget)
+        v_whole = whole.method_spec.kind.predicted_variance(whole, budget / f_whole)
+        v_share = share.method_spec.kind.predicted_variance(share, CALIBRATION_SHARE * budget / f_share)
+    except (ValueError, NotImplementedError):
+        return 0.0
+    if not (math.isfinite(v_whole) and math.isfinite(v_share)) or v_share <= 0:
+        return 0.0
+    return float(min(max(v_whole / v_share, 0.0), 1.0))
+
+
+def _first_round(pool, probs, labeler, store, make_design, budget, rng, ci, info) -> FirstRound | None:
+    """Run the design on ``probs`` for the share of the budget (None when the share buys too little)."""
+    held = store.labels >= 0
+    weight = 0.0 if ci == "bootstrap" else round_weight(make_design, probs, held, budget)
+    try:
+        design, factor = make_design(probs, held, CALIBRATION_SHARE * budget)
+        schedule = _KeepFit(CALIBRATION_SHARE * budget / factor, rng)
+        run(design, pool, labeler, schedule, judgments=store, ci=ci)
+    except LabelingError:  # the labeler failed: never swallowed (it carries the judgments bought)
+        raise
+    except ValueError as exc:  # e.g. the share buys too little of this design: calibrate on what is held
+        info["calibration_round"] = f"not run: {exc}"
+        return None
+    fit = schedule.fit
+    spent = float(fit.cost_spent) * factor
+    info.update(calibration_round=design.method, calibration_round_cost=spent, first_round_weight=weight,
+                first_round_estimate=[float(v) for v in fit.estimate.estimate])
+    return FirstRound(fit, spent, weight)
+
+
+class AfterFirstRound(FixedBudget):
+    """The second round of a judged run: a fixed budget, its fit combined with the first round's.
+
+    ``factor``: the caller's budget units per engine unit of this round's design (the first round's cost,
+    in the caller's unit, is converted with it).
+    """
+
+    name = "fixed"
+
+    def __init__(self, budget: float, rng, first: FirstRound | None, *, factor: float, whole_budget: float):
+        super().__init__(budget, rng)
+        self.first = first
+        self.factor = factor
+        self.whole_budget = whole_budget
+
+    def _run(self, ctx):
+        second = super()._run(ctx)
+        if self.first is None:
+            return replace(second, budget=self.whole_budget)
+        return combine_rounds(self.first, second, factor=self.factor, whole_budget=self.whole_budget)
+
+
+def combine_rounds(first: FirstRound, second, *, factor: float, whole_budget: float):
+    """``a T1 + (1 - a) T2`` as one DesignFit (module docstring); the cost is both rounds'."""
+    a = 1.0 if first.fit.exact else (0.0 if second.exact else first.weight)
+    cost = second.cost_spent + first.spent / factor
+    if a == 0.0:
+        return replace(second, cost_spent=cost, budget=whole_budget)
+    one, two = first.fit, second
+    main = _mix(one.estimate, two.estimate, a)
+    own = None if one.own is None or two.own is None else _mix(one.own, two.own, a)
+    dof = _satterthwaite(a * a * _total(one.estimate), one.dof, (1 - a) ** 2 * _total(two.estimate), two.dof)
+    ci = "normal" if math.isinf(dof) else "t"
+    return replace(two, estimate=main, own=own, dof=dof, ci=ci, cost_spent=cost, budget=whole_budget,
+                   exact=bool(one.exact and two.exact))
+
+
+def _mix(one: Estimate, two: Estimate, a: float) -> Estimate:
+    return Estimate(a * one.estimate + (1 - a) * two.estimate,
+                    a * a * one.covariance + (1 - a) ** 2 * two.covariance,
+                    float(one.effective_sample_size + two.effective_sample_size))
+
+
+def _total(e: Estimate) -> float:
+    return float(np.trace(e.covariance))
+
+
+def _satterthwaite(v1: float, d1: float, v2: float, d2: float) -> float:
+    """Welch-Satterthwaite degrees of freedom of a sum of two independent variance estimates."""
+    den = sum(v * v / d for v, d in ((v1, d1), (v2, d2)) if v > 0 and math.isfinite(d))
+    if not math.isfinite(v1 + v2) or den == 0.0:
+        return math.inf
+    return float((v1 + v2) ** 2 / den)

@@ -25,6 +25,9 @@ _CONTROLLER = None
 def _controller():
     global _CONTROLLER
     if _CONTROLLER is None:
+        # the controller limits only the libraries loaded when it is built: load SciPy's own OpenBLAS first
+        # (scipy.optimize's L-BFGS-B runs on it; without this the judge calibration's fits kept 2 threads)
+        import scipy.linalg  # noqa: F401
         from threadpoolctl import ThreadpoolController
 
         _CONTROLLER = ThreadpoolController()
