@@ -278,6 +278,8 @@ class _Replay:
         res = self._estimate(combine)
         if "auto" in self.meta:  # what method="auto" chose at creation, as the API reports it
             res.trace.attrs["auto"] = self.meta["auto"]
+        if "judges" in self.meta:  # how the judges were calibrated into the stored model
+            res.trace.attrs["judges"] = self.meta["judges"]
         return res
 
     def _estimate(self, combine):

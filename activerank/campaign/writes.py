@@ -211,6 +211,52 @@ def _held_rows(path, pool, qkeys, dkeys) -> np.ndarray:
     return held
 
 
+def _held_grades(path, pool, qkeys, dkeys, n_grades: int) -> np.ndarray:
+    """The grade of every pool row a qrels file names (-1 elsewhere), for calibrating judges: ids outside the
+    pool are ignored as in :func:`_held_rows`; a grade that is not an integer on the scale raises, naming the line."""
+    labels = np.full(pool.n_docs, -1, dtype=np.int64)
+    qindex = {q: x for x, q in enumerate(qkeys)}
+    rows = {}
+    with open(path, encoding="utf-8-sig") as f:
+        for number, line in enumerate(f, 1):
+            parts = line.split()
+            if len(parts) != 4 or parts[0] not in qindex:
+                continue
+            try:
+                grade = int(parts[3])
+            except ValueError:
+                grade = -1
+            if not 0 <= grade < n_grades:
+                raise ValueError(f"`held_qrels` line {number}: grade {parts[3]!r} is not an integer in "
+                                 f"0..{n_grades - 1} (the relevance model's scale); the judges cannot be calibrated.")
+            rows[(qindex[parts[0]], parts[2])] = grade
+    offsets = pool.offsets
+    for (x, doc), grade in rows.items():
+        for r in range(int(offsets[x]), int(offsets[x + 1])):
+            if dkeys[r] == doc:
+                labels[r] = grade
+    return labels
+
+
+def _calibrated(pool, probs, judges, held_qrels, qkeys, dkeys, seed) -> tuple[np.ndarray, dict]:
+    """``probs`` calibrated with ``judges`` on the held labels (engine.judged), and what was done."""
+    from ..engine.judged import MIN_CALIBRATION_LABELS, calibrate_held, calibration_labels, judges_iv
+
+    judges = judges_iv(judges, pool)
+    if held_qrels is None:
+        raise ValueError("`judges` in a campaign are calibrated on the human labels held: pass `held_qrels` (CLI: "
+                         f"--qrels) with at least {MIN_CALIBRATION_LABELS} labels on judged documents, e.g. an "
+                         "earlier campaign's qrels.")
+    P = np.asarray(probs, dtype=np.float64)
+    labels = _held_grades(held_qrels, pool, qkeys, dkeys, P.shape[1])
+    n = calibration_labels(judges, labels)
+    if n < MIN_CALIBRATION_LABELS:
+        raise ValueError(f"`held_qrels` holds {n} labels on documents the judges judged; calibrating them in a "
+                         f"campaign needs at least {MIN_CALIBRATION_LABELS}.")
+    calibrated, info = calibrate_held(pool, P, judges, labels, seed=int(seed) % (2**31 - 1))
+    return calibrated, {"judges": [j.name for j in judges], **info}
+
+
 class _Writes:
     """The writing part of :class:`activerank.campaign.Campaign` (a mixin; see the module docstring)."""
 
@@ -220,7 +266,7 @@ class _Writes:
     def create(cls: type[_C], path, pool, rankers, probs, *, budget, metric="err@10", k=None, method="auto",
                costs="auto", query_weights=None, defensive=DEFAULT_DEFENSIVE, seed=None, names=None,
                target=None, query_text=None, combine="mean_gain", overwrite=False,
-               description="", judge="changeable", inputs=None, held_qrels=None) -> _C:
+               description="", judge="changeable", inputs=None, held_qrels=None, judges=None) -> _C:
         """Create a campaign file: freeze the pool, compute the design and the draw sequence.
 
         Parameters
@@ -277,6 +323,12 @@ class _Writes:
             design knows the queries they cover in full exactly and plans the others at the cost of their
             documents not held.  Lines naming ids outside the pool are ignored here; import the file with
             :meth:`import_qrels` (``scope="pool"``) before estimating -- the estimate needs the held grades.
+        judges : JudgeOutputs or sequence of them, optional
+            External judges (:func:`activerank.judges.read_judge`), calibrated on the labels of ``held_qrels``
+            (at least 30 on judged documents) with ``probs`` as extra features; the calibrated model is the
+            campaign's relevance model (stored, used by its design and estimates) and
+            ``trace.attrs["judges"]`` of its results says how it was fitted.  Unbiased: the labels it was
+            fitted on are held, known exactly in every estimate.
         inputs : mapping str -> path or sequence of paths, optional
             The files the campaign was made from, by role (``{"pool": ...,
             "train": ...}``): recorded, and never replaced by the campaign's
@@ -313,13 +365,16 @@ class _Writes:
                            + method_names(unit="prefix"))
         if held_qrels is not None:  # labels held are free: the design is planned around them
             design_args["judged"] = _held_rows(held_qrels, pool_, qkeys, dkeys)
-        extra = None
+        extra: dict | None = None
+        if judges is not None:  # the judges, calibrated on the labels held, become the relevance model
+            probs, fitted = _calibrated(pool_, probs, judges, held_qrels, qkeys, dkeys, seed)
+            extra = {"judges": fitted}
         if auto:  # chosen once, by the API's rule (activerank.design.auto), and stored
             from ..design.auto import auto_design
 
             dsg, choice = auto_design(pool, pool_, target, rankings, probs, budget, design_args,
                                       query_method="active", alternatives=CAMPAIGN_ALTERNATIVES, route=CAMPAIGN_ROUTE)
-            extra = {"auto": choice.as_dict()}
+            extra = {**(extra or {}), "auto": choice.as_dict()}
         else:
             dsg = prepare_design(pool, pool_, target, rankings, probs, **design_args)
         plan, documents, wor, prefix, kind_arrays = plan_family(dsg, pool_, budget, seed)

@@ -158,7 +158,8 @@ def _init_inputs(args) -> dict:
     """Every file ``init`` reads, by role."""
     specs = (args.ranker or []) + ([args.baseline] if args.baseline and args.pool else [])
     roles = {"pool": [args.pool], "train": [args.train], "qrels": [args.qrels], "query_text": [args.query_text],
-             "run": list(args.run or []), "scores": [score_spec_path(s) for s in specs]}
+             "run": list(args.run or []), "scores": [score_spec_path(s) for s in specs],
+             "llm_grades": list(args.llm_grades or [])}
     return {role: [p for p in paths if p] for role, paths in roles.items() if any(paths)}
 
 
@@ -200,7 +201,7 @@ def _cmd_init(args):
                            method=args.method, costs=args.costs, defensive=args.defensive, seed=args.seed,
                            query_text=query_text, combine=args.combine, overwrite=True,
                            description=args.description or "", judge=args.judge, inputs=inputs,
-                           held_qrels=args.qrels)
+                           held_qrels=args.qrels, judges=_init_judges(args, pool, probs))
     try:
         with camp:
             lines = _init_qrels(camp, args) if args.qrels else []
@@ -215,6 +216,24 @@ def _cmd_init(args):
         raise
     print("\n".join(lines))
     return EXIT_OK
+
+
+def _init_judges(args, pool, probs):
+    """The ``--llm-grades`` judges read against the pool (None without them); they need ``--qrels``."""
+    if not args.llm_grades:
+        if args.llm_levels is not None:
+            raise CampaignCLIError("--llm-levels is the scale of --llm-grades files; give them too.")
+        return None
+    if not args.qrels:
+        raise CampaignCLIError("--llm-grades: the judges are calibrated on human labels; give them with --qrels "
+                               "(at least 30 labels on judged pairs, e.g. an earlier campaign's qrels).")
+    from ..judges import read_judge
+
+    levels = args.llm_levels or np.shape(probs)[1]
+    try:
+        return [read_judge(path, pool, levels=levels) for path in args.llm_grades]
+    except (OSError, ValueError) as exc:
+        raise CampaignCLIError(f"--llm-grades: {exc}") from None
 
 
 _UNKNOWN = ("unknown query id", "unknown document id")
@@ -529,6 +548,12 @@ def add_campaign_parser(subparsers) -> argparse.ArgumentParser:
                    "(rejected lines are listed with their reasons and nothing is created)")
     p.add_argument("--allow-unknown", action="store_true",
                    help="with --qrels: skip lines whose query or document is not in the pool")
+    p.add_argument("--llm-grades", metavar="FILE", action="append", default=None,
+                   help="an external judge's grades of the pool's pairs ('qid Q0 docid grade' or .tsv/.csv/.jsonl); "
+                   "repeat for several judges. Calibrated on the --qrels labels (at least 30 on judged pairs) into "
+                   "the campaign's relevance model (docs/judges.md)")
+    p.add_argument("--llm-levels", metavar="N", type=n_grades_arg, default=None,
+                   help="the judges' grade scale 0..N-1 (default: the relevance model's)")
     p.add_argument("--query-text", help="TSV file 'query_id<TAB>text' shown in exported tasks")
     p.add_argument("--description", help="free text stored with the campaign")
     p.add_argument("--force", action="store_true", help="overwrite an existing campaign file (never an input file)")

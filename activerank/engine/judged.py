@@ -30,12 +30,13 @@ from ..labelers import LabelingError
 import math
 from dataclasses import dataclass, replace
 
+from ..design.kinds.base import DesignFit
 from ..inference.estimators import Estimate
 from .core import run
 from .schedules import FixedBudget
 
-__all__ = ["CALIBRATION_SHARE", "MIN_CALIBRATION_LABELS", "AfterFirstRound", "FirstRound", "calibrate_judges",
-           "combine_rounds", "judges_iv", "round_weight"]
+__all__ = ["CALIBRATION_SHARE", "MIN_CALIBRATION_LABELS", "AfterFirstRound", "FirstRound", "calibrate_held",
+           "calibrate_judges", "calibration_labels", "combine_rounds", "judges_iv", "round_weight"]
 
 #: share of the budget the first (calibration) round spends when the caller holds too few labels
 CALIBRATION_SHARE = 0.3
@@ -92,34 +93,53 @@ def calibrate_judges(pool, probs, labeler, judges, store, *, make_design, budget
     info : dict
         What was done, for ``trace.attrs["judges"]``.
     """
-    judged_any = np.zeros(pool.n_docs, dtype=bool)
-    for j in judges:
-        judged_any |= j.judged
     info = {"judges": [j.name for j in judges], "calibration_round_cost": 0.0}
     first = None
-    if int(np.count_nonzero((store.labels >= 0) & judged_any)) < MIN_CALIBRATION_LABELS:
+    if calibration_labels(judges, store.labels) < MIN_CALIBRATION_LABELS:
         first = _first_round(pool, probs, labeler, store, make_design, budget, rng, ci, info)
-    labels = store.labels
-    use = (labels >= 0) & judged_any
-    info["n_labels"] = int(np.count_nonzero(use))
+    calibrated, fitted = calibrate_held(pool, probs, judges, store.labels, seed=int(rng.integers(0, 2**31 - 1)))
+    info.update(fitted)
+    return calibrated, first, info
+
+
+def calibration_labels(judges, labels) -> int:
+    """How many human labels (``labels >= 0``) lie on documents some judge judged."""
+    return int(np.count_nonzero((np.asarray(labels) >= 0) & _judged_any(judges)))
+
+
+def _judged_any(judges) -> np.ndarray:
+    out = np.zeros(judges[0].n_docs, dtype=bool)
+    for j in judges:
+        out |= j.judged
+    return out
+
+
+def calibrate_held(pool, probs, judges, labels, *, seed: int) -> tuple[np.ndarray, dict]:
+    """Calibrate ``judges`` on the human ``labels`` held (-1: none) with ``probs`` as extra features.
+
+    Returns the calibrated probabilities (``probs`` itself when the labels hold fewer than 2 grades) and what
+    was done (``n_labels``, ``calibrated``, ``C`` or ``reason``).  A design planned on them after the labels
+    were bought, with those labels held, keeps its estimator unbiased.
+    """
+    use = (labels >= 0) & _judged_any(judges)
+    info: dict = {"n_labels": int(np.count_nonzero(use))}
     if np.unique(labels[use]).size < 2:
         info["calibrated"] = False
-        info["reason"] = (f"the {info['n_labels']} human labels on judged documents hold fewer than 2 different grades: "
-                          "the judges were not calibrated, the design used `probs`")
-        return probs, first, info
+        info["reason"] = (f"the {info['n_labels']} human labels on judged documents hold fewer than 2 different "
+                          "grades: the judges were not calibrated, the design used `probs`")
+        return probs, info
     groups = np.repeat(np.arange(pool.n_queries), np.diff(np.asarray(pool.offsets)))
-    seed = int(rng.integers(0, 2**31 - 1))
     cal = JudgeCalibrator(probs.shape[1], random_state=seed).fit(judges, np.where(use, labels, -1),
                                                                  model_probs=probs, groups=groups)
     info.update(calibrated=True, C=cal.C_)
-    return cal.predict_proba(judges, model_probs=probs), first, info
+    return cal.predict_proba(judges, model_probs=probs), info
 
 
 @dataclass(frozen=True)
 class FirstRound:
     """The calibration round: its fit, its cost in the caller's unit and the weight of its estimate."""
 
-    fit: object  # DesignFit
+    fit: DesignFit
     spent: float
     weight: float
 
@@ -127,11 +147,12 @@ class FirstRound:
 class _KeepFit(FixedBudget):
     """A fixed-budget run that keeps its DesignFit (the result it assembles is not used)."""
 
-    fit = None
+    fit: DesignFit | None = None
 
     def _run(self, ctx):
-        self.fit = super()._run(ctx)
-        return self.fit
+        fit = super()._run(ctx)
+        self.fit = fit
+        return fit
 
 
 def round_weight(make_design, probs, held, budget: float) -> float:
@@ -166,6 +187,8 @@ def _first_round(pool, probs, labeler, store, make_design, budget, rng, ci, info
         info["calibration_round"] = f"not run: {exc}"
         return None
     fit = schedule.fit
+    if fit is None:  # pragma: no cover - run() returns only after _run
+        raise RuntimeError("the calibration round returned no fit.")
     spent = float(fit.cost_spent) * factor
     info.update(calibration_round=design.method, calibration_round_cost=spent, first_round_weight=weight,
                 first_round_estimate=[float(v) for v in fit.estimate.estimate])

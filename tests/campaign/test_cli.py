@@ -728,3 +728,29 @@ def test_cli_prefix_campaign_in_rounds_equals_estimate(tmp_path, files, capsys):
                       method="prefix", rng=3)
     assert got["estimate"] == pytest.approx(ref.estimate, rel=1e-12)
     assert got["standard_error"] == pytest.approx(ref.standard_error, rel=1e-12)
+
+
+def test_cli_init_with_llm_grades(tmp_path, files, capsys):
+    """``init --llm-grades FILE --qrels HELD``: the judge calibrated on the held labels is the stored model."""
+    pool, train = files
+    data = ar.load_letor(pool, n_grades=3)
+    rng = np.random.default_rng(0)
+    step = np.where(rng.random(data.labels.size) < 0.7, 0, rng.choice([-1, 1], data.labels.size))
+    judged = np.clip(data.labels + step, 0, 2)
+    llm = tmp_path / "llm.txt"
+    llm.write_text("".join(f"{data.query_ids[x]} Q0 {data.doc_ids[r]} {judged[r]}\n"
+                           for x in range(data.n_queries) for r in range(data.offsets[x], data.offsets[x + 1])))
+    held = tmp_path / "held.qrels"
+    n = int(data.offsets[6])
+    held.write_text("".join(f"{data.query_ids[x]} 0 {data.doc_ids[r]} {data.labels[r]}\n"
+                            for x in range(6) for r in range(data.offsets[x], data.offsets[x + 1])))
+    db = str(tmp_path / "c.db")
+    base = ["campaign", "init", db, "--pool", pool, "--train", train, "--model", "lightgbm", "--ranker", "feature:1",
+            "--grades", "3", "--budget", "8", "--metric", "dcg@5", "--seed", "4"]
+    code, _, err = run_cli(base + ["--llm-grades", str(llm)], capsys)
+    assert code == 2 and "calibrated on human labels; give them with --qrels" in err
+    code, out, err = run_cli(base + ["--llm-grades", str(llm), "--qrels", str(held)], capsys)
+    assert code == 0, err
+    with Campaign.open(db) as c:
+        info = c.meta["judges"]
+        assert info["calibrated"] and info["n_labels"] == n and info["judges"] == ["llm.txt"]
