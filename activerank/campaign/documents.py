@@ -62,7 +62,8 @@ from ..design.kinds.documents import (
     unit_costs,
 )
 
-__all__ = ["DocumentPlan", "RecordedDocumentPlan", "estimate_documents", "estimate_recorded", "plan_documents"]
+__all__ = ["DocumentPlan", "RecordedDocumentPlan", "estimate_documents", "estimate_recorded", "held_units",
+           "plan_documents"]
 
 # the arrays a document-level campaign stores (table ``arrays``), and how they rebuild the plan
 ARRAY_NAMES = ("unit_rows", "unit_query", "unit_weights", "unit_gains", "unit_offsets", "unit_pi", "unit_costs",
@@ -164,7 +165,8 @@ class DocumentPlan:
         if self.planned is None:
             return np.arange(self.sample.size)
         rank = np.empty(self.sample.size, dtype=np.int64)
-        rank[np.argsort(self._priorities(seed), kind="stable")] = np.arange(self.sample.size)
+        held = held_units(self.design)[self.sample]  # certain whatever their order: ranked after the tasks
+        rank[np.lexsort((self._priorities(seed), held))] = np.arange(self.sample.size)
         return rank
 
     def judged_prefix(self, judged: np.ndarray, seed: int) -> tuple["DocumentPlan", int]:
@@ -173,15 +175,24 @@ class DocumentPlan:
         A budgeted draw takes units in the order of ``xi = U / pi`` (the uniforms of ``seed``); its first
         ``m`` units are a fixed-size priority sample with the exact inclusion probabilities
         ``min(1, pi xi_(m+1))`` (``docs/document_level.md``), so they estimate without bias while later
-        tasks are still out.  ``judged`` flags every sampled unit (in ``sample`` order).
+        tasks are still out.  ``judged`` flags every sampled unit (in ``sample`` order).  Units held at creation
+        (:func:`held_units`) are always in, exactly; ``m`` counts the others (the tasks).
         """
         xi = self._priorities(seed)  # refuses a Poisson sample
-        order = np.argsort(xi, kind="stable")
-        head = np.asarray(judged, dtype=bool)[order]
+        judged = np.asarray(judged, dtype=bool)
+        held = held_units(self.design)[self.sample]
+        if not judged[held].all():
+            raise ValueError(f"{int(np.count_nonzero(held & ~judged))} documents whose labels were held at creation "
+                             "are not stored: import the held qrels (Campaign.import_qrels) before estimating.")
+        # held units are certain, whatever their place in the order; the others' head is a priority sample
+        free = np.flatnonzero(~held)
+        order = free[np.argsort(xi[free], kind="stable")]
+        head = judged[order]
         m = int(head.size if head.all() else np.argmin(head))
         threshold = float(xi[order[m]]) if m < order.size else math.inf
         real = realized_pi(np.asarray(self.planned), threshold)
-        take = np.sort(self.sample[order[:m]])
+        real[held_units(self.design)] = 1.0
+        take = np.sort(np.r_[self.sample[held], self.sample[order[:m]]])
         return DocumentPlan(self.target, replace(self.design, pi=real), take, self.planned), m
 
     def replay(self, seed: int) -> np.ndarray:
@@ -358,23 +369,33 @@ def plan_documents(design, pool, budget: float, seed: int) -> DocumentPlan | Rec
         raise ValueError("no document can change the compared values in any query (every difference is "
                          "exactly 0): there is nothing to judge.")
     c = unit_costs(dt, design.costs, design.document_costs)
-    # the engine's design for the budget (its refusals too: a unit costing more than the budget)
-    pd = est.design_for(dt, design.probs, c, float(budget), judged=np.zeros(dt.n_units, dtype=bool),
-                        defensive=design.defensive)
+    # the engine's design for the budget (its refusals too: a unit costing more than the budget); units held
+    # at creation (``held_qrels``) are certain and free, as ``judgments=`` makes them in activerank.estimate
+    held = np.zeros(dt.n_units, dtype=bool) if design.judged is None else np.asarray(design.judged)[dt.rows]
+    pd = est.design_for(dt, design.probs, c, float(budget), judged=held, defensive=design.defensive)
     take, realized = draw_priority(pd, np.random.default_rng(seed))
     plan = DocumentPlan(dt, realized, take, pd.pi)
     _check_against_engine(plan, design, pool, budget, seed)
     return plan
 
 
+def held_units(design: PoissonDesign) -> np.ndarray:
+    """Units held at creation: certain and free (``pi = 1`` at cost 0); every other unit costs more than 0."""
+    return (np.asarray(design.pi) == 1.0) & (np.asarray(design.costs) == 0.0)
+
+
 def _check_against_engine(plan: DocumentPlan, design, pool, budget, seed) -> None:
     """Run the engine (fixed budget, ``rng=seed``) with a labeler that records what it is asked."""
-    from ..engine import FixedBudget, run
+    from ..engine import FixedBudget, Judgments, run
 
     def record(query_id, doc_ids):
         return np.zeros(len(doc_ids), dtype=np.int64)
 
-    trace = run(design, pool, record, FixedBudget(budget, np.random.default_rng(seed))).trace
+    store = None
+    if design.judged is not None and np.any(design.judged):  # held: a placeholder grade (draws ignore grades)
+        store = Judgments(pool, design.n_grades)
+        store.labels[np.asarray(design.judged, dtype=bool)] = 0
+    trace = run(design, pool, record, FixedBudget(budget, np.random.default_rng(seed)), judgments=store).trace
     rows = trace["doc_row"].to_numpy(np.int64)
     pi = trace["pi"].to_numpy(np.float64)
     if not (np.array_equal(rows, plan.rows) and np.array_equal(pi, plan.design.pi[plan.sample])):
@@ -413,7 +434,6 @@ def estimate_documents(design, pool, plan: DocumentPlan, grades: np.ndarray, pro
     kind = design.method_spec.kind
     labels = np.full(pool.n_docs, -1, dtype=np.int64)
     labels[plan.rows] = np.asarray(grades, dtype=np.int64)
-    # no earlier judgments enter a campaign's sample: every unit is sampled and new
-    run = UnitPlan(dt, pdsg.costs, np.zeros(dt.n_units, dtype=bool), pdsg, float(budget))
+    run = UnitPlan(dt, pdsg.costs, held_units(pdsg), pdsg, float(budget))
     design = replace(design, probs=probs)  # the stored relevance model: the difference estimator's means
     return estimate_sample(design, pool, run, kind.sample_of(pdsg, dt, take), labels)

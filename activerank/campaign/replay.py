@@ -42,6 +42,7 @@ from .documents import (
     RecordedDocumentPlan,
     estimate_documents,
     estimate_recorded,
+    held_units,
     plan_documents,
 )
 from .integrity import full_problems
@@ -393,6 +394,10 @@ class _Replay:
         """A budgeted document sample judged in part: the estimate of its longest judged head in draw order."""
         judged = np.array([r in grades for r in rows])
         plan, m = self._documents.judged_prefix(judged, self.seed)
+        tasks = ~held_units(self._documents.design)[self._documents.sample]  # the rest were held at creation
+        task_rows = set(np.asarray(rows)[tasks].tolist())
+        missing = [r for r in missing if r in task_rows]
+        judged &= tasks
         if m < 2:
             raise ValueError(
                 f"nothing to estimate yet: {len(missing)} of {len(rows)} sampled documents (tasks) are not judged, "

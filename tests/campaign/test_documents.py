@@ -454,3 +454,41 @@ def test_a_recorded_designs_query_overhead_is_charged_as_the_engine_does(tmp_pat
             assert c.estimate().estimate == pytest.approx(ref.estimate, rel=1e-12)
     finally:
         unregister_method("two_stage_overhead_c")
+
+
+@pytest.mark.parametrize("method", ["doc_dyn", "doc_stat"])
+def test_labels_held_at_creation_are_certain_and_free(tmp_path, data, probs, labels, method):
+    """``init --qrels`` in a document campaign: the held documents are certain, free and never exported, as
+    ``judgments=`` makes them in activerank.estimate; a judged head of the tasks estimates with them in."""
+    held = {}
+    for x in range(6):
+        rows = range(int(data.offsets[x]), int(data.offsets[x + 1]))
+        held[data.query_ids[x]] = {data.doc_ids[r]: int(data.labels[r]) for r in rows}
+    qrels = tmp_path / "held.qrels"
+    qrels.write_text("".join(f"{q} 0 {d} {g}\n" for q, docs in held.items() for d, g in docs.items()))
+    a = data.X[:, 24]
+    ref = ar.estimate(data, a, probs, labels, budget=8, metric=METRIC, method=method, rng=3, judgments=held)
+    n_held = int((ref.trace["stratum"] == "census").sum())
+    assert n_held > 0
+    with Campaign.create(tmp_path / "c.db", data, a, probs, budget=8, metric=METRIC, method=method, seed=3,
+                         held_qrels=qrels) as c:
+        c.export_tasks(tmp_path / "t0.jsonl")
+        answer(tmp_path / "t0.jsonl", tmp_path / "a0.jsonl", labels, keep=lambda i, r: int(r["draw"]) < 3)
+        c.import_judgments(tmp_path / "a0.jsonl")
+        with pytest.raises(ValueError, match="held at creation are not stored: import the held qrels"):
+            c.estimate()
+        c.import_qrels(qrels)
+        c.export_tasks(tmp_path / "t.jsonl")
+        rows = read_tasks(tmp_path / "t.jsonl")
+        assert len(rows) == ref.n_draws - n_held - 3
+        assert sorted(int(r["draw"]) for r in rows) == list(range(3, ref.n_draws - n_held))  # the tasks' own order
+        answer(tmp_path / "t.jsonl", tmp_path / "a.jsonl", labels, keep=lambda i, r: int(r["draw"]) < 10)
+        c.import_judgments(tmp_path / "a.jsonl")
+        head = c.estimate()
+        assert head.trace.attrs["tasks_in_estimate"] >= 10 and (head.trace["stratum"] == "census").sum() == n_held
+        answer(tmp_path / "t.jsonl", tmp_path / "a.jsonl", labels)
+        c.import_judgments(tmp_path / "a.jsonl")
+        res = c.estimate()
+    assert res.estimate == pytest.approx(ref.estimate, rel=1e-12)
+    assert res.standard_error == pytest.approx(ref.standard_error, rel=1e-12)
+    assert res.cost_spent == pytest.approx(ref.cost_spent, rel=1e-12)

@@ -30,7 +30,8 @@ def _held(data, tmp_path, n_queries=6):
 
 
 @pytest.mark.filterwarnings("ignore::activerank.LowEffectiveSampleSizeWarning")
-def test_the_calibrated_judge_is_the_campaigns_model(tmp_path, data, probs, labels):
+@pytest.mark.parametrize("method", ["active", "doc_dyn"])
+def test_the_calibrated_judge_is_the_campaigns_model(tmp_path, data, probs, labels, method):
     judge = _judge(data)
     held, path = _held(data, tmp_path)
     grades = np.full(data.labels.size, -1)
@@ -39,9 +40,10 @@ def test_the_calibrated_judge_is_the_campaigns_model(tmp_path, data, probs, labe
     model, _ = calibrate_held(pool_iv(data), np.asarray(probs), [judge], grades, seed=3)
     assert not np.allclose(model, probs)
     a = data.X[:, 24]
-    ref = ar.estimate(data, a, model, labels, budget=8, metric="dcg@10", method="active", rng=3, judgments=held)
-    with Campaign.create(tmp_path / "c.db", data, a, probs, budget=8, metric="dcg@10", method="active", seed=3,
-                         held_qrels=path, judges=judge) as c:
+    ref = ar.estimate(data, a, model, labels, budget=8, metric="dcg@10", method=method, rng=3, judgments=held,
+                      costs="constant")
+    with Campaign.create(tmp_path / "c.db", data, a, probs, budget=8, metric="dcg@10", method=method, seed=3,
+                         costs="constant", held_qrels=path, judges=judge) as c:
         np.testing.assert_array_equal(c.probs(), model)
         c.import_qrels(path)
         c.export_tasks(tmp_path / "t.jsonl")
