@@ -236,6 +236,21 @@ class _Reads:
             out.setdefault(self._qkeys[qidx[row]], {})[self._dkeys[row]] = grades[row]
         return out
 
+    def assessor_agreement(self):
+        """Pairwise agreement of the annotators on the pairs several graded (each one's latest grade).
+
+        Returns
+        -------
+        activerank.judges.AssessorAgreement
+        """
+        from ..judges import assessor_agreement
+
+        qidx = np.repeat(np.arange(len(self._qkeys)), np.diff(self._offsets))
+        by: dict = {}
+        for (row, ann), grade in self._latest().items():
+            by.setdefault("" if ann is None else str(ann), {})[(self._qkeys[qidx[row]], self._dkeys[row])] = grade
+        return assessor_agreement(by, n_grades=self.n_grades)
+
     def write_qrels(self, path, *, combine=None, scope="tasks", overwrite=False) -> int:
         """Write the combined judgments as a TREC qrels file (atomically); returns the line count.
 

@@ -1,4 +1,7 @@
-"""Judges in a campaign: calibrated on the labels held at creation, they become the stored relevance model."""
+"""Judges in a campaign: calibrated on the labels held at creation, they become the stored relevance model; the
+annotators' agreement."""
+
+import json
 
 import numpy as np
 import pytest
@@ -81,3 +84,19 @@ def test_judges_need_enough_held_labels(tmp_path, data, probs):
         Campaign.create(tmp_path / "c.db", data, a, probs, budget=8, metric="dcg@10", held_qrels=path, judges=judge)
     with pytest.raises(TypeError, match="`judges` must be JudgeOutputs"):
         Campaign.create(tmp_path / "c.db", data, a, probs, budget=8, metric="dcg@10", held_qrels=path, judges="x")
+
+
+def test_a_campaigns_annotators(tmp_path, data):
+    probs = np.full((data.labels.size, 3), 1 / 3)
+    with Campaign.create(tmp_path / "c.db", data, data.X[:, 0], probs, budget=3, metric="dcg@5", method="active",
+                         seed=0) as c:
+        x = int(c.plan().queries[0])
+        qid, docs = c.query_ids[x], c.tasks(c.query_ids[x])
+        for ann, shift in (("ann", 0), ("bob", 1)):
+            rows = [{"query_id": qid, "doc_id": d, "grade": (i + shift * (i % 2)) % 3, "annotator": ann}
+                    for i, d in enumerate(docs)]
+            (tmp_path / f"{ann}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+            c.import_judgments(tmp_path / f"{ann}.jsonl")
+        out = c.assessor_agreement()
+    assert out.assessors == ("ann", "bob") and out.n_shared == len(docs)
+    assert out.pairwise[0][5] == pytest.approx(np.mean([i % 2 == 0 for i in range(len(docs))]))
