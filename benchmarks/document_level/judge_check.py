@@ -401,6 +401,8 @@ def api_cell(args, cfg, judge="kappa_0.6", ds="mq2008", fold=1, key="a_rf"):
 
 def write_md(df, kap, qual):
     pct = lambda x: f"{x:.0%}"  # noqa: E731
+    order = {d: i for i, d in enumerate(DATASETS)}
+    df, kap, qual = (f.sort_values("dataset", key=lambda c: c.map(order), kind="stable") for f in (df, kap, qual))
     judges = [j for j in JUDGES if j in set(df.judge)]
     sizes = "; ".join(f"{ds}: `--folds {g.folds.iloc[0]} --reps {int(g.reps.iloc[0])}`, {g.seconds.iloc[0] / 60:.0f} min"
                       for ds, g in df.groupby("dataset", sort=False))
