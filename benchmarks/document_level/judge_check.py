@@ -332,10 +332,13 @@ def summarize(ds, spec, rel, all_res, judges):
 
 
 def api_cell(args, cfg, judge="kappa_0.6", ds="mq2008", fold=1, key="a_rf"):
-    """``ar.estimate`` with ``judges=`` (online calibration: 30% calibration round) vs without, same budget.
+    """One cell through ``ar.estimate``: without a judge, ``judges=`` (online), offline-calibrated ``probs``.
 
-    The judge is the one the offline cells use on that fold's pool (same seed); the labeler answers the pool's
-    true grades; the budget is the reference budget in documents.  Returns a one-row DataFrame.
+    The judge's grades are the offline cells' on that fold (same seeds); the labeler answers the pool's true
+    grades; the budget is the reference budget in documents; run ``r`` of every variant uses the same seed
+    (paired).  ``online``: the API's two rounds (30% calibration round, calibrated on those labels only).
+    ``offline``: the calibrator fitted on the training partition as in the offline cells, its probabilities
+    passed as ``probs`` (one round).  Returns one row per variant.
     """
     import activerank as ar
     from activerank._validation import scores_iv
@@ -346,7 +349,7 @@ def api_cell(args, cfg, judge="kappa_0.6", ds="mq2008", fold=1, key="a_rf"):
         raise ValueError("the API cell needs a constant document cost (budget_unit='documents')")
     G = spec.n_grades
     rel = bench.REL[bench.REL <= max(spec.budgets)]
-    data, _ = load_dataset(spec, cfg.data_root)
+    data, part = load_dataset(spec, cfg.data_root)
     freq = np.bincount(data.labels, minlength=G) / data.labels.size
     a = {f"kappa_{k}": solve_a(k, freq) for k in KAPPAS}
     fm = fit_fold(spec, fold, cfg, data_root=cfg.data_root)
@@ -355,20 +358,27 @@ def api_cell(args, cfg, judge="kappa_0.6", ds="mq2008", fold=1, key="a_rf"):
     if len(task.rankings) != 1:
         raise ValueError("the API cell runs one ranker")
     doc_costs, _ = document_costs(pool, pool.n_docs, spec.cost_model)
-    ctx = bench.Context(task, doc_costs, rel)
-    budget = float(spec.reference_budget) * ctx.scale  # documents
-    rng = np.random.default_rng([list(DATASETS).index(ds), fold, JUDGES.index(judge), 1, 33])
-    z = simulate_judge(judge, pool.labels, pool.offsets, a=a, freq=freq, hard_probs=fm.probs[HARD_MODEL], rng=rng)
-    jo = as_judge(z, G, judge)
+    budget = float(spec.reference_budget) * bench.Context(task, doc_costs, rel).scale  # documents
+    train, train_probs = train_partition_probs(spec, fold, cfg, fm, data, part)
+    grades = []
+    for side, (lab_, off, hp) in enumerate(((train.labels, train.offsets, train_probs[HARD_MODEL]),
+                                            (pool.labels, pool.offsets, fm.probs[HARD_MODEL]))):
+        rng = np.random.default_rng([list(DATASETS).index(ds), fold, JUDGES.index(judge), side, 33])
+        grades.append(as_judge(simulate_judge(judge, lab_, off, a=a, freq=freq, hard_probs=hp, rng=rng), G, judge))
+    tp = np.mean([train_probs[m] for m in TASKS[key][2]], axis=0)
+    cal = JudgeCalibrator(G, random_state=0).fit([grades[0]], train.labels, model_probs=tp,
+                                                 groups=np.repeat(np.arange(train.n_queries), np.diff(train.offsets)))
+    offline = cal.predict_proba([grades[1]], model_probs=task.probs)
     scores = fm.scores[TASKS[key][1][0]]
     rk = scores_iv(scores, pool_iv(pool), "scores")
     truth = float(ar.pool_metric_values(pool.labels, rk, metric=bench.METRIC, ymax=G - 1).mean())
     lab = ar.KnownLabels.from_data(pool)
     out = {}
-    for name, js in (("none", None), (judge, [jo])):
+    for name, probs, js in (("none", task.probs, None), ("online", task.probs, [grades[1]]),
+                            ("offline", offline, None)):
         est, cover, cost, methods = [], [], [], set()
         for r in range(args.reps):
-            res = ar.estimate(pool, scores, task.probs, lab, budget=budget, budget_unit="documents",
+            res = ar.estimate(pool, scores, probs, lab, budget=budget, budget_unit="documents",
                               costs="constant", metric=bench.METRIC, judges=js, rng=np.random.default_rng([r, 33]))
             ci = res.confidence_interval()
             est.append(res.estimate)
@@ -381,19 +391,16 @@ def api_cell(args, cfg, judge="kappa_0.6", ds="mq2008", fold=1, key="a_rf"):
                          method="/".join(sorted(methods)), sq=(e - truth) ** 2)
     gen = np.random.default_rng(0)
     n = args.reps
-    boot = []
-    for _ in range(300):
-        i = gen.integers(0, n, n)
-        boot.append(out[judge]["sq"][i].mean() / out["none"]["sq"][i].mean())
-    return pd.DataFrame([dict(dataset=ds, fold=fold, task=key, judge=judge, budget_docs=budget,
-                              budget_units=float(spec.reference_budget), reps=n,
-                              mse_none=out["none"]["mse"], mse_judge=out[judge]["mse"],
-                              ratio=out[judge]["mse"] / out["none"]["mse"], ratio_low=float(np.quantile(boot, 0.025)),
-                              ratio_high=float(np.quantile(boot, 0.975)),
-                              bias_z_none=out["none"]["bias_z"], bias_z_judge=out[judge]["bias_z"],
-                              coverage_none=out["none"]["coverage"], coverage_judge=out[judge]["coverage"],
-                              max_cost=max(out["none"]["max_cost"], out[judge]["max_cost"]),
-                              method=out[judge]["method"])])
+    idx = [gen.integers(0, n, n) for _ in range(300)]
+    rows = []
+    for name, o in out.items():
+        boot = [o["sq"][i].mean() / out["none"]["sq"][i].mean() for i in idx]
+        rows.append(dict(dataset=ds, fold=fold, task=key, judge=judge, variant=name, budget_docs=budget,
+                         budget_units=float(spec.reference_budget), reps=n, mse=o["mse"],
+                         ratio=o["mse"] / out["none"]["mse"], ratio_low=float(np.quantile(boot, 0.025)),
+                         ratio_high=float(np.quantile(boot, 0.975)), bias_z=o["bias_z"], coverage=o["coverage"],
+                         max_cost=o["max_cost"], method=o["method"]))
+    return pd.DataFrame(rows)
 
 
 # --------------------------------------------------------------------------- report
@@ -463,20 +470,21 @@ def write_md(df, kap, qual):
             f"{g.loc[j].log_loss_pool:.3f}" if j in g.index else "–" for j in judges if j != "none") + " |")
     api = RESULTS / "judge_check_api.csv"
     if api.exists():
-        a = pd.read_csv(api).iloc[0]
-        lines += ["", "## The public path (online calibration)", "",
-                  f"`ar.estimate(..., judges=[judge], budget_unit=\"documents\")` on {a.dataset} fold {a.fold}, "
-                  f"{TITLES.get(a.task, a.task)}, {a.judge} judge (the same simulated grades), budget "
-                  f"{a.budget_docs:.0f} documents (= {a.budget_units:g} queries' worth), {int(a.reps)} runs "
-                  f"(`--api`; {a.seconds / 60:.0f} min): the run spends 30% of the budget on a calibration round "
-                  f"and calibrates on those labels only. MSE ratio to the same call without `judges`: "
-                  f"{a.ratio:.2f} [{a.ratio_low:.2f}, {a.ratio_high:.2f}] (method {a.method}); bias / SE "
-                  f"{a.bias_z_judge:.1f} (without: {a.bias_z_none:.1f}), coverage {a.coverage_judge:.2f} "
-                  f"(without: {a.coverage_none:.2f}), largest cost {a.max_cost:.0f} documents."]
-        off = df[(df.dataset == a.dataset) & (df.task == a.task) & (df.judge == a.judge)]
-        if len(off):
-            lines[-1] += (f" The offline calibration (training partition's labels, table above, all folds) gives "
-                          f"{off.mse_ratio_ref.iloc[0]:.2f}.")
+        a = pd.read_csv(api).set_index("variant")
+        r0 = a.iloc[0]
+        lines += ["", "## The public path", "",
+                  f"`ar.estimate(..., budget_unit=\"documents\")` (`--api`) on {r0.dataset} fold {r0.fold}, "
+                  f"{TITLES.get(r0.task, r0.task)}, the {r0.judge} judge's simulated grades, budget "
+                  f"{r0.budget_docs:.0f} documents (= {r0.budget_units:g} queries' worth), {int(r0.reps)} paired runs "
+                  f"({r0.seconds / 60:.0f} min). `online`: `judges=[judge]`, the API's calibration round (30% of the "
+                  "budget) then the main round, calibrated on those labels only. `offline`: the calibrator fitted on "
+                  "the training partition as above, its probabilities passed as `probs`. MSE ratio to `none` "
+                  "(paired 95% bootstrap).", "",
+                  "| variant | method | MSE | ratio to none | bias / SE | coverage | largest cost (documents) |",
+                  "|---|---|---|---|---|---|---|"]
+        for v, r in a.iterrows():
+            lines.append(f"| {v} | {r.method} | {r.mse:.2e} | {r.ratio:.2f} [{r.ratio_low:.2f}, {r.ratio_high:.2f}] | "
+                         f"{r.bias_z:.1f} | {r.coverage:.3f} | {r.max_cost:.0f} |")
     (RESULTS / "judge_check.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 
@@ -491,9 +499,9 @@ def main(argv=None) -> int:
     ap.add_argument("--cache", default=None)
     ap.add_argument("--data", default=None)
     ap.add_argument("--api", action="store_true",
-                    help="instead: one cell through ar.estimate(judges=...) with online calibration "
-                         "(MQ2008 fold 1, single RF ranker, kappa-0.6 judge, reference budget); writes "
-                         "results/judge_check_api.csv")
+                    help="instead: one cell through ar.estimate, without a judge, with judges= (online "
+                         "calibration) and with the offline-calibrated probs (MQ2008 fold 1, single RF ranker, "
+                         "kappa-0.6 judge, reference budget); writes results/judge_check_api.csv")
     args = ap.parse_args(argv)
     for ds in args.datasets.split(","):
         if ds not in DATASETS:
@@ -521,7 +529,9 @@ def main(argv=None) -> int:
         df = api_cell(args, cfg)
         df["seconds"] = time.perf_counter() - t0
         df.to_csv(RESULTS / "judge_check_api.csv", index=False)
-        print(df.T.to_string())
+        print(df.to_string())
+        write_md(*(pd.read_csv(RESULTS / n) for n in ("judge_check.csv", "judge_check_kappa.csv",
+                                                      "judge_check_quality.csv")))
         return 0
 
     def say(line):
