@@ -1,0 +1,557 @@
+"""Simulated judges as the relevance model on the LETOR tasks (issue 33, item 2).
+
+A judge (an LLM, say) grades every pool document for free; human labels cost.  This script simulates judges
+of known quality from the true labels and measures how much a judge calibrated on the labels a team already
+holds saves, on ``run.py``'s tasks, folds, truth, cost model and budget grid (DCG@10, budgets in units of
+judging a whole query, savings vs passive query sampling at equal documents).
+
+Judges (grades on the human scale, simulated independently on the training partition and on the pool with the
+same parameters):
+
+* ``kappa_0.2`` .. ``kappa_0.8``: keeps the true grade with probability ``a``, otherwise moves one grade up or
+  down, uniformly among the valid neighbours (grade 0 can only move up, the top grade only down).  ``a`` is
+  solved per dataset so that the population quadratic-weighted kappa (expected confusion matrix under the
+  dataset's grade frequencies, all five partitions) hits the level; the achieved kappa on the simulated pool
+  grades is reported next to it.
+* ``biased``: the kappa-0.6 judge, then one grade higher (capped at the top grade) on a random half of the
+  queries, the half drawn independently on the training partition and on the pool.
+* ``easy_hard``: the true grade on *easy* queries, a grade independent of the truth (drawn from the dataset's
+  grade frequencies) on *hard* ones.  Hard = the half of the partition's queries where the RF-regression feature
+  model errs most: largest mean over the query's documents of ``(y - E_p[y])^2``, with ``p`` the model's
+  out-of-sample probabilities (below).  The judge is right where the model already is and useless where it
+  is not.
+* ``useless``: grades drawn from the dataset's grade frequencies, independent of the truth (kappa ~ 0).
+
+Calibration (offline, issue 33 item 2(a): the labels a team already holds): per fold and task,
+:class:`activerank.judges.JudgeCalibrator` (``C="auto"``, folds by query) is fitted on the *training
+partition*'s human labels with the judge's grades and the task's feature model probabilities as
+``model_probs``, then predicts ``p(y | x, z)`` on the pool (with the pool's feature model probabilities, the
+ones ``run.py`` uses).  The training partition's feature probabilities must be out of sample like the pool's:
+they are cross-fitted over the two query halves ``fit_fold`` splits the partition into (the model fitted on
+one half, with the hyper-parameters ``fit_fold`` tuned, predicts the other; ``rf_regression_small`` on a
+quarter of the half, as in ``fit_fold``).  The calibrated probabilities are the relevance model of the
+design, so the design is fixed before any pool label is drawn and stays unbiased whatever the judge is worth.
+
+Design: ``doc_dyn`` (the default's choice on every one of these tasks, ``default_check.md``) by its registered
+plug-in's batched hard-budget path (``registered.py``); ``none`` is the same design on the feature model alone
+(today's number).  Every judge of a (fold, task) runs on the same random numbers (paired).  Passive query
+sampling (the reference) by ``run.py``'s kernel.  Judges' grades cost nothing; only human labels count.
+
+Reported: savings vs passive (``run.py``'s :func:`savings`: the budget at which the mean loss reaches
+passive's at the reference budget, 95% bootstrap over repetitions); the MSE ratio judge / ``none`` at the
+reference budget (paired bootstrap) and its largest value over the budgets of at least 10 queries' worth;
+bias / SE and coverage per budget pooled over folds (``run.py``'s :func:`pooled_check`) over the budgets of at
+least 10 queries' worth; the calibrated model's log-loss on the pool against the feature model's.
+
+Tasks: single ranker ``a_rf`` (RF regression), pair ``b_ologit_rf`` (ordered logit vs RF regression; its
+model is the mean of the two), ``k_baseline`` (four candidates vs the RF-regression baseline).
+
+Run:  python benchmarks/document_level/judge_check.py [--datasets mq2008,ohsumed] [--folds 1,2,3,4,5]
+      [--reps 300] [--tasks a_rf,b_ologit_rf,k_baseline] [--judges none,kappa_0.2,...]
+Needs ``ACTIVERANK_DATA`` (or ``--data``); without the data it prints a message and exits 0.
+Writes results/judge_check.csv (savings and checks), results/judge_check_kappa.csv (judges' a and kappa) and
+results/judge_check.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+import warnings
+
+import numpy as np
+import pandas as pd
+from scipy.optimize import brentq
+
+import run as bench
+from common import RESULTS, TASKS, Task, build_task, config
+from registered import registered
+from report import TITLES
+
+from activerank.design.costs import document_costs
+from activerank.experiments.harness import DATASETS, fit_fold
+from activerank.experiments.data import load_dataset
+from activerank.judges import JudgeCalibrator, JudgeOutputs
+from activerank.judges.report import weighted_kappa
+from activerank.relevance.models import make_relevance_model
+
+KAPPAS = (0.2, 0.4, 0.6, 0.8)
+JUDGES = ("none",) + tuple(f"kappa_{k}" for k in KAPPAS) + ("biased", "easy_hard", "useless")
+DEFAULT_TASKS = ("a_rf", "b_ologit_rf", "k_baseline")
+MIN_BUDGET = 10.0  # the bias / coverage goal applies from 10 queries' worth of labels
+HARD_MODEL = "rf_regression"  # the feature model whose per-query error defines easy / hard queries
+
+
+# --------------------------------------------------------------------------- judges
+
+
+def neighbour_matrix(a: float, n_grades: int) -> np.ndarray:
+    """M[y, z] = P(judge says z | truth y): keep w.p. ``a``, else one grade off, uniformly among valid ones."""
+    M = np.zeros((n_grades, n_grades))
+    for y in range(n_grades):
+        nb = [z for z in (y - 1, y + 1) if 0 <= z < n_grades]
+        M[y, y] = a
+        for z in nb:
+            M[y, z] = (1.0 - a) / len(nb)
+    return M
+
+
+def population_kappa(a: float, freq: np.ndarray) -> float:
+    """Quadratic-weighted kappa of the neighbour judge against truth with grade frequencies ``freq``."""
+    n = freq.size
+    joint = freq[:, None] * neighbour_matrix(a, n)
+    w = (np.arange(n)[:, None] - np.arange(n)[None, :]) ** 2
+    expected = np.outer(freq, joint.sum(axis=0))
+    return float(1.0 - (w * joint).sum() / (w * expected).sum())
+
+
+def solve_a(kappa: float, freq: np.ndarray) -> float:
+    """The keep probability ``a`` whose population kappa is ``kappa`` (kappa increases with ``a``)."""
+    lo, hi = population_kappa(0.0, freq), population_kappa(1.0, freq)
+    if not lo <= kappa <= hi:  # e.g. on five grades one grade off is a small error: kappa >= 0.58 at a = 0
+        return float("nan")
+    return float(brentq(lambda a: population_kappa(a, freq) - kappa, 0.0, 1.0, xtol=1e-10))
+
+
+def neighbour_grades(labels, a, n_grades, rng):
+    """The neighbour judge's grades: keep w.p. ``a``, else a uniformly chosen valid neighbour."""
+    labels = np.asarray(labels)
+    move = rng.random(labels.size) >= a
+    up = rng.random(labels.size) < 0.5
+    up = np.where(labels == 0, True, np.where(labels == n_grades - 1, False, up))
+    return np.where(move, labels + np.where(up, 1, -1), labels)
+
+
+def query_rows(offsets, queries):
+    """Document rows of ``queries`` (boolean mask over rows)."""
+    q_of_row = np.repeat(np.arange(offsets.size - 1), np.diff(offsets))
+    mask = np.zeros(offsets.size - 1, dtype=bool)
+    mask[queries] = True
+    return mask[q_of_row]
+
+
+def hard_queries(labels, probs, offsets):
+    """Boolean per query: in the half with the largest mean ``(y - E_p[y])^2`` (ties by query order)."""
+    eg = probs @ np.arange(probs.shape[1])
+    err = (labels - eg) ** 2
+    per_q = np.add.reduceat(err, offsets[:-1]) / np.diff(offsets)
+    order = np.argsort(-per_q, kind="stable")
+    hard = np.zeros(per_q.size, dtype=bool)
+    hard[order[: per_q.size // 2]] = True
+    return hard
+
+
+def simulate_judge(name, labels, offsets, *, a, freq, hard_probs, rng):
+    """Grades of judge ``name`` on one partition (or the pool) from its true ``labels``."""
+    G = freq.size
+    if name.startswith("kappa_"):
+        return neighbour_grades(labels, a[name], G, rng)
+    if name == "biased":
+        z = neighbour_grades(labels, a["kappa_0.6"], G, rng)
+        nq = offsets.size - 1
+        half = rng.permutation(nq)[: nq // 2]
+        return np.where(query_rows(offsets, half), np.minimum(z + 1, G - 1), z)
+    if name == "easy_hard":
+        hard = hard_queries(labels, hard_probs, offsets)
+        noise = rng.choice(G, size=labels.size, p=freq)
+        return np.where(query_rows(offsets, np.flatnonzero(hard)), noise, labels)
+    if name == "useless":
+        return rng.choice(G, size=labels.size, p=freq)
+    raise ValueError(name)
+
+
+def as_judge(grades, n_grades, name):
+    return JudgeOutputs(name=name, kind="grades", values=np.asarray(grades, dtype=np.float64), levels=n_grades)
+
+
+# --------------------------------------------------------------------------- training-partition model
+
+
+def train_partition_probs(spec, fold, cfg, fm, data, part):
+    """Out-of-sample feature-model probabilities on the training partition (cross-fitted over fit_fold's halves).
+
+    Returns ``(train, probs by model name)``.
+    """
+    train_all = data.subset(part == fold)
+    gen = np.random.default_rng([cfg.seed, fold, 17])  # fit_fold's split of the partition
+    perm = gen.permutation(train_all.n_queries)
+    half = train_all.n_queries // 2
+    halves = (np.sort(perm[:half]), np.sort(perm[half:]))
+    small_gen = (gen, np.random.default_rng([cfg.seed, fold, 18]))
+    G = spec.n_grades
+    rf = dict(n_estimators=cfg.n_trees, n_jobs=cfg.n_jobs, max_features=0.5)
+    out = {n: np.zeros((train_all.n_docs, G)) for n in fm.probs}
+    for h in (0, 1):
+        fit_q, pred_q = halves[h], halves[1 - h]
+        fit_d = train_all.subset(fit_q)
+        small = fit_d.subset(np.sort(small_gen[h].permutation(fit_d.n_queries)[
+            : max(2, int(cfg.small_fraction * fit_d.n_queries))]))
+        rows = query_rows(train_all.offsets, pred_q)
+        X = train_all.X[rows]
+        for name in out:
+            params = fm.params[name]
+            if name == "ordered_logit":
+                model = make_relevance_model(name, G, **params)
+            else:
+                base = "rf_regression" if name == "rf_regression_small" else name
+                model = make_relevance_model(base, G, random_state=cfg.seed, **rf, **params)
+            d = small if name == "rf_regression_small" else fit_d
+            out[name][rows] = model.fit(d.X, d.labels).predict_proba(X)
+    return train_all, out
+
+
+# --------------------------------------------------------------------------- one dataset
+
+
+def log_loss(p, y):
+    return float(-np.mean(np.log(np.clip(p[np.arange(y.size), y], 1e-15, 1.0))))
+
+
+def mse_curve(r):
+    """Per budget and repetition: squared error summed over the targets (from run.py's packed loss)."""
+    return r["loss"] ** 2 if r["truth"].size == 1 else r["loss"]
+
+
+def run_dataset(ds, args, cfg, say):
+    spec = DATASETS[ds]
+    G = spec.n_grades
+    rel = bench.REL[bench.REL <= max(spec.budgets)]
+    di = list(DATASETS).index(ds)
+    data, part = load_dataset(spec, cfg.data_root)
+    freq = np.bincount(data.labels, minlength=G) / data.labels.size
+    a = {f"kappa_{k}": solve_a(k, freq) for k in KAPPAS}
+    judges = args.judges.split(",")
+    kappa_rows, quality_rows = [], []
+    for name in [j for j in judges if j in a and not np.isfinite(a[j])]:
+        say(f"{ds}: {name} skipped: the neighbour judge's kappa is {population_kappa(0.0, freq):.3f} already at a = 0")
+        kappa_rows.append(dict(dataset=ds, fold=0, judge=name, a=np.nan, kappa_population=np.nan,
+                               kappa_train=np.nan, kappa_pool=np.nan,
+                               note=f"unreachable: kappa at a = 0 is {population_kappa(0.0, freq):.3f}"))
+    judges = [j for j in judges if not (j in a and not np.isfinite(a[j]))]
+    if "biased" in judges and not np.isfinite(a["kappa_0.6"]):
+        judges.remove("biased")
+    tasks = args.tasks.split(",")
+    all_res: dict = {}
+    for fold in [int(f) for f in args.folds.split(",")]:
+        tf = time.perf_counter()
+        fm = fit_fold(spec, fold, cfg, data_root=cfg.data_root)
+        pool = fm.pool
+        doc_costs, _ = document_costs(pool, pool.n_docs, spec.cost_model)
+        train, train_probs = train_partition_probs(spec, fold, cfg, fm, data, part)
+        train_groups = np.repeat(np.arange(train.n_queries), np.diff(train.offsets))
+        grades = {}
+        for ji, name in enumerate(judges):
+            if name == "none":
+                continue
+            g = []
+            for side, (lab, off, hp) in enumerate(((train.labels, train.offsets, train_probs[HARD_MODEL]),
+                                                   (pool.labels, pool.offsets, fm.probs[HARD_MODEL]))):
+                rng = np.random.default_rng([di, fold, JUDGES.index(name), side, 33])
+                g.append(simulate_judge(name, lab, off, a=a, freq=freq, hard_probs=hp, rng=rng))
+            grades[name] = g
+            kappa_rows.append(dict(dataset=ds, fold=fold, judge=name, a=a.get(name, np.nan),
+                                   kappa_population=population_kappa(a[name], freq) if name in a else np.nan,
+                                   kappa_train=weighted_kappa(g[0], train.labels, n_levels=G),
+                                   kappa_pool=weighted_kappa(g[1], pool.labels, n_levels=G), note=""))
+        for ti, key in enumerate(tasks):
+            task = build_task(fm, key, fold)
+            ctx0 = bench.Context(task, doc_costs, rel)
+            if bench.determined(ctx0):
+                say(f"{ds} fold {fold} {key}: skipped, no judgment can change the target")
+                continue
+            seed = [di, fold, TASKS_INDEX[key], 33]
+            res = {"passive": bench.query_level(ctx0, ctx0.p, ctx0.full.cost, np.random.default_rng(seed + [0]),
+                                                args.reps, name="passive")}
+            models = TASKS[key][2]
+            tp = np.mean([train_probs[m] for m in models], axis=0)
+            for name in judges:
+                if name == "none":
+                    probs, C = task.probs, np.nan
+                else:
+                    cal = JudgeCalibrator(G, random_state=0).fit([as_judge(grades[name][0], G, name)], train.labels,
+                                                                 model_probs=tp, groups=train_groups)
+                    probs = cal.predict_proba([as_judge(grades[name][1], G, name)], model_probs=task.probs)
+                    C = cal.C_
+                ctx = bench.Context(Task(task.key, task.kind, fold, pool, task.rankings, task.contrasts, probs,
+                                         task.labels), doc_costs, rel)
+                ctx.u_grades = pool.labels[ctx.t.rows]
+                # the same random numbers for every judge: paired comparisons
+                res[name] = registered(ctx, "doc_dyn", np.random.default_rng(seed + [1]), args.reps)
+                quality_rows.append(dict(dataset=ds, fold=fold, task=key, judge=name, C=C,
+                                         log_loss_pool=log_loss(probs, pool.labels),
+                                         log_loss_feature=log_loss(task.probs, pool.labels)))
+            for name, r in res.items():
+                all_res.setdefault(key, {}).setdefault(name, []).append(r)
+        say(f"{ds} fold {fold}: {time.perf_counter() - tf:.0f}s")
+    return summarize(ds, spec, rel, all_res, judges), pd.DataFrame(kappa_rows), pd.DataFrame(quality_rows)
+
+
+TASKS_INDEX = {k: i for i, k in enumerate(TASKS)}  # seeds depend on the task, not on its position in --tasks
+
+
+def mse_ratio(parts, base, bi, gen, n_boot=300):
+    """MSE(judge) / MSE(none) at budget index ``bi`` (mean over folds), with a paired bootstrap over runs."""
+    def ratio(idx):
+        num = np.mean([mse_curve(p)[bi, i].mean() for p, i in zip(parts, idx)])
+        den = np.mean([mse_curve(b)[bi, i].mean() for b, i in zip(base, idx)])
+        return num / den
+
+    full = [np.arange(p["loss"].shape[1]) for p in parts]
+    boot = [ratio([gen.integers(0, i.size, i.size) for i in full]) for _ in range(n_boot)]
+    return ratio(full), float(np.quantile(boot, 0.025)), float(np.quantile(boot, 0.975))
+
+
+def summarize(ds, spec, rel, all_res, judges):
+    ref = float(spec.reference_budget)
+    bref = int(np.flatnonzero(np.isclose(rel, ref))[0])
+    big = rel >= MIN_BUDGET
+    rows = []
+    gen = np.random.default_rng(0)
+    for key, res in all_res.items():
+        sav = {r["method"]: r for r in bench.savings(res, judges, ref)}
+        for name in judges:
+            parts = res[name]
+            chk = bench.pooled_check(parts)
+            ok = big & chk["valid"]
+            r, lo, hi = mse_ratio(parts, res["none"], bref, gen) if "none" in res else (np.nan,) * 3
+            worst = max(np.mean([mse_curve(p)[b].mean() for p in parts])
+                        / np.mean([mse_curve(p)[b].mean() for p in res["none"]])
+                        for b in np.flatnonzero(ok)) if "none" in res else np.nan
+            s = sav[name]
+            rows.append(dict(dataset=ds, task=key, judge=name, savings=s["savings"], low=s["low"], high=s["high"],
+                             censored=s["censored"], mse_ratio_ref=r, mse_ratio_low=lo, mse_ratio_high=hi,
+                             mse_ratio_max=worst, ref_budget=ref,
+                             max_bias_z=float(np.nanmax(chk["z"][ok])), n_bias_z_over_3=int((chk["z"][ok] > 3).sum()),
+                             min_coverage=float(chk["coverage"][ok].min()),
+                             max_coverage=float(chk["coverage"][ok].max()), n_budgets=int(ok.sum()),
+                             n_folds=len(parts), reps=parts[0]["loss"].shape[1]))
+    return pd.DataFrame(rows)
+
+
+# --------------------------------------------------------------------------- the public path
+
+
+def api_cell(args, cfg, judge="kappa_0.6", ds="mq2008", fold=1, key="a_rf"):
+    """One cell through ``ar.estimate``: without a judge, ``judges=`` (online), offline-calibrated ``probs``.
+
+    The judge's grades are the offline cells' on that fold (same seeds); the labeler answers the pool's true
+    grades; the budget is the reference budget in documents; run ``r`` of every variant uses the same seed
+    (paired).  ``online``: the API's two rounds (30% calibration round, calibrated on those labels only).
+    ``offline``: the calibrator fitted on the training partition as in the offline cells, its probabilities
+    passed as ``probs`` (one round).  Returns one row per variant.
+    """
+    import activerank as ar
+    from activerank._validation import scores_iv
+    from activerank.pool import pool_iv
+
+    spec = DATASETS[ds]
+    if spec.cost_model != "constant":
+        raise ValueError("the API cell needs a constant document cost (budget_unit='documents')")
+    G = spec.n_grades
+    rel = bench.REL[bench.REL <= max(spec.budgets)]
+    data, part = load_dataset(spec, cfg.data_root)
+    freq = np.bincount(data.labels, minlength=G) / data.labels.size
+    a = {f"kappa_{k}": solve_a(k, freq) for k in KAPPAS}
+    fm = fit_fold(spec, fold, cfg, data_root=cfg.data_root)
+    pool = fm.pool
+    task = build_task(fm, key, fold)
+    if len(task.rankings) != 1:
+        raise ValueError("the API cell runs one ranker")
+    doc_costs, _ = document_costs(pool, pool.n_docs, spec.cost_model)
+    budget = float(spec.reference_budget) * bench.Context(task, doc_costs, rel).scale  # documents
+    train, train_probs = train_partition_probs(spec, fold, cfg, fm, data, part)
+    grades = []
+    for side, (lab_, off, hp) in enumerate(((train.labels, train.offsets, train_probs[HARD_MODEL]),
+                                            (pool.labels, pool.offsets, fm.probs[HARD_MODEL]))):
+        rng = np.random.default_rng([list(DATASETS).index(ds), fold, JUDGES.index(judge), side, 33])
+        grades.append(as_judge(simulate_judge(judge, lab_, off, a=a, freq=freq, hard_probs=hp, rng=rng), G, judge))
+    tp = np.mean([train_probs[m] for m in TASKS[key][2]], axis=0)
+    cal = JudgeCalibrator(G, random_state=0).fit([grades[0]], train.labels, model_probs=tp,
+                                                 groups=np.repeat(np.arange(train.n_queries), np.diff(train.offsets)))
+    offline = cal.predict_proba([grades[1]], model_probs=task.probs)
+    scores = fm.scores[TASKS[key][1][0]]
+    rk = scores_iv(scores, pool_iv(pool), "scores")
+    truth = float(ar.pool_metric_values(pool.labels, rk, metric=bench.METRIC, ymax=G - 1).mean())
+    lab = ar.KnownLabels.from_data(pool)
+    out = {}
+    for name, probs, js in (("none", task.probs, None), ("online", task.probs, [grades[1]]),
+                            ("offline", offline, None)):
+        est, cover, cost, methods = [], [], [], set()
+        for r in range(args.reps):
+            res = ar.estimate(pool, scores, probs, lab, budget=budget, budget_unit="documents",
+                              costs="constant", metric=bench.METRIC, judges=js, rng=np.random.default_rng([r, 33]))
+            ci = res.confidence_interval()
+            est.append(res.estimate)
+            cover.append(ci.low <= truth <= ci.high)
+            cost.append(res.cost_spent)
+            methods.add(res.method)
+        e = np.array(est)
+        out[name] = dict(mse=float(np.mean((e - truth) ** 2)), bias_z=float((e.mean() - truth) / (e.std(ddof=1)
+                         / np.sqrt(e.size))), coverage=float(np.mean(cover)), max_cost=float(max(cost)),
+                         method="/".join(sorted(methods)), sq=(e - truth) ** 2)
+    gen = np.random.default_rng(0)
+    n = args.reps
+    idx = [gen.integers(0, n, n) for _ in range(300)]
+    rows = []
+    for name, o in out.items():
+        boot = [o["sq"][i].mean() / out["none"]["sq"][i].mean() for i in idx]
+        rows.append(dict(dataset=ds, fold=fold, task=key, judge=judge, variant=name, budget_docs=budget,
+                         budget_units=float(spec.reference_budget), reps=n, mse=o["mse"],
+                         ratio=o["mse"] / out["none"]["mse"], ratio_low=float(np.quantile(boot, 0.025)),
+                         ratio_high=float(np.quantile(boot, 0.975)), bias_z=o["bias_z"], coverage=o["coverage"],
+                         max_cost=o["max_cost"], method=o["method"]))
+    return pd.DataFrame(rows)
+
+
+# --------------------------------------------------------------------------- report
+
+
+def write_md(df, kap, qual):
+    pct = lambda x: f"{x:.0%}"  # noqa: E731
+    order = {d: i for i, d in enumerate(DATASETS)}
+    df, kap, qual = (f.sort_values("dataset", key=lambda c: c.map(order), kind="stable") for f in (df, kap, qual))
+    judges = [j for j in JUDGES if j in set(df.judge)]
+    sizes = "; ".join(f"{ds}: `--folds {g.folds.iloc[0]} --reps {int(g.reps.iloc[0])}`, {g.seconds.iloc[0] / 60:.0f} min"
+                      for ds, g in df.groupby("dataset", sort=False))
+    lines = ["# Simulated judges as the relevance model on LETOR (DCG@10, savings at equal documents)", "",
+             f"Generated by `benchmarks/document_level/judge_check.py` ({sizes}; one process on a shared 2-core "
+             "machine). Protocol in the module docstring: judges "
+             "simulated from the true labels, calibrated (`JudgeCalibrator`) on the training partition's human "
+             "labels with the feature model as extra features, `doc_dyn` planned on the calibrated probabilities; "
+             "`none` = `doc_dyn` on the feature model alone. Savings vs passive query sampling (95% bootstrap; ≥: "
+             "censored at the grid's end).", "",
+             "## Judges", "", "| dataset | judge | a | kappa (population) | kappa achieved (pool, mean over folds) |",
+             "|---|---|---|---|---|"]
+    for (ds, j), g in kap.groupby(["dataset", "judge"], sort=False):
+        if not np.isfinite(g.a.iloc[0]) and j.startswith("kappa_"):
+            lines.append(f"| {ds} | {j} | – | {g.note.iloc[0]} | – |")
+            continue
+        pop = "" if not np.isfinite(g.kappa_population.iloc[0]) else f"{g.kappa_population.iloc[0]:.3f}"
+        a = "" if not np.isfinite(g.a.iloc[0]) else f"{g.a.iloc[0]:.3f}"
+        lines.append(f"| {ds} | {j} | {a} | {pop} | {g.kappa_pool.mean():.3f} |")
+    lines += ["", "## Savings vs passive (doc_dyn)", "",
+              "| dataset | task | " + " | ".join(judges) + " |", "|---|---|" + "---|" * len(judges)]
+    for (ds, key), g in df.groupby(["dataset", "task"], sort=False):
+        g = g.set_index("judge")
+        cells = []
+        for j in judges:
+            if j not in g.index:
+                cells.append("–")
+                continue
+            r = g.loc[j]
+            cens = {-1: "≥", 1: "≤"}.get(int(r.censored), "")
+            cells.append(f"{cens}{pct(r.savings)} [{pct(r.low)}, {pct(r.high)}]")
+        lines.append(f"| {ds} | {TITLES.get(key, key)} | " + " | ".join(cells) + " |")
+    lines += ["", "## MSE ratio to `none` at the reference budget (paired 95% bootstrap) and its largest value "
+              "over the budgets of ≥ 10 queries' worth", "",
+              "| dataset | task | " + " | ".join(j for j in judges if j != "none") + " |",
+              "|---|---|" + "---|" * (len(judges) - 1)]
+    for (ds, key), g in df.groupby(["dataset", "task"], sort=False):
+        g = g.set_index("judge")
+        lines.append(f"| {ds} | {TITLES.get(key, key)} | " + " | ".join(
+            f"{g.loc[j].mse_ratio_ref:.2f} [{g.loc[j].mse_ratio_low:.2f}, {g.loc[j].mse_ratio_high:.2f}]; max "
+            f"{g.loc[j].mse_ratio_max:.2f}" if j in g.index else "–" for j in judges if j != "none") + " |")
+    lines += ["", "## Bias and coverage (per budget of ≥ 10 queries' worth, pooled over folds)", "",
+              "Cell: largest |bias| / SE over the budgets (number of budgets above 3) / coverage range.", "",
+              "| dataset | task | " + " | ".join(judges) + " |", "|---|---|" + "---|" * len(judges)]
+    for (ds, key), g in df.groupby(["dataset", "task"], sort=False):
+        g = g.set_index("judge")
+        lines.append(f"| {ds} | {TITLES.get(key, key)} | " + " | ".join(
+            f"{g.loc[j].max_bias_z:.1f} ({int(g.loc[j].n_bias_z_over_3)}/{int(g.loc[j].n_budgets)}) / "
+            f"{g.loc[j].min_coverage:.3f}-{g.loc[j].max_coverage:.3f}" if j in g.index else "–" for j in judges)
+            + " |")
+    q = qual.groupby(["dataset", "task", "judge"], sort=False)[["log_loss_pool", "log_loss_feature"]].mean()
+    lines += ["", "## Calibrated model quality on the pool (log-loss, nats, mean over folds)", "",
+              "| dataset | task | feature model | " + " | ".join(j for j in judges if j != "none") + " |",
+              "|---|---|---|" + "---|" * (len(judges) - 1)]
+    for (ds, key), g in q.groupby(level=[0, 1], sort=False):
+        g = g.droplevel([0, 1])
+        lines.append(f"| {ds} | {TITLES.get(key, key)} | {g.log_loss_feature.iloc[0]:.3f} | " + " | ".join(
+            f"{g.loc[j].log_loss_pool:.3f}" if j in g.index else "–" for j in judges if j != "none") + " |")
+    api = RESULTS / "judge_check_api.csv"
+    if api.exists():
+        a = pd.read_csv(api).set_index("variant")
+        r0 = a.iloc[0]
+        lines += ["", "## The public path", "",
+                  f"`ar.estimate(..., budget_unit=\"documents\")` (`--api`) on {r0.dataset} fold {r0.fold}, "
+                  f"{TITLES.get(r0.task, r0.task)}, the {r0.judge} judge's simulated grades, budget "
+                  f"{r0.budget_docs:.0f} documents (= {r0.budget_units:g} queries' worth), {int(r0.reps)} paired runs "
+                  f"({r0.seconds / 60:.0f} min). `online`: `judges=[judge]`, the API's calibration round (30% of the "
+                  "budget) then the main round, calibrated on those labels only. `offline`: the calibrator fitted on "
+                  "the training partition as above, its probabilities passed as `probs`. MSE ratio to `none` "
+                  "(paired 95% bootstrap).", "",
+                  "| variant | method | MSE | ratio to none | bias / SE | coverage | largest cost (documents) |",
+                  "|---|---|---|---|---|---|---|"]
+        for v, r in a.iterrows():
+            lines.append(f"| {v} | {r.method} | {r.mse:.2e} | {r.ratio:.2f} [{r.ratio_low:.2f}, {r.ratio_high:.2f}] | "
+                         f"{r.bias_z:.1f} | {r.coverage:.3f} | {r.max_cost:.0f} |")
+    (RESULTS / "judge_check.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--datasets", default="mq2008,ohsumed")
+    ap.add_argument("--folds", default="1,2,3,4,5")
+    ap.add_argument("--tasks", default=",".join(DEFAULT_TASKS))
+    ap.add_argument("--judges", default=",".join(JUDGES))
+    ap.add_argument("--reps", type=int, default=300)
+    ap.add_argument("--cache", default=None)
+    ap.add_argument("--data", default=None)
+    ap.add_argument("--api", action="store_true",
+                    help="instead: one cell through ar.estimate, without a judge, with judges= (online "
+                         "calibration) and with the offline-calibrated probs (MQ2008 fold 1, single RF ranker, "
+                         "kappa-0.6 judge, reference budget); writes results/judge_check_api.csv")
+    args = ap.parse_args(argv)
+    for ds in args.datasets.split(","):
+        if ds not in DATASETS:
+            ap.error(f"unknown dataset {ds!r}; choose from {', '.join(DATASETS)}")
+    for key in args.tasks.split(","):
+        if key not in TASKS:
+            ap.error(f"unknown task {key!r}; choose from {', '.join(TASKS)}")
+    for j in args.judges.split(","):
+        if j not in JUDGES:
+            ap.error(f"unknown judge {j!r}; choose from {', '.join(JUDGES)}")
+    if "none" not in args.judges.split(","):
+        ap.error("--judges must include 'none' (the reference of the MSE ratios)")
+    from activerank.datasets import DatasetNotFoundError
+
+    try:
+        cfg = config(args.cache, args.data)
+        for ds in args.datasets.split(","):
+            load_dataset(DATASETS[ds], cfg.data_root)
+    except DatasetNotFoundError as exc:
+        print(f"skipped: the LETOR data is not available ({exc}); set ACTIVERANK_DATA or --data")
+        return 0
+    warnings.simplefilter("ignore")  # solver convergence chatter of the calibrator's grid search
+    t0 = time.perf_counter()
+    if args.api:
+        df = api_cell(args, cfg)
+        df["seconds"] = time.perf_counter() - t0
+        df.to_csv(RESULTS / "judge_check_api.csv", index=False)
+        print(df.to_string())
+        write_md(*(pd.read_csv(RESULTS / n) for n in ("judge_check.csv", "judge_check_kappa.csv",
+                                                      "judge_check_quality.csv")))
+        return 0
+
+    def say(line):
+        print(line, flush=True)
+
+    for ds in args.datasets.split(","):
+        td = time.perf_counter()
+        df, kap, qual = run_dataset(ds, args, cfg, say)
+        df["folds"], df["seconds"] = args.folds, time.perf_counter() - td
+        # each dataset replaces its own rows: datasets may be run by separate invocations
+        for frame, name in ((df, "judge_check.csv"), (kap, "judge_check_kappa.csv"), (qual, "judge_check_quality.csv")):
+            path = RESULTS / name
+            old = pd.read_csv(path) if path.exists() else None
+            if old is not None:
+                frame = pd.concat([old[old.dataset != ds], frame])
+            frame.to_csv(path, index=False)
+    write_md(*(pd.read_csv(RESULTS / n) for n in ("judge_check.csv", "judge_check_kappa.csv",
+                                                  "judge_check_quality.csv")))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
