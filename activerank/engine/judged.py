@@ -191,7 +191,8 @@ def _first_round(pool, probs, labeler, store, make_design, budget, rng, ci, info
         raise RuntimeError("the calibration round returned no fit.")
     spent = float(fit.cost_spent) * factor
     info.update(calibration_round=design.method, calibration_round_cost=spent, first_round_weight=weight,
-                first_round_estimate=[float(v) for v in fit.estimate.estimate])
+                first_round_estimate=[float(v) for v in fit.estimate.estimate],
+                first_round_standard_error=[float(v) for v in fit.estimate.standard_error])
     return FirstRound(fit, spent, weight)
 
 
