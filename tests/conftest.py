@@ -32,6 +32,22 @@ def require_shared_data(*parts) -> Path:
     return p
 
 
+def load_benchmark(folder: Path, file: str, name: str):
+    """A benchmark script as a module, loaded by path under ``name`` (the benchmarks folder never shadows
+    installed modules); ``folder`` is on ``sys.path`` while it loads, for its sibling imports."""
+    import importlib.util
+    import sys
+
+    sys.path.insert(0, str(folder))
+    try:
+        spec = importlib.util.spec_from_file_location(name, folder / file)
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+    finally:
+        sys.path.remove(str(folder))
+    return mod
+
+
 def stat_reps(base: int) -> int:
     return max(1, int(round(base * STAT_SCALE)))
 

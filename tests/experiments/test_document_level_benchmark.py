@@ -1,14 +1,13 @@
 """benchmarks/document_level/run.py: determined tasks are skipped, exact answers pass the bias/coverage check."""
 
 import argparse
-import importlib.util
-import sys
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 
+from ..conftest import load_benchmark
 from .test_harness import _fold_models
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -17,15 +16,7 @@ BENCH = ROOT / "benchmarks" / "document_level"
 
 @pytest.fixture(scope="module")
 def bench():
-    # loaded by path under its own name; run.py imports its sibling `common`
-    sys.path.insert(0, str(BENCH))
-    try:
-        spec = importlib.util.spec_from_file_location("_bench_document_level_run", BENCH / "run.py")
-        mod = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(mod)
-    finally:
-        sys.path.remove(str(BENCH))
-    return mod
+    return load_benchmark(BENCH, "run.py", "_bench_document_level_run")  # run.py imports its sibling `common`
 
 
 def test_an_exact_answer_with_zero_se_is_covered_and_unbiased(bench):

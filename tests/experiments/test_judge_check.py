@@ -1,7 +1,5 @@
 """benchmarks/document_level/judge_check.py: the simulated judges are what its docstring says."""
 
-import importlib.util
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -9,20 +7,14 @@ import pytest
 
 from activerank.judges.report import weighted_kappa
 
+from ..conftest import load_benchmark
+
 BENCH = Path(__file__).resolve().parents[2] / "benchmarks" / "document_level"
 
 
 @pytest.fixture(scope="module")
 def jc():
-    # loaded by path under its own name; it imports its siblings (run, common, registered, report)
-    sys.path.insert(0, str(BENCH))
-    try:
-        spec = importlib.util.spec_from_file_location("_bench_judge_check", BENCH / "judge_check.py")
-        mod = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(mod)
-    finally:
-        sys.path.remove(str(BENCH))
-    return mod
+    return load_benchmark(BENCH, "judge_check.py", "_bench_judge_check")  # imports run, common, registered
 
 
 FREQ = np.array([0.7, 0.2, 0.1])

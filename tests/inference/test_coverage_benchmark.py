@@ -7,14 +7,12 @@ with margins for the smaller Monte-Carlo sample.
 """
 
 import os
-import importlib.util
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from ..conftest import stat_reps
+from ..conftest import load_benchmark, stat_reps
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = Path(os.environ.get("ACTIVERANK_DATA", ROOT.parent / "shared" / "data"))
@@ -28,15 +26,7 @@ pytestmark = [
 
 @pytest.fixture(scope="module")
 def results(tmp_path_factory):
-    # loaded by path under its own name: the benchmarks folder never shadows installed modules
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    try:
-        spec = importlib.util.spec_from_file_location("_bench_interval_coverage",
-                                                      ROOT / "benchmarks" / "interval_coverage.py")
-        bench = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(bench)
-    finally:
-        sys.path.remove(str(ROOT / "benchmarks"))
+    bench = load_benchmark(ROOT / "benchmarks", "interval_coverage.py", "_bench_interval_coverage")
     methods = {k: bench.METHODS[k] for k in ("passive", "active", "model_assisted", "model_assisted_cf")}
     old = bench.INTERVALS
     bench.INTERVALS = {"snis": ("normal", "t_draws"), "self_tuned": ("normal",), "crossfit": ("t_draws",)}
