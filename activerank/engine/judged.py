@@ -203,8 +203,6 @@ class AfterFirstRound(FixedBudget):
     in the caller's unit, is converted with it).
     """
 
-    name = "fixed"
-
     def __init__(self, budget: float, rng, first: FirstRound | None, *, factor: float, whole_budget: float):
         super().__init__(budget, rng)
         self.first = first
