@@ -193,48 +193,46 @@ def _pool_ids(pool):
 # --------------------------------------------------------------------------- the campaign's part
 
 
-def _held_rows(path, pool, qkeys, dkeys) -> np.ndarray:
-    """Document rows of the pool that a qrels file names (``qid iter docid grade``).  Lenient: lines are
-    validated, with their reasons, when the file is imported; ids outside the pool are ignored here."""
-    held = np.zeros(pool.n_docs, dtype=bool)
+def _held_lines(path, pool, qkeys, dkeys):
+    """``(line number, pool row, grade text)`` of every ``qid iter docid grade`` line of a qrels file that names a
+    pair of the pool.  Lenient: lines are validated, with their reasons, when the file is imported; ids outside
+    the pool are ignored here."""
     qindex = {q: x for x, q in enumerate(qkeys)}
     offsets = pool.offsets
-    by_query: dict = {}
-    with open(path, encoding="utf-8-sig") as f:
-        for line in f:
-            parts = line.split()
-            if len(parts) == 4 and parts[0] in qindex:
-                by_query.setdefault(qindex[parts[0]], set()).add(parts[2])
-    for x, docs in by_query.items():
-        rows = [r for r in range(int(offsets[x]), int(offsets[x + 1])) if dkeys[r] in docs]
-        held[rows] = True
-    return held
-
-
-def _held_grades(path, pool, qkeys, dkeys, n_grades: int) -> np.ndarray:
-    """The grade of every pool row a qrels file names (-1 elsewhere), for calibrating judges: ids outside the
-    pool are ignored as in :func:`_held_rows`; a grade that is not an integer on the scale raises, naming the line."""
-    labels = np.full(pool.n_docs, -1, dtype=np.int64)
-    qindex = {q: x for x, q in enumerate(qkeys)}
-    rows = {}
+    rows_of: dict = {}  # per query met: doc id -> pool row
     with open(path, encoding="utf-8-sig") as f:
         for number, line in enumerate(f, 1):
             parts = line.split()
             if len(parts) != 4 or parts[0] not in qindex:
                 continue
-            try:
-                grade = int(parts[3])
-            except ValueError:
-                grade = -1
-            if not 0 <= grade < n_grades:
-                raise ValueError(f"`held_qrels` line {number}: grade {parts[3]!r} is not an integer in "
-                                 f"0..{n_grades - 1} (the relevance model's scale); the judges cannot be calibrated.")
-            rows[(qindex[parts[0]], parts[2])] = grade
-    offsets = pool.offsets
-    for (x, doc), grade in rows.items():
-        for r in range(int(offsets[x]), int(offsets[x + 1])):
-            if dkeys[r] == doc:
-                labels[r] = grade
+            x = qindex[parts[0]]
+            if x not in rows_of:
+                rows_of[x] = {dkeys[r]: r for r in range(int(offsets[x]), int(offsets[x + 1]))}
+            row = rows_of[x].get(parts[2])
+            if row is not None:
+                yield number, row, parts[3]
+
+
+def _held_rows(path, pool, qkeys, dkeys) -> np.ndarray:
+    """Document rows of the pool that a qrels file names (:func:`_held_lines`)."""
+    held = np.zeros(pool.n_docs, dtype=bool)
+    held[[row for _, row, _ in _held_lines(path, pool, qkeys, dkeys)]] = True
+    return held
+
+
+def _held_grades(path, pool, qkeys, dkeys, n_grades: int) -> np.ndarray:
+    """The grade of every pool row a qrels file names (-1 elsewhere), for calibrating judges; a grade that is not
+    an integer on the scale raises, naming the line."""
+    labels = np.full(pool.n_docs, -1, dtype=np.int64)
+    for number, row, text in _held_lines(path, pool, qkeys, dkeys):
+        try:
+            grade = int(text)
+        except ValueError:
+            grade = -1
+        if not 0 <= grade < n_grades:
+            raise ValueError(f"`held_qrels` line {number}: grade {text!r} is not an integer in "
+                             f"0..{n_grades - 1} (the relevance model's scale); the judges cannot be calibrated.")
+        labels[row] = grade
     return labels
 
 
