@@ -212,16 +212,18 @@ def mse_curve(r):
     return r["loss"] ** 2 if r["truth"].size == 1 else r["loss"]
 
 
-def run_dataset(ds, args, cfg, say):
+def dataset_judges(ds, args, cfg, say):
+    """A dataset's data, the judges' keep probabilities ``a`` and the judges that can run on it.
+
+    Returns ``(env, kappa_rows)``; ``env`` holds what :func:`fold_judges` and :func:`calibrated` need.
+    """
     spec = DATASETS[ds]
     G = spec.n_grades
-    rel = bench.REL[bench.REL <= max(spec.budgets)]
-    di = list(DATASETS).index(ds)
     data, part = load_dataset(spec, cfg.data_root)
     freq = np.bincount(data.labels, minlength=G) / data.labels.size
     a = {f"kappa_{k}": solve_a(k, freq) for k in KAPPAS}
     judges = args.judges.split(",")
-    kappa_rows, quality_rows = [], []
+    kappa_rows = []
     for name in [j for j in judges if j in a and not np.isfinite(a[j])]:
         say(f"{ds}: {name} skipped: the neighbour judge's kappa is {population_kappa(0.0, freq):.3f} already at a = 0")
         kappa_rows.append(dict(dataset=ds, fold=0, judge=name, a=np.nan, kappa_population=np.nan,
@@ -230,60 +232,93 @@ def run_dataset(ds, args, cfg, say):
     judges = [j for j in judges if not (j in a and not np.isfinite(a[j]))]
     if "biased" in judges and not np.isfinite(a["kappa_0.6"]):
         judges.remove("biased")
-    tasks = args.tasks.split(",")
+    env = dict(ds=ds, spec=spec, G=G, rel=bench.REL[bench.REL <= max(spec.budgets)], di=list(DATASETS).index(ds),
+               data=data, part=part, freq=freq, a=a, judges=judges, cfg=cfg)
+    return env, kappa_rows
+
+
+def fold_judges(env, fold):
+    """One fold: the fitted models, document costs, the training partition and every judge's grades.
+
+    Returns ``(fold_env, kappa_rows)``; grades are simulated on the training partition and on the pool.
+    """
+    ds, spec, G, cfg, a, freq = env["ds"], env["spec"], env["G"], env["cfg"], env["a"], env["freq"]
+    fm = fit_fold(spec, fold, cfg, data_root=cfg.data_root)
+    pool = fm.pool
+    doc_costs, _ = document_costs(pool, pool.n_docs, spec.cost_model)
+    train, train_probs = train_partition_probs(spec, fold, cfg, fm, env["data"], env["part"])
+    grades, kappa_rows = {}, []
+    for name in env["judges"]:
+        if name == "none":
+            continue
+        g = []
+        for side, (lab, off, hp) in enumerate(((train.labels, train.offsets, train_probs[HARD_MODEL]),
+                                               (pool.labels, pool.offsets, fm.probs[HARD_MODEL]))):
+            rng = np.random.default_rng([env["di"], fold, JUDGES.index(name), side, 33])
+            g.append(simulate_judge(name, lab, off, a=a, freq=freq, hard_probs=hp, rng=rng))
+        grades[name] = g
+        kappa_rows.append(dict(dataset=ds, fold=fold, judge=name, a=a.get(name, np.nan),
+                               kappa_population=population_kappa(a[name], freq) if name in a else np.nan,
+                               kappa_train=weighted_kappa(g[0], train.labels, n_levels=G),
+                               kappa_pool=weighted_kappa(g[1], pool.labels, n_levels=G), note=""))
+    fenv = dict(fold=fold, fm=fm, pool=pool, doc_costs=doc_costs, train=train, train_probs=train_probs,
+                train_groups=np.repeat(np.arange(train.n_queries), np.diff(train.offsets)), grades=grades)
+    return fenv, kappa_rows
+
+
+def calibrated(env, fenv, task, name):
+    """Judge ``name``'s calibrated ``p(y | x, z)`` on the pool for ``task`` and the calibrator's ``C``.
+
+    ``none`` is the task's feature model.  The calibrator is fitted on the training partition's labels.
+    """
+    if name == "none":
+        return task.probs, np.nan
+    G, grades = env["G"], fenv["grades"][name]
+    tp = np.mean([fenv["train_probs"][m] for m in TASKS[task.key][2]], axis=0)
+    cal = JudgeCalibrator(G, random_state=0).fit([as_judge(grades[0], G, name)], fenv["train"].labels,
+                                                 model_probs=tp, groups=fenv["train_groups"])
+    return cal.predict_proba([as_judge(grades[1], G, name)], model_probs=task.probs), cal.C_
+
+
+def judged_context(fenv, task, probs, rel):
+    """``run.py``'s context of ``task`` with ``probs`` as its relevance model."""
+    pool = fenv["pool"]
+    ctx = bench.Context(Task(task.key, task.kind, task.fold, pool, task.rankings, task.contrasts, probs,
+                             task.labels), fenv["doc_costs"], rel)
+    ctx.u_grades = pool.labels[ctx.t.rows]
+    return ctx
+
+
+def run_dataset(ds, args, cfg, say):
+    env, kappa_rows = dataset_judges(ds, args, cfg, say)
+    rel, judges = env["rel"], env["judges"]
+    quality_rows = []
     all_res: dict = {}
     for fold in [int(f) for f in args.folds.split(",")]:
         tf = time.perf_counter()
-        fm = fit_fold(spec, fold, cfg, data_root=cfg.data_root)
-        pool = fm.pool
-        doc_costs, _ = document_costs(pool, pool.n_docs, spec.cost_model)
-        train, train_probs = train_partition_probs(spec, fold, cfg, fm, data, part)
-        train_groups = np.repeat(np.arange(train.n_queries), np.diff(train.offsets))
-        grades = {}
-        for ji, name in enumerate(judges):
-            if name == "none":
-                continue
-            g = []
-            for side, (lab, off, hp) in enumerate(((train.labels, train.offsets, train_probs[HARD_MODEL]),
-                                                   (pool.labels, pool.offsets, fm.probs[HARD_MODEL]))):
-                rng = np.random.default_rng([di, fold, JUDGES.index(name), side, 33])
-                g.append(simulate_judge(name, lab, off, a=a, freq=freq, hard_probs=hp, rng=rng))
-            grades[name] = g
-            kappa_rows.append(dict(dataset=ds, fold=fold, judge=name, a=a.get(name, np.nan),
-                                   kappa_population=population_kappa(a[name], freq) if name in a else np.nan,
-                                   kappa_train=weighted_kappa(g[0], train.labels, n_levels=G),
-                                   kappa_pool=weighted_kappa(g[1], pool.labels, n_levels=G), note=""))
-        for ti, key in enumerate(tasks):
-            task = build_task(fm, key, fold)
-            ctx0 = bench.Context(task, doc_costs, rel)
+        fenv, rows = fold_judges(env, fold)
+        kappa_rows += rows
+        for key in args.tasks.split(","):
+            task = build_task(fenv["fm"], key, fold)
+            ctx0 = bench.Context(task, fenv["doc_costs"], rel)
             if bench.determined(ctx0):
                 say(f"{ds} fold {fold} {key}: skipped, no judgment can change the target")
                 continue
-            seed = [di, fold, TASKS_INDEX[key], 33]
+            seed = [env["di"], fold, TASKS_INDEX[key], 33]
             res = {"passive": bench.query_level(ctx0, ctx0.p, ctx0.full.cost, np.random.default_rng(seed + [0]),
                                                 args.reps, name="passive")}
-            models = TASKS[key][2]
-            tp = np.mean([train_probs[m] for m in models], axis=0)
             for name in judges:
-                if name == "none":
-                    probs, C = task.probs, np.nan
-                else:
-                    cal = JudgeCalibrator(G, random_state=0).fit([as_judge(grades[name][0], G, name)], train.labels,
-                                                                 model_probs=tp, groups=train_groups)
-                    probs = cal.predict_proba([as_judge(grades[name][1], G, name)], model_probs=task.probs)
-                    C = cal.C_
-                ctx = bench.Context(Task(task.key, task.kind, fold, pool, task.rankings, task.contrasts, probs,
-                                         task.labels), doc_costs, rel)
-                ctx.u_grades = pool.labels[ctx.t.rows]
+                probs, C = calibrated(env, fenv, task, name)
+                ctx = judged_context(fenv, task, probs, rel)
                 # the same random numbers for every judge: paired comparisons
                 res[name] = registered(ctx, "doc_dyn", np.random.default_rng(seed + [1]), args.reps)
                 quality_rows.append(dict(dataset=ds, fold=fold, task=key, judge=name, C=C,
-                                         log_loss_pool=log_loss(probs, pool.labels),
-                                         log_loss_feature=log_loss(task.probs, pool.labels)))
+                                         log_loss_pool=log_loss(probs, fenv["pool"].labels),
+                                         log_loss_feature=log_loss(task.probs, fenv["pool"].labels)))
             for name, r in res.items():
                 all_res.setdefault(key, {}).setdefault(name, []).append(r)
         say(f"{ds} fold {fold}: {time.perf_counter() - tf:.0f}s")
-    return summarize(ds, spec, rel, all_res, judges), pd.DataFrame(kappa_rows), pd.DataFrame(quality_rows)
+    return summarize(ds, env["spec"], rel, all_res, judges), pd.DataFrame(kappa_rows), pd.DataFrame(quality_rows)
 
 
 TASKS_INDEX = {k: i for i, k in enumerate(TASKS)}  # seeds depend on the task, not on its position in --tasks
