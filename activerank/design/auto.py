@@ -36,7 +36,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from .costs import budget_unit_factor
-from .design import prepare_design
+from .design import Design, prepare_design
 
 __all__ = ["SEQUENTIAL_AUTO", "AutoCandidates", "AutoChoice", "auto_alternative", "auto_candidates", "auto_design",
            "choose_method", "predicted_variance"]
@@ -107,8 +107,8 @@ class AutoCandidates:
         The caller's budget units per engine unit (:func:`~activerank.design.costs.budget_unit_factor`).
     """
 
-    query: object
-    alternative: object
+    query: Design
+    alternative: Design | None
     skipped: str
     factor: float
 
