@@ -103,6 +103,7 @@ def main(argv=None) -> int:
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--stem", default="auto_speed")
+    ap.add_argument("--note", default="", help="a paragraph appended to the results (e.g. what --before is)")
     args = ap.parse_args(argv)
     tasks = args.tasks.split(",")
     unknown = sorted(set(tasks) - set(REFERENCE))
@@ -127,7 +128,8 @@ def main(argv=None) -> int:
     load.append(os.getloadavg()[0])
     os.makedirs(RESULTS, exist_ok=True)
     with open(os.path.join(RESULTS, f"{args.stem}.md"), "w") as fh:
-        fh.write("\n".join(table(results, workers, tasks, info, args, load)) + "\n")
+        fh.write("\n".join(table(results, workers, tasks, info, args, load) + ([""] + [args.note] if args.note
+                                                                               else [])) + "\n")
     return 0
 
 
