@@ -23,6 +23,7 @@ precision needs.
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import replace
 
 import numpy as np
@@ -48,7 +49,7 @@ from ._validation import (
 )
 from .engine.schedules import reuse_iv
 from .pool import pool_iv
-from .design.auto import SEQUENTIAL_AUTO, auto_alternative, auto_design, choose_method
+from .design.auto import SEQUENTIAL_AUTO, auto_alternative, auto_candidates, choose_method
 from .design.costs import budget_unit_factor
 from .design.design import Design, prepare_design
 from .design.methods import method_names
@@ -140,11 +141,19 @@ def _fixed(pool, pool_, kind, rankings, probs, labeler, *, budget, rng, judgment
     store = _held(pool_, probs, judgments)
     auto = isinstance(design_args.get("method"), str) and design_args["method"] == "auto"
 
+    # the designs of one relevance model and set of labels held, by (model, held rows): a judged run plans on
+    # ``probs`` at two budgets and runs its first round there, and a design does not depend on the budget, so
+    # they are built (and their kinds' planning, e.g. prefix's simulations, done) once
+    built: dict = {}
+
     def design_for(P, judged, b):
-        args = design_args if judged is None else dict(design_args, judged=judged)
-        if auto:
-            return auto_design(pool, pool_, kind, rankings, P, b, args, budget_unit=unit)
-        return prepare_design(pool, pool_, kind, rankings, P, **args), None
+        key = (id(P), None if judged is None else hashlib.sha1(np.packbits(judged).tobytes()).hexdigest())
+        if key not in built:
+            args = design_args if judged is None else dict(design_args, judged=judged)
+            built[key] = P, (auto_candidates(pool, pool_, kind, rankings, P, args, budget_unit=unit) if auto
+                             else prepare_design(pool, pool_, kind, rankings, P, **args))
+        made = built[key][1]  # the entry holds P: its id is not reused while the run lasts
+        return made.choose(b) if auto else (made, None)
 
     spent0, judge_info = 0.0, None
     if judges is not None:  # round 1 (if needed) and the calibrated relevance model (engine.judged)

@@ -70,8 +70,14 @@ RESULTS = os.path.join(HERE, "results")
 
 TASKS = ("moments_single", "pair_update", "pair_indep", "estimate", "compare_update", "compare_indep",
          "compare_many", "rank_scores", "estimate_wor", "estimate_auto")
+#: ``ar.estimate`` tasks by (metric, method, with a judge): the ones of TASKS and those of
+#: ``benchmarks/auto_speed.py`` (not in TASKS: run them with ``--tasks``)
+ESTIMATE_TASKS = {"estimate_wor": ("err@10", "active_wor", False), "estimate_auto": ("err@10", "auto", False),
+                  "estimate_prefix": ("err@10", "prefix", False), "estimate_dcg_wor": ("dcg@10", "active_wor", False),
+                  "estimate_dcg_auto": ("dcg@10", "auto", False), "estimate_dcg_doc_dyn": ("dcg@10", "doc_dyn", False),
+                  "estimate_wor_judged": ("err@10", "active_wor", True), "estimate_auto_judged": ("err@10", "auto", True)}
 #: The metric of every task (default: full-list ERR).
-TASK_METRIC = {"estimate_wor": "err@10", "estimate_auto": "err@10"}
+TASK_METRIC = {task: metric for task, (metric, _, _) in ESTIMATE_TASKS.items()}
 BUDGET = 1000.0
 
 
@@ -102,10 +108,20 @@ class Workload:
                            self.sc]
         self.pool = ar.Pool(np.arange(pool.n_queries), pool.offsets)
         # deterministic grades from the row index: no label array to hold at 16x
-        self.labeler = ar.CallableLabeler(
-            lambda qid, doc_ids: ((np.asarray(doc_ids, dtype=np.uint64) * np.uint64(2654435761) >> np.uint64(7))
-                                  % np.uint64(self.probs.shape[1])).astype(np.int64))
+        self.labeler = ar.CallableLabeler(lambda qid, doc_ids: _row_grades(doc_ids, self.probs.shape[1]))
         self.n_queries, self.n_docs = pool.n_queries, pool.n_docs
+        self._judge = None
+
+    def judge(self):
+        """A simulated judge on every row: the labeler's grade, one grade off on every third row (built once)."""
+        if self._judge is None:
+            from activerank.judges import JudgeOutputs
+
+            rows = np.arange(self.n_docs)
+            grades = _row_grades(rows, self.probs.shape[1]).astype(np.float64)
+            off = np.where(rows % 3 == 0, np.where(grades > 0, -1.0, 1.0), 0.0)
+            self._judge = JudgeOutputs("simulated", "grades", grades + off, self.probs.shape[1])
+        return self._judge
 
     def run(self, task: str):
         ar, P, pool, lab = self.ar, self.probs, self.pool, self.labeler
@@ -118,9 +134,10 @@ class Workload:
             return ar.pool_pair_moments(P, self.ra, self.rc, metric="err")
         if task == "estimate":
             return ar.estimate(pool, self.sa, P, lab, **common)
-        if task in ("estimate_wor", "estimate_auto"):
-            method = {"estimate_wor": "active_wor", "estimate_auto": "auto"}[task]
-            return ar.estimate(pool, self.sa, P, lab, **dict(common, metric=TASK_METRIC[task]), method=method)
+        if task in ESTIMATE_TASKS:
+            metric, method, judged = ESTIMATE_TASKS[task]
+            extra = dict(judges=self.judge()) if judged else {}
+            return ar.estimate(pool, self.sa, P, lab, **dict(common, metric=metric), method=method, **extra)
         if task == "compare_update":
             return ar.compare(pool, self.sa, self.rb, P, lab, **common)
         if task == "compare_indep":
@@ -138,7 +155,7 @@ class Workload:
         ar = self.ar
         pairs = {"moments_single": [], "estimate": [], "pair_update": [self.rb], "compare_update": [self.rb],
                  "pair_indep": [self.rc], "compare_indep": [self.rc], "rank_scores": [],
-                 "compare_many": self.candidates[:2] + [self.rc], "estimate_wor": [], "estimate_auto": []}[task]
+                 "compare_many": self.candidates[:2] + [self.rc], **{t: [] for t in ESTIMATE_TASKS}}[task]
         metric = TASK_METRIC.get(task, "err")
         sample = np.sort(np.random.default_rng(seed).choice(self.n_queries, min(n_sample, self.n_queries),
                                                              replace=False))
@@ -157,6 +174,12 @@ class Workload:
             for rb in pairs:
                 ar.pair_moments(Pq, a, rb[q] - lo, metric="err")
         return (time.perf_counter() - t) * self.n_queries / sample.size
+
+
+def _row_grades(rows, n_grades: int) -> np.ndarray:
+    """The labeler's grade of every document row: a hash of the row (no label array to hold at 16x)."""
+    return ((np.asarray(rows, dtype=np.uint64) * np.uint64(2654435761) >> np.uint64(7))
+            % np.uint64(n_grades)).astype(np.int64)
 
 
 def _scores_of(ranking) -> np.ndarray:
@@ -206,8 +229,10 @@ def worker(args) -> int:
         try:
             with threadpool_limits(1):
                 if cmd == "time":
-                    wall, cpu = _timed(lambda: wl.run(req["task"]))
-                    reply(dict(wall=wall, cpu=cpu))
+                    res = {}
+                    wall, cpu = _timed(lambda: res.update(out=wl.run(req["task"])))
+                    method = getattr(res["out"], "method", None)  # what an estimate ran (auto's choice)
+                    reply(dict(wall=wall, cpu=cpu, method=method if isinstance(method, str) else None))
                 elif cmd == "mem":
                     reply(dict(maxrss_gib=_peak_rss_of(lambda: wl.run(req["task"]))))
                 elif cmd == "loop":

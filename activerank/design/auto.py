@@ -36,9 +36,10 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from .costs import budget_unit_factor
-from .design import prepare_design
+from .design import Design, prepare_design
 
-__all__ = ["SEQUENTIAL_AUTO", "AutoChoice", "auto_alternative", "auto_design", "choose_method", "predicted_variance"]
+__all__ = ["SEQUENTIAL_AUTO", "AutoCandidates", "AutoChoice", "auto_alternative", "auto_candidates", "auto_design",
+           "choose_method", "predicted_variance"]
 
 
 @dataclass(frozen=True)
@@ -82,20 +83,57 @@ def auto_design(pool, pool_, kind, rankings, probs, budget: float, design_args: 
     ``design_args`` are :func:`~activerank.design.design.prepare_design`'s keyword arguments (``method`` is
     set here).  A route that cannot run a design passes the ones it can in ``alternatives`` and says why
     the others are left out in ``route`` (e.g. a campaign estimates from any judged head of its tasks).
-    Returns ``(design, AutoChoice)``; used by the API, labeling campaigns and Dask pools.
+    Returns ``(design, AutoChoice)``; used by the API, labeling campaigns and Dask pools.  The same as
+    :func:`auto_candidates` then :meth:`AutoCandidates.choose`.
     """
+    return auto_candidates(pool, pool_, kind, rankings, probs, design_args, budget_unit=budget_unit,
+                           query_method=query_method, alternatives=alternatives, route=route).choose(budget)
+
+
+@dataclass(frozen=True, eq=False)
+class AutoCandidates:
+    """The designs ``method="auto"`` weighs, built once: the choice at any budget reuses them (and what their
+    kinds keep per design, e.g. the ``prefix`` planning simulations, which do not depend on the budget).
+
+    Attributes
+    ----------
+    query : Design
+        The query-level design.
+    alternative : Design or None
+        The ``doc_dyn`` or ``prefix`` design (None: not considered).
+    skipped : str
+        Why no alternative, or which were left out ("" when none was).
+    factor : float
+        The caller's budget units per engine unit (:func:`~activerank.design.costs.budget_unit_factor`).
+    """
+
+    query: Design
+    alternative: Design | None
+    skipped: str
+    factor: float
+
+    def choose(self, budget: float):
+        """``(design, AutoChoice)`` at ``budget`` (in the caller's unit)."""
+        doc = self.alternative
+        choice = choose_method(self.query, doc, budget / self.factor)
+        if self.skipped:
+            choice = replace(choice, reason=f"{self.skipped}; {choice.reason}" if doc is not None else self.skipped)
+        return (doc if doc is not None and choice.method == doc.method else self.query), choice
+
+
+def auto_candidates(pool, pool_, kind, rankings, probs, design_args: dict, *, budget_unit="queries",
+                    query_method: str = "active_wor", alternatives: tuple = ("doc_dyn", "prefix"),
+                    route: str = "") -> AutoCandidates:
+    """The designs :func:`auto_design` weighs (its parameters but the budget)."""
     args = dict(design_args, method=query_method)
     query = prepare_design(pool, pool_, kind, rankings, probs, **args)
-    budget = budget / budget_unit_factor(budget_unit, query.costs, query.document_costs)
+    factor = budget_unit_factor(budget_unit, query.costs, query.document_costs)
     alternative, skipped = auto_alternative(query.metric, per_query_costs=query.costs.model == "uniform",
                                             alternatives=alternatives, route=route, predicted=args.get("predicted"),
                                             judge_all=kind != "mean" and args.get("judge") == "all")
     doc = None if alternative is None else prepare_design(pool, pool_, kind, rankings, probs,
                                                           **dict(args, method=alternative))
-    choice = choose_method(query, doc, budget)
-    if skipped:
-        choice = replace(choice, reason=f"{skipped}; {choice.reason}" if doc is not None else skipped)
-    return (doc if doc is not None and choice.method == doc.method else query), choice
+    return AutoCandidates(query, doc, skipped, factor)
 
 
 def auto_alternative(metric, *, per_query_costs: bool = False, alternatives: tuple = ("doc_dyn", "prefix"),

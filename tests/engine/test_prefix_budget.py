@@ -344,3 +344,53 @@ def test_walk_of_many_queries_equals_their_walks_one_by_one(order):
         j = whole.judged[i]  # P past a walk's end is not used (and depends on when the batch stops)
         np.testing.assert_array_equal(one.P[0][j], whole.P[i][j])
     assert whole.judged.any() and (whole.waiting >= 0).any()
+
+
+def _assert_same_walks(kept, full):
+    """Budget walks equal bit for bit (P where judged: past a walk's end it depends on when its batch stops)."""
+    assert (kept.cut, kept.n_used) == (full.cut, full.n_used)
+    for f in ("spent", "complete", "request"):
+        np.testing.assert_array_equal(getattr(kept, f), getattr(full, f))
+    for f in ("D", "judged", "docs", "waiting"):
+        np.testing.assert_array_equal(getattr(kept.walk, f), getattr(full.walk, f))
+    j = full.walk.judged
+    np.testing.assert_array_equal(kept.walk.P[j], full.walk.P[j])
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_kept_walk_states_equal_a_full_replay_batch_by_batch(seed):
+    # a run's batches reuse the walks whose labels did not change (WalkMemo); every batch's walks, and a replay
+    # on other labels (fewer, or a judged grade changed), are those of walking every query again
+    from activerank.design.kinds.prefix import budget_walk
+
+    rng = np.random.default_rng(seed)
+    pool, a, b, _ = _problem(200 + seed, n_queries=40)
+    truth = pool.sample_labels(rng)
+    held_labels = np.where(rng.random(truth.size) < 0.1, truth, -1)
+    dsg = ar.make_design(pool, (a, b), pool.probs, metric="err@5", method="prefix")
+    kind = dsg.method_spec.kind
+    run_ = kind.plan(dsg, 12.0, judged=held_labels >= 0, rng=rng)
+    draw = kind.draw(dsg, run_, rng)
+    layout, plan = run_.parts()
+
+    def full(labels):
+        return budget_walk(layout, dsg.probs, plan, draw, kind.order, labels, run_.budget)
+
+    labels, batches = held_labels.copy(), 0
+    while True:
+        kept = kind.walk(dsg, run_, draw, labels)
+        _assert_same_walks(kept, full(labels))
+        i = np.flatnonzero(kept.request)
+        if not i.size:
+            break
+        rows = kept.walk.waiting[i]
+        labels[rows] = truth[rows]
+        batches += 1
+    assert batches > 1
+    fewer = np.where(rng.random(truth.size) < 0.5, labels, -1)
+    _assert_same_walks(kind.walk(dsg, run_, draw, fewer), full(fewer))
+    changed = labels.copy()
+    judged_rows = np.flatnonzero((labels >= 0) & (held_labels < 0))
+    changed[judged_rows[::2]] = (changed[judged_rows[::2]] + 1) % dsg.n_grades
+    _assert_same_walks(kind.walk(dsg, run_, draw, changed), full(changed))
+    _assert_same_walks(kind.walk(dsg, run_, draw, labels), full(labels))

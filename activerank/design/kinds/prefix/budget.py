@@ -26,7 +26,7 @@ import numpy as np
 
 from .layout import Walk, walk_sample
 
-__all__ = ["BudgetWalk", "budget_walk", "depth_tables", "fits_limit", "reachable"]
+__all__ = ["BudgetWalk", "WalkMemo", "budget_walk", "depth_tables", "fits_limit", "reachable"]
 
 
 def fits_limit(budget: float) -> float:
@@ -110,13 +110,80 @@ def _walk_states(layout, probs, plan, x, U, order, labels):
     return walk, spent, ~waiting, nxt, ub
 
 
+class WalkMemo:
+    """The walk states of one draw's priority order, kept between the batches of a run.
+
+    A query's walk reads the labels of the rows it judged and of the row it waits for, nothing else
+    (:func:`.layout.walk_sample`), and the walk of one query does not depend on the others', so a kept state
+    is reused while those labels are unchanged (the judged rows hold the same grades, the awaited row is still
+    unjudged) and only the other queries are walked again: the same states as a full replay, bit for bit.
+    Create one per (layout, model, plan, draw, order); :func:`budget_walk` fills it.
+    """
+
+    _FIELDS = ("D", "P", "judged", "docs", "waiting")
+
+    def __init__(self):
+        self.n = 0  # positions of the priority order kept: 0 .. n - 1
+        self.parts: tuple = ()  # walk fields, spent, complete, nxt, ub, rows read (-1: none), their grades
+
+    def states(self, layout, probs, plan, x, U, order, labels, lo: int, hi: int):
+        """:func:`_walk_states` of positions ``lo:hi`` of the priority order ``x`` (uniforms ``U``)."""
+        size = hi - lo
+        fresh = np.ones(size, dtype=bool)
+        if self.n > lo:
+            kept = min(self.n, hi) - lo
+            fresh[:kept] = ~self._unchanged(lo, lo + kept, labels)
+        redo = np.flatnonzero(fresh)
+        if redo.size == size and self.n <= lo:  # nothing kept here: walk the chunk as one batch
+            out = self._with_reads(layout, x[lo:hi], _walk_states(layout, probs, plan, x[lo:hi], U[lo:hi], order,
+                                                                  labels), labels)
+        else:
+            self._grow(hi)  # positions past the kept ones are all in ``redo``
+            out = tuple(a[lo:hi].copy() for a in self.parts)
+            if redo.size:
+                new = self._with_reads(layout, x[lo + redo], _walk_states(layout, probs, plan, x[lo + redo],
+                                                                          U[lo + redo], order, labels), labels)
+                for a, b in zip(out, new):
+                    a[redo] = b
+        self._store(lo, hi, out)
+        walk = Walk(*out[:5])
+        return (walk,) + out[5:9]
+
+    def _unchanged(self, lo: int, hi: int, labels) -> np.ndarray:
+        read, grades, waiting = self.parts[9][lo:hi], self.parts[10][lo:hi], self.parts[4][lo:hi]
+        same = np.where(read >= 0, labels[np.maximum(read, 0)] == grades, True).all(1)
+        return same & ((waiting < 0) | (labels[np.maximum(waiting, 0)] < 0))
+
+    @classmethod
+    def _with_reads(cls, layout, x, states, labels) -> tuple:
+        walk = states[0]
+        rows = np.take_along_axis(layout.rows[x], np.maximum(walk.docs, 0), axis=1)
+        read = np.where(walk.judged, rows, -1)
+        grades = np.where(walk.judged, labels[np.maximum(read, 0)], -1)
+        return tuple(getattr(walk, f) for f in cls._FIELDS) + tuple(states[1:]) + (read, grades)
+
+    def _grow(self, hi: int) -> None:
+        if hi > self.n:  # chunks double, so the copies add up to a few times the final size
+            self.parts = tuple(np.concatenate([p, np.empty((hi - self.n,) + p.shape[1:], dtype=p.dtype)])
+                               for p in self.parts)
+            self.n = hi
+
+    def _store(self, lo: int, hi: int, out: tuple) -> None:
+        if not self.parts:
+            self.parts = tuple(np.empty((0,) + a.shape[1:], dtype=a.dtype) for a in out)
+        self._grow(hi)
+        for p, a in zip(self.parts, out):
+            p[lo:hi] = a
+
+
 def _concat(walks):
     if len(walks) == 1:
         return walks[0]
     return Walk(*(np.concatenate([getattr(w, f) for w in walks]) for f in ("D", "P", "judged", "docs", "waiting")))
 
 
-def budget_walk(layout, probs, plan, draw, order, labels, budget: float, *, first: int = 0) -> BudgetWalk:
+def budget_walk(layout, probs, plan, draw, order, labels, budget: float, *, first: int = 0,
+                memo: WalkMemo | None = None) -> BudgetWalk:
     """Replay the walks of the priority order on ``labels`` far enough to decide what to ask next.
 
     Walks the queries in chunks (``first`` queries, then doubling) until the upper bounds of the walked
@@ -135,6 +202,9 @@ def budget_walk(layout, probs, plan, draw, order, labels, budget: float, *, firs
     budget : float
     first : int
         Queries walked in the first chunk (0: twice the plan's expected sample size, at least 16).
+    memo : WalkMemo, optional
+        The walk states of earlier calls on the same draw (a run's batches): walks whose labels did not
+        change are not replayed.
     """
     x, U = draw.queries, draw.U
     n = x.size
@@ -144,7 +214,8 @@ def budget_walk(layout, probs, plan, draw, order, labels, budget: float, *, firs
     total = 0.0
     while True:
         hi = min(n, lo + size) if lo else min(n, size)
-        parts.append(_walk_states(layout, probs, plan, x[lo:hi], U[lo:hi], order, labels))
+        parts.append(_walk_states(layout, probs, plan, x[lo:hi], U[lo:hi], order, labels) if memo is None
+                     else memo.states(layout, probs, plan, x, U, order, labels, lo, hi))
         total += float(parts[-1][4].sum())
         lo = hi
         if lo >= n or total > limit:

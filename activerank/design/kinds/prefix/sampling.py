@@ -14,7 +14,7 @@ from ....inference.estimators import Estimate
 from ....inference.small_sample.clusters import cluster_dof
 from ..base import NO_LABELS, DesignFit, DesignKind, LabelRequest
 from ..query import clamp_cost
-from .budget import budget_walk, depth_tables, fits_limit
+from .budget import WalkMemo, budget_walk, depth_tables, fits_limit
 from .layout import PrefixLayout, _by_step, judging_paths, prefix_layout, stop_probabilities
 from .plan import N_PLANNING_SIMULATIONS, PrefixPlan, PrefixPlanner, prefix_planner
 
@@ -214,6 +214,8 @@ class PrefixSampling(DesignKind):
         self.order = order
         # design -> {documents held: (layout, planner)}; dies with the design (method="auto" predicts, then runs)
         self._planners: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+        # draw -> (run, model, WalkMemo): the walk states of a run's earlier batches; dies with the draw
+        self._walks: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
     def planner(self, layout, probs, p, variance, live, rng, *, defensive=0.1) -> PrefixPlanner:
         """The planning simulations, from which the plan of any budget follows (:func:`prefix_planner`)."""
@@ -303,7 +305,11 @@ class PrefixSampling(DesignKind):
             raise ValueError("this prefix sample has no priorities `xi` (a Poisson sample stored before the prefix "
                              "method's hard budget): it cannot be judged or estimated by this version; draw it again.")
         layout, pplan = plan.parts()
-        return budget_walk(layout, design.probs, pplan, sample, self.order, labels, plan.budget)
+        # a run asks for one batch after another on the same draw: the walks whose labels did not change are kept
+        kept = self._walks.get(sample)
+        if kept is None or kept[0] is not plan or kept[1] is not design.probs:
+            kept = self._walks[sample] = (plan, design.probs, WalkMemo())
+        return budget_walk(layout, design.probs, pplan, sample, self.order, labels, plan.budget, memo=kept[2])
 
     def labels_needed(self, design, plan: PrefixRun, sample: PrefixDraw | None, labels) -> LabelRequest:
         """The next document of every query whose walk surely goes on within the budget (one per query;
