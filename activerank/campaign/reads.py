@@ -24,7 +24,7 @@ from ..metrics.registry import parse_stored_metric
 from ..pool import Pool
 from ..ragged import Rankings, offsets_from_lengths
 from . import io as cio
-from .documents import DocumentPlan
+from .documents import DocumentPlan, held_units
 from .integrity import CorruptStoreError, grade_problems
 from .replay import BUDGET_RTOL
 from .reports import COMBINE_RULES, SCOPES, CampaignStatus, ExportReport, combine_grades
@@ -320,6 +320,17 @@ class _Reads:
         """Clamp a cost sum to the budget when it exceeds it only by rounding (relative 1e-9)."""
         return self.budget if self.budget < cost <= self.budget * (1 + BUDGET_RTOL) else float(cost)
 
+    def _document_head(self, judged, whole) -> int:
+        """Tasks a document-level estimate uses now: a budgeted sample's judged head in draw order (0 below
+        the 2 an estimate needs; :meth:`DocumentPlan.judged_prefix`), else ``whole`` (all or nothing)."""
+        plan = self._documents
+        if not (isinstance(plan, DocumentPlan) and plan.budgeted) or judged.all():
+            return whole
+        if not judged[held_units(plan.design)[plan.sample]].all():  # held labels not imported: no estimate
+            return 0
+        m = plan.judged_prefix(judged, self.seed)[1]
+        return m if m >= 2 else 0
+
     def status(self, *, combine=None) -> CampaignStatus:
         """Budget spent and left, queries done / partially judged / pending.
 
@@ -327,9 +338,10 @@ class _Reads:
         and ``n_documents_needed`` are the sampled documents, ``cost_spent``
         the cost of those judged, ``cost_in_progress`` 0, ``cost_planned``
         the realized cost of the sample (Poisson sampling spends the budget
-        in expectation: it may exceed it), and ``draws_usable`` is all or
-        nothing (the estimate needs the whole sample).  So is it for a sample
-        without replacement (``active_wor``), counted in queries.
+        in expectation: it may exceed it), and ``draws_usable`` the tasks the
+        estimate uses now: a budgeted sample's judged head in draw order (0
+        below 2), a Poisson sample's all or nothing.  A sample without
+        replacement (``active_wor``) is usable only whole, counted in queries.
         """
         grades, conflicts, done, partial, pending, prefix = self._progress(combine)
         planned = self._clamp(math.fsum(self._plan.charged))
@@ -355,6 +367,7 @@ class _Reads:
             done_set = set(done)
             waiting = [x for x in self._planned if x not in done_set]
             blocking = self._qkeys[waiting[0]] if waiting else None
+            prefix = self._document_head(judged, prefix)
         db = self._db
         n_judg = db.execute("SELECT COUNT(*) FROM judgments").fetchone()[0]
         n_imp = db.execute("SELECT COUNT(*) FROM batches").fetchone()[0]

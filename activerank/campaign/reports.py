@@ -189,7 +189,8 @@ class CampaignStatus:
         those judged, ``cost_in_progress`` = 0, ``cost_planned`` = realized
         cost of the sample (may exceed ``budget``: Poisson sampling spends it
         in expectation), ``draws_usable`` = ``n_draws`` once all are judged,
-        else 0 (the estimate needs the whole sample).
+        else the judged head of a budgeted sample's draw order (0 below 2;
+        a Poisson sample's estimate needs the whole sample).
     """
 
     budget: float

@@ -185,6 +185,7 @@ def test_partial_judgments_estimate_from_the_judged_head_of_the_draw_order(tmp_p
         with pytest.raises(ValueError, match=r"nothing to estimate yet: 1 of .* only 0 judged ones lead"):
             c.estimate()
         st = c.status()
+        assert st.draws_usable == 0
         assert st.n_documents_judged == n - 1 and st.n_judgments == n - 1
         # the first task answered too: the whole sample, the engine's estimate
         c.export_tasks(tmp_path / "rest.jsonl")
@@ -208,6 +209,7 @@ def test_the_judged_head_of_the_draw_order_gives_an_estimate_while_tasks_are_out
         c.import_judgments(tmp_path / "head.jsonl")
         res = c.estimate()
         assert res.trace.attrs["partial"] and res.trace.attrs["tasks_in_estimate"] == m
+        assert c.status().draws_usable == m  # the judged head the estimate uses
         assert res.trace.attrs["tasks_missing"] == n - m - 1 and res.trace.attrs["tasks_judged_outside_estimate"] == 1
         assert len(res.trace) == m and res.cost_spent <= res.budget
         assert np.all(res.trace["pi"] <= 1.0) and np.isfinite(res.standard_error)
@@ -477,6 +479,7 @@ def test_labels_held_at_creation_are_certain_and_free(tmp_path, data, probs, lab
         c.import_judgments(tmp_path / "a0.jsonl")
         with pytest.raises(ValueError, match="held at creation are not stored: import the held qrels"):
             c.estimate()
+        assert c.status().draws_usable == 0
         c.import_qrels(qrels)
         c.export_tasks(tmp_path / "t.jsonl")
         rows = read_tasks(tmp_path / "t.jsonl")
@@ -486,6 +489,7 @@ def test_labels_held_at_creation_are_certain_and_free(tmp_path, data, probs, lab
         c.import_judgments(tmp_path / "a.jsonl")
         head = c.estimate()
         assert head.trace.attrs["tasks_in_estimate"] >= 10 and (head.trace["stratum"] == "census").sum() == n_held
+        assert c.status().draws_usable == head.trace.attrs["tasks_in_estimate"]
         answer(tmp_path / "t.jsonl", tmp_path / "a.jsonl", labels)
         c.import_judgments(tmp_path / "a.jsonl")
         res = c.estimate()
