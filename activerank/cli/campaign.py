@@ -344,8 +344,14 @@ def _cmd_status(args):
                                      else f"all done; {st.draws_usable} used by the estimate"))
     elif st.unit == "document":
         missing = st.n_documents_needed - st.n_documents_judged
-        print("sampled documents: " + (f"{missing} still to judge before an estimate (waiting for query "
-                                       f"{st.blocking_query!r})" if missing else "all judged"))
+        if not missing:
+            print("sampled documents: all judged")
+        elif st.draws_usable:  # a budgeted sample estimates from the judged head of its draw order
+            print(f"sampled documents: {missing} still to judge; the estimate uses the first {st.draws_usable} "
+                  f"tasks in draw order (waiting for query {st.blocking_query!r})")
+        else:
+            print(f"sampled documents: {missing} still to judge before an estimate (waiting for query "
+                  f"{st.blocking_query!r})")
     else:
         print(f"draws usable for the estimate: {st.draws_usable} of {st.n_draws}"
               + (f" (waiting for query {st.blocking_query!r})" if st.blocking_query is not None else ""))

@@ -95,6 +95,25 @@ def _tiny_letor(path, *, n_queries=8, n_docs=6, seed=0):
     return str(path)
 
 
+def test_cli_status_of_a_budgeted_document_sample_names_the_judged_head(tmp_path, capsys):
+    pool = _tiny_letor(tmp_path / "tiny.txt")
+    db, tasks = str(tmp_path / "c.db"), str(tmp_path / "t.csv")
+    code, _, err = run_cli(["campaign", "init", db, "--pool", pool, "--model", "uniform", "--grades", "3", "--budget",
+                            "2", "--metric", "dcg@4", "--method", "doc_dyn", "--seed", "8", "--ranker", "feature:1"],
+                           capsys)
+    assert code == 0, err
+    assert run_cli(["campaign", "export", db, tasks], capsys)[0] == 0
+    lab = ar.KnownLabels.from_data(ar.load_letor(pool, n_grades=3))
+    lines = (tmp_path / "t.csv").read_text().splitlines()
+    rows = [r.split(",") for r in lines[1:]]
+    last = max(int(r[3]) for r in rows)
+    kept = [",".join(r[:4] + [str(int(lab(int(r[0]), [r[2]])[0])), "ann"]) for r in rows if int(r[3]) != last]
+    (tmp_path / "a.csv").write_text("\n".join([lines[0]] + kept) + "\n")
+    assert run_cli(["campaign", "import", db, str(tmp_path / "a.csv")], capsys)[0] == 0
+    code, out, _ = run_cli(["campaign", "status", db], capsys)
+    assert code == 0 and f"sampled documents: 1 still to judge; the estimate uses the first {last} tasks" in out
+
+
 @pytest.mark.parametrize("method", ["doc_dyn", "doc_stat"])
 @pytest.mark.parametrize("rankers", [["feature:1"], ["feature:1", "feature:2"]])
 def test_cli_document_level_campaign_end_to_end(tmp_path, capsys, method, rankers):
