@@ -524,31 +524,31 @@ def write_md(df, kap, qual):
     print("\n".join(lines))
 
 
-def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def arg_parser(description, *, reps):
+    """The options ``judge_check.py`` and ``judge_peers.py`` share."""
+    ap = argparse.ArgumentParser(description=description)
     ap.add_argument("--datasets", default="mq2008,ohsumed")
     ap.add_argument("--folds", default="1,2,3,4,5")
     ap.add_argument("--tasks", default=",".join(DEFAULT_TASKS))
     ap.add_argument("--judges", default=",".join(JUDGES))
-    ap.add_argument("--reps", type=int, default=300)
+    ap.add_argument("--reps", type=int, default=reps)
     ap.add_argument("--cache", default=None)
     ap.add_argument("--data", default=None)
-    ap.add_argument("--api", action="store_true",
-                    help="instead: one cell through ar.estimate, without a judge, with judges= (online "
-                         "calibration) and with the offline-calibrated probs (MQ2008 fold 1, single RF ranker, "
-                         "kappa-0.6 judge, reference budget); writes results/judge_check_api.csv")
+    return ap
+
+
+def parse_checked(ap, argv):
+    """Parsed options, every dataset, task and judge name checked."""
     args = ap.parse_args(argv)
-    for ds in args.datasets.split(","):
-        if ds not in DATASETS:
-            ap.error(f"unknown dataset {ds!r}; choose from {', '.join(DATASETS)}")
-    for key in args.tasks.split(","):
-        if key not in TASKS:
-            ap.error(f"unknown task {key!r}; choose from {', '.join(TASKS)}")
-    for j in args.judges.split(","):
-        if j not in JUDGES:
-            ap.error(f"unknown judge {j!r}; choose from {', '.join(JUDGES)}")
-    if "none" not in args.judges.split(","):
-        ap.error("--judges must include 'none' (the reference of the MSE ratios)")
+    for option, known in (("datasets", DATASETS), ("tasks", TASKS), ("judges", JUDGES)):
+        for name in getattr(args, option).split(","):
+            if name not in known:
+                ap.error(f"unknown {option[:-1]} {name!r}; choose from {', '.join(known)}")
+    return args
+
+
+def data_config(args):
+    """The experiment configuration, or None (with a message) when the LETOR data is not available."""
     from activerank.datasets import DatasetNotFoundError
 
     try:
@@ -557,6 +557,21 @@ def main(argv=None) -> int:
             load_dataset(DATASETS[ds], cfg.data_root)
     except DatasetNotFoundError as exc:
         print(f"skipped: the LETOR data is not available ({exc}); set ACTIVERANK_DATA or --data")
+        return None
+    return cfg
+
+
+def main(argv=None) -> int:
+    ap = arg_parser(__doc__.splitlines()[0], reps=300)
+    ap.add_argument("--api", action="store_true",
+                    help="instead: one cell through ar.estimate, without a judge, with judges= (online "
+                         "calibration) and with the offline-calibrated probs (MQ2008 fold 1, single RF ranker, "
+                         "kappa-0.6 judge, reference budget); writes results/judge_check_api.csv")
+    args = parse_checked(ap, argv)
+    if "none" not in args.judges.split(","):
+        ap.error("--judges must include 'none' (the reference of the MSE ratios)")
+    cfg = data_config(args)
+    if cfg is None:
         return 0
     warnings.simplefilter("ignore")  # solver convergence chatter of the calibrator's grid search
     t0 = time.perf_counter()

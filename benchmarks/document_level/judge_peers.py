@@ -39,7 +39,6 @@ Writes results/judge_peers.csv and results/judge_peers.md.
 
 from __future__ import annotations
 
-import argparse
 import time
 import warnings
 
@@ -48,12 +47,11 @@ import pandas as pd
 
 import judge_check as jc
 import run as bench
-from common import RESULTS, TASKS, build_task, config
+from common import RESULTS, build_task
 from registered import registered
 from report import TITLES
 
 from activerank.experiments.harness import DATASETS
-from activerank.experiments.data import load_dataset
 
 PEERS = ("ppi_query", "ppi_doc", "stratppi")
 RAW_PEERS = ("ppi_query_raw", "ppi_doc_raw")  # the judge's own grades as the prediction (not calibrated)
@@ -357,32 +355,9 @@ def write_md(df):
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--datasets", default="mq2008,ohsumed")
-    ap.add_argument("--folds", default="1,2,3,4,5")
-    ap.add_argument("--tasks", default=",".join(jc.DEFAULT_TASKS))
-    ap.add_argument("--judges", default=",".join(jc.JUDGES))
-    ap.add_argument("--reps", type=int, default=200)
-    ap.add_argument("--cache", default=None)
-    ap.add_argument("--data", default=None)
-    args = ap.parse_args(argv)
-    for ds in args.datasets.split(","):
-        if ds not in DATASETS:
-            ap.error(f"unknown dataset {ds!r}; choose from {', '.join(DATASETS)}")
-    for key in args.tasks.split(","):
-        if key not in TASKS:
-            ap.error(f"unknown task {key!r}; choose from {', '.join(TASKS)}")
-    for j in args.judges.split(","):
-        if j not in jc.JUDGES:
-            ap.error(f"unknown judge {j!r}; choose from {', '.join(jc.JUDGES)}")
-    from activerank.datasets import DatasetNotFoundError
-
-    try:
-        cfg = config(args.cache, args.data)
-        for ds in args.datasets.split(","):
-            load_dataset(DATASETS[ds], cfg.data_root)
-    except DatasetNotFoundError as exc:
-        print(f"skipped: the LETOR data is not available ({exc}); set ACTIVERANK_DATA or --data")
+    args = jc.parse_checked(jc.arg_parser(__doc__.splitlines()[0], reps=200), argv)
+    cfg = jc.data_config(args)
+    if cfg is None:
         return 0
     warnings.simplefilter("ignore")  # solver convergence chatter of the calibrator's grid search
     path = RESULTS / "judge_peers.csv"
