@@ -67,7 +67,8 @@ def ppi_pp(y, f, mask, totals, lam=None):
     (N, T); ``totals`` = (sum f, sum f^2) over all N units.  Returns estimate and variance (R, T).
 
     ``lam`` fixes the coefficient (default: power tuning, whose estimate from the sample makes PPI++ biased
-    by O(1/n); a fixed one is exactly unbiased, which the tests check).  A census (no unlabeled unit) is the labels' mean with variance 0; runs with fewer than 2 labels are NaN.
+    by O(1/n); a fixed one is exactly unbiased, which the tests check).  A census (no unlabeled unit) is the
+    labels' mean with variance 0; runs with fewer than 2 labels are NaN.
     """
     N = y.shape[0]
     n = mask.sum(axis=1)[:, None]
