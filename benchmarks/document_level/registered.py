@@ -46,7 +46,8 @@ def registered(ctx, name, rng, reps):
     se = np.where(np.isfinite(out["standard_error"]), out["standard_error"], np.nan)
     empty = ~np.isfinite(est).all(axis=2)  # a budget too small for the design: no estimate
     est = np.where(empty[..., None], 0.0, est)
-    packed = bench._pack(name, est, se, np.where(empty, 0.0, out["cost"]), ctx.T, out["n_draws"])
+    # coverage of the interval the library reports: Student-t on the run's degrees of freedom
+    packed = bench._pack(name, est, se, np.where(empty, 0.0, out["cost"]), ctx.T, out["n_draws"], dof=out["dof"])
     packed["budgets"] = ctx.rel
     return packed
 

@@ -166,15 +166,17 @@ def exact_tolerance(T):
     return 1e-9 * (1.0 + np.abs(np.asarray(T, dtype=float)))
 
 
-def _pack(name, est, se, cost, T, n=None):
+def _pack(name, est, se, cost, T, n=None, dof=None):
     """Per-budget summaries and per-rep losses; est/se (nb, reps, T), cost and n (nb, reps).
 
     ``n`` is the number of sampled units: distinct queries or documents judged (query level, Poisson,
     uniform, with replacement), first-stage draws (two-stage), draws (UBIS); the bias/coverage
-    check looks at budgets with enough of them (None: not known, NaN).
+    check looks at budgets with enough of them (None: not known, NaN).  ``dof`` (nb, reps): the Student-t
+    degrees of freedom of the interval a run reports (the library's designs; inf or None: normal).
     """
     loss, err = _loss(est, T)
-    width = 1.959964 * np.where(np.isfinite(se), se, np.inf)
+    z = 1.959964 if dof is None else t_quantile(dof)[..., None]
+    width = z * np.where(np.isfinite(se), se, np.inf)
     # a determined answer has SE exactly 0: covered when it is the truth (up to rounding), not otherwise
     cover = ((np.abs(err) <= width) | (np.abs(err) <= exact_tolerance(T))).mean(axis=(1, 2))
     # a budget point counts only if every repetition judged something (an empty run's "estimate"
@@ -183,6 +185,14 @@ def _pack(name, est, se, cost, T, n=None):
                 bias_se=err.std(axis=1, ddof=1) / np.sqrt(err.shape[1]), valid=(cost > 0).all(axis=1),
                 n=np.full(cost.shape[0], np.nan) if n is None else np.asarray(n, dtype=float).mean(axis=1),
                 truth=np.asarray(T, dtype=float))
+
+
+def t_quantile(dof):
+    """The 97.5% Student-t quantile on ``dof`` (the normal one where it is inf or NaN: no dof reported)."""
+    from scipy.stats import t
+
+    dof = np.asarray(dof, dtype=np.float64)
+    return np.where(np.isfinite(dof), t.ppf(0.975, np.maximum(np.nan_to_num(dof, nan=1.0), 1.0)), 1.959964)
 
 
 def bias_z(bias, se, tol):
