@@ -55,6 +55,8 @@ from report import TITLES
 PEERS = ("ppi_query", "ppi_doc", "stratppi")
 RAW_PEERS = ("ppi_query_raw", "ppi_doc_raw")  # the judge's own grades as the prediction (not calibrated)
 METHODS = ("doc_dyn",) + PEERS + RAW_PEERS
+#: every peer's random stream; a raw peer draws as its calibrated twin does (same random numbers: paired)
+STREAM = {"ppi_query": 2, "ppi_doc": 3, "stratppi": 4, "ppi_query_raw": 2, "ppi_doc_raw": 3}
 N_STRATA = 10
 CHUNK = 100  # runs per block (memory: a block holds runs x units)
 
@@ -194,13 +196,11 @@ def peer_inputs(ctx, raw_gain):
     keep = t.matters
     mean, var = ctx.mom.mean, ctx.mom.variance
     Wq = t.weights * m  # a query's contrast is m * sum of its units' W u
-    fq = np.zeros((m, t.n_targets))
-    np.add.at(fq, t.query, Wq * mean[:, None])
-    fq_raw = np.zeros_like(fq)
-    np.add.at(fq_raw, t.query, Wq * raw_gain[:, None])
+    # per query: the weighted sums of the model's mean, the judge's gain and the true gain
+    sums = np.zeros((m, 3, t.n_targets))
+    np.add.at(sums, t.query, Wq[:, None, :] * np.stack([mean, raw_gain, ctx.u], axis=1)[:, :, None])
+    fq, fq_raw, resid = sums[:, 0], sums[:, 1], sums[:, 2]
     yq = ctx.L.T
-    resid = np.zeros((m, t.n_targets))
-    np.add.at(resid, t.query, Wq * ctx.u[:, None])
     if not np.allclose(resid, yq, atol=1e-9):
         raise RuntimeError("a query's contrast is not the sum of its documents' weighted gains")
     Nd = int(keep.sum())
@@ -223,10 +223,8 @@ def run_peers(ctx, raw_gain, seed, reps):
             "stratppi": lambda g: strat_ppi(yd, fd, cd, sd, budgets, g, reps),
             "ppi_query_raw": lambda g: ppi_random_order(yq, fq_raw, cq, budgets, g, reps),
             "ppi_doc_raw": lambda g: ppi_random_order(yd, fd_raw, cd, budgets, g, reps)}
-    for i, name in enumerate(PEERS + RAW_PEERS):
-        # a raw peer draws as its calibrated twin does (same random numbers): paired
-        i = i if i < len(PEERS) else PEERS.index(name[: -len("_raw")])
-        est, se, spent, n = runs[name](np.random.default_rng(seed + [2 + i]))
+    for name in PEERS + RAW_PEERS:
+        est, se, spent, n = runs[name](np.random.default_rng(seed + [STREAM[name]]))
         empty = ~np.isfinite(est).all(axis=2)
         est = np.where(empty[..., None], 0.0, est)
         packed = bench._pack(name, est, np.where(empty[..., None], np.nan, se), np.where(empty, 0.0, spent / ctx.scale),

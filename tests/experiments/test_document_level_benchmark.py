@@ -35,6 +35,16 @@ def test_an_exact_answer_with_zero_se_is_covered_and_unbiased(bench):
     assert np.isinf(bench.pooled_check([wrong])["z"]).all()
 
 
+def test_coverage_is_scored_with_the_runs_student_t_interval(bench):
+    T = np.array([0.0])
+    est = np.full((1, 2, 1), 2.5)  # 2.5 SE off: outside a normal 95% interval, inside t on 4 dof (2.78)
+    se = np.ones_like(est)
+    cost = np.ones((1, 2))
+    assert bench._pack("x", est, se, cost, T)["coverage"][0] == 0.0
+    assert bench._pack("x", est, se, cost, T, dof=np.array([[4.0, np.inf]]))["coverage"][0] == 0.5
+    assert bench.t_quantile(np.array([np.nan, np.inf]))[0] == pytest.approx(1.959964)
+
+
 def test_a_task_no_judgment_can_change_is_skipped(bench, tmp_path, monkeypatch, capsys):
     fm = _fold_models(3)
     fm.scores["rf_classifier"] = fm.scores["rf_regression"].copy()  # two rankers that agree everywhere
