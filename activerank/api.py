@@ -55,7 +55,8 @@ from .design.design import Design, prepare_design
 from .design.methods import method_names
 from .design.sampling import DEFAULT_DEFENSIVE
 from .engine import Adaptive, FixedBudget, Judgments, Sequential, run
-from .engine.judged import AfterFirstRound, calibrate_judges, judges_iv
+from .engine.judged import (MIN_CALIBRATION_LABELS, AfterFirstRound, calibrate_held, calibrate_judges,
+                            calibration_labels, judges_iv)
 from .inference.estimators import SelfNormalized
 from .pool import Pool
 from .ragged import Rankings
@@ -573,7 +574,7 @@ def _one_or_two(scores, pool_):
 def estimate_sequential(pool, scores, probs, labeler, *, target_half_width, budget, confidence_level=0.95,
                         metric="err@10", k=None, method="auto", costs="auto", query_weights=None,
                         defensive=DEFAULT_DEFENSIVE, min_draws=30, max_draws=None, t_opt=None, rng=None,
-                        sequence="windowed", judge="changeable"):
+                        sequence="windowed", judge="changeable", judgments=None, judges=None):
     """Label one query at a time until the anytime-valid interval is narrow enough.
 
     Parameters
@@ -625,6 +626,15 @@ def estimate_sequential(pool, scores, probs, labeler, *, target_half_width, budg
         labeling and look again.
     judge : {"changeable", "all"}, default "changeable"
         For two rankers, as in :func:`activerank.compare`.
+    judgments : dict or JudgmentSet, optional
+        Labels held already, as in :func:`activerank.estimate`: free, never asked for again; queries whose
+        documents are all held are known exactly and never drawn.
+    judges : JudgeOutputs or sequence of them, optional
+        External judges' outputs, calibrated on the labels held (``judgments=``, at least
+        :data:`~activerank.engine.judged.MIN_CALIBRATION_LABELS` on judged documents) into the relevance model
+        the draws follow.  The model is fixed before the first draw, so the sequence stays valid.  A run cannot
+        buy its own calibration labels (its stopping time is not known in advance): run
+        :func:`activerank.estimate` with ``judges=`` first and pass its ``result.judgments``.
 
     Returns
     -------
@@ -657,17 +667,39 @@ def estimate_sequential(pool, scores, probs, labeler, *, target_half_width, budg
     if t_opt is not None:
         t_opt = positive_real_iv(t_opt, "t_opt")
     rng = rng_iv(rng)
+    sequence = choice_iv(sequence, "sequence", ("windowed", "mixture", "fixed_width"))
+    store = _held(pool_, probs, judgments)
+    probs, judge_info = _held_judges(pool_, probs, judges, store, rng)
     auto = isinstance(method, str) and method == "auto"
     dsg = prepare_design(pool, pool_, kind, rankings, probs, metric=metric, k=k, method="active" if auto else method,
                          costs=costs, query_weights=query_weights, defensive=defensive,
-                         methods=method_names(estimator=SelfNormalized), judge=judge)
-    sequence = choice_iv(sequence, "sequence", ("windowed", "mixture", "fixed_width"))
+                         methods=method_names(estimator=SelfNormalized), judge=judge,
+                         judged=None if store is None else store.labels >= 0)
     schedule = Sequential(budget, rng, target_half_width=target, confidence_level=level, min_draws=min_draws,
                           max_draws=max_draws, t_opt=t_opt, sequence=sequence)
-    res = run(dsg, pool_, labeler, schedule)
+    res = run(dsg, pool_, labeler, schedule, judgments=store)
     if auto:
         res.trace.attrs["auto"] = SEQUENTIAL_AUTO.as_dict()
+    if judge_info is not None:
+        res.trace.attrs["judges"] = judge_info
     return res
+
+
+def _held_judges(pool_, probs, judges, store, rng):
+    """``probs`` calibrated with ``judges`` on the labels held only, and what was done (None without judges)."""
+    if judges is None:
+        return probs, None
+    judges = judges_iv(judges, pool_)
+    probs = np.asarray(probs, dtype=np.float64)
+    labels = np.full(pool_.n_docs, -1) if store is None else store.labels
+    held = calibration_labels(judges, labels)
+    if held < MIN_CALIBRATION_LABELS:
+        raise ValueError(f"`judges` in a sequential run are calibrated on the labels held (`judgments=`): "
+                         f"{held} of them lie on documents a judge judged, fewer than {MIN_CALIBRATION_LABELS}. "
+                         "Run activerank.estimate(..., judges=...) first and pass its result.judgments, or leave "
+                         "`judges` out.")
+    calibrated, fitted = calibrate_held(pool_, probs, judges, labels, seed=int(rng.integers(0, 2**31 - 1)))
+    return calibrated, {"judges": [j.name for j in judges], "calibration_round_cost": 0.0, **fitted}
 
 
 # --------------------------------------------------------------------------- adaptive batches

@@ -117,3 +117,48 @@ def test_the_first_round_enters_the_estimate_with_its_weight():
     info = res.trace.attrs["judges"]
     assert 0.0 < info["first_round_weight"] < 1.0
     assert len(info["first_round_estimate"]) == 1 and res.cost_spent <= 8
+
+
+def _held_queries(y, queries, per_query=30):
+    return {int(q): {r: int(y[r]) for r in range(q * per_query, (q + 1) * per_query)} for q in queries}
+
+
+def test_a_sequential_run_calibrates_on_the_labels_held():
+    pool, y, judge, prior, scores, lab = _world(n_queries=60)
+    held = _held_queries(y, range(3))  # 90 labels
+    kw = dict(target_half_width=0.3, budget=30, metric="dcg@10", rng=0, judgments=held)
+    res = ar.estimate_sequential(pool, scores, prior, lab, judges=judge, **kw)
+    info = res.trace.attrs["judges"]
+    assert info["calibrated"] and info["n_labels"] == 90 and info["calibration_round_cost"] == 0.0
+    assert res.cost_spent <= 30 and not set(res.trace["query_id"].tolist()) & set(held)
+    plain = ar.estimate_sequential(pool, scores, prior, lab, **kw)
+    assert "judges" not in plain.trace.attrs
+    with pytest.raises(ValueError, match=r"`judges` in a sequential run .* 0 of them .* fewer than 30"):
+        ar.estimate_sequential(pool, scores, prior, lab, target_half_width=0.3, budget=30, judges=judge)
+    with pytest.raises(TypeError, match="`judges` must be JudgeOutputs"):
+        ar.estimate_sequential(pool, scores, prior, lab, target_half_width=0.3, budget=30, judges="llm.txt")
+
+
+@pytest.mark.statistical
+def test_a_sequential_run_with_a_judge_stops_sooner_and_covers():
+    """A judge calibrated on 4 held queries: the fixed-width stop comes sooner, unbiased and covering."""
+    pool, y, judge, prior, scores, lab = _world(seed=4, n_queries=150)
+    rankings = ar.relevance.rank_by_scores(scores, pool.offsets)
+    truth = ar.pool_metric_values(y, rankings, metric="dcg@10", ymax=2, offsets=pool).mean()
+    held = _held_queries(y, range(4))
+    reps = stat_reps(200)
+    out = {}
+    for use in (None, judge):
+        err, cost, cover = np.empty(reps), np.empty(reps), np.empty(reps)
+        for s in range(reps):
+            res = ar.estimate_sequential(pool, scores, prior, lab, target_half_width=0.6, budget=100,
+                                         metric="dcg@10", rng=s, judgments=held, judges=use, sequence="fixed_width")
+            ci = res.confidence_interval()
+            err[s], cost[s], cover[s] = res.estimate - truth, res.cost_spent, ci.low <= truth <= ci.high
+        out[use is not None] = err, cost, cover.mean()
+    err, cost, cover = out[True]
+    print(f"\nsequential with a judge: bias {err.mean():.4f} (MC SE {err.std(ddof=1) / np.sqrt(reps):.4f}), "
+          f"coverage {cover:.3f}, mean cost {cost.mean():.1f} vs {out[False][1].mean():.1f} without")
+    assert abs(err.mean()) <= 3 * err.std(ddof=1) / np.sqrt(reps)
+    assert cover >= 0.93 and (cost <= 100).all()
+    assert cost.mean() < 0.8 * out[False][1].mean()

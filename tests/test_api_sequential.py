@@ -262,3 +262,57 @@ def test_fixed_width_stop_covers_with_fewer_labels(pair):
     assert cover >= 0.92, cover
     # the point of the rule: clearly fewer labels than the anytime-valid stop (measured 0.53-0.66x)
     assert fixed["cost"].mean() <= 0.8 * windowed["cost"].mean()
+
+
+def test_held_labels_are_free_and_known_exactly():
+    pool, scores, rng = _problem(5, n_queries=40)
+    labels = pool.sample_labels(rng)
+    lab = ar.KnownLabels(pool.query_ids, pool.offsets, labels)
+    kw = dict(target_half_width=1e-6, budget=1000, metric="dcg@5", rng=0)
+    everything = estimate_sequential(pool, scores, pool.probs, lab, **kw)
+    assert everything.stopping_reason == "all_judged"
+    again = estimate_sequential(pool, scores, pool.probs, lab, judgments=everything.judgments, **kw)
+    assert again.cost_spent == 0.0 and again.n_draws == 0 and again.stopping_reason == "all_judged"
+    assert again.estimate == pytest.approx(everything.estimate, abs=1e-12)
+
+    def refuses(query_id, doc_ids):
+        raise AssertionError("a held label was asked for again")
+
+    # half the queries held: never drawn, counted exactly (their part of the mean is not left out)
+    held = {q: dict(everything.judgments[q]) for i, q in enumerate(everything.judgments) if i % 2 == 0}
+    part = estimate_sequential(pool, scores, pool.probs, lab, target_half_width=0.05, budget=6, metric="dcg@5",
+                               rng=1, judgments=held)
+    ids = set(np.asarray(part.trace["query_id"]).tolist())
+    assert not ids & set(held) and part.cost_spent <= 6
+    with pytest.raises(ar.LabelingError):  # the labeler is asked, but only for queries not held
+        estimate_sequential(pool, scores, pool.probs, refuses, target_half_width=0.05, budget=6, metric="dcg@5",
+                            rng=1, judgments=held)
+
+
+@pytest.mark.statistical
+@pytest.mark.parametrize("sequence", ["windowed", "fixed_width"])
+def test_unbiased_with_half_the_queries_held(sequence):
+    """Held queries form a census stratum: its exact part enters every term (a single ranker's mean)."""
+    import warnings
+
+    pool, scores, rng = _problem(6, n_queries=60)
+    top = rank_by_scores(scores, pool.offsets).truncate(10)
+    reps = stat_reps(200)
+    err, cover = np.empty(reps), np.empty(reps)
+    for i in range(reps):
+        labels = pool.sample_labels(rng)
+        truth = pool_metric_values(labels, top, metric="err@10", ymax=2).mean()
+        lab = ar.KnownLabels(pool.query_ids, pool.offsets, labels)
+        held = {int(q): {r: int(labels[r]) for r in range(a, b)}  # document ids are the pool's rows
+                for q, a, b in zip(pool.query_ids[::2], pool.offsets[:-1:2], pool.offsets[1::2])}
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ar.LowEffectiveSampleSizeWarning)
+            res = estimate_sequential(pool, scores, pool.probs, lab, target_half_width=0.04, budget=25,
+                                      metric="err@10", rng=rng, judgments=held, sequence=sequence)
+        ci = res.confidence_interval()
+        err[i], cover[i] = res.estimate - truth, ci.low <= truth <= ci.high
+    mc_se = err.std(ddof=1) / np.sqrt(reps)
+    print(f"\n{sequence}, half the queries held: bias {err.mean():.5f} (MC SE {mc_se:.5f}), coverage "
+          f"{cover.mean():.3f}")
+    assert abs(err.mean()) <= 3 * mc_se
+    assert cover.mean() >= 0.93

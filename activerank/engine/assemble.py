@@ -79,10 +79,13 @@ def _anytime(d, draws, system_values, outputs):
     census = draws.census
     # a census stratum (determined queries) is never drawn: its exact part plus c * share keeps Z unbiased
     share = 1.0 - float(d.p[census].sum()) if census.size else 1.0
-    base = c * share + (cols[census].T @ d.p[census] if census.size else 0.0)
-    z = base[None, :] + w[:, None] * (cols[x] - c[None, :])
+    known = cols[census].T @ d.p[census] if census.size else np.zeros(c.size)
+    z = (c * share + known)[None, :] + w[:, None] * (cols[x] - c[None, :])
+    # the schedule's running terms leave out the census stratum's exact part (a constant: it moves neither the
+    # radius nor the stop); it is 0 for determined contrasts, the held queries' values otherwise
+    center_run = np.asarray(a["center_run"]) + known[-1]
     if a.get("terms") is not None:  # the tracked contrast's terms with the predictable control variate
-        z[:, -1] = a["terms"][:n]
+        z[:, -1] = a["terms"][:n] + known[-1]
     if a["reason"] == "all_judged":
         judged = np.union1d(np.unique(x), census)
         exact = cols[judged].T @ d.p[judged]
@@ -97,7 +100,7 @@ def _anytime(d, draws, system_values, outputs):
                   interval=_interval_kind(a), sequence=a.get("sequence", "mixture"),
                   target_half_width=a["target"], half_width=float(hw), rho=float(a["rho"]), sigma=float(sigma),
                   center=float(c[-1]))
-    extra_cols = {"is_term": z[:, -1] if n else np.zeros(0), "cs_center": a["center_run"],
+    extra_cols = {"is_term": z[:, -1] if n else np.zeros(0), "cs_center": center_run,
                   "cs_half_width": a["radius"]}
     s = system_values.shape[1]
     main = Estimate(np.array([points[-1]]), np.array([[se * se]]), ess)
