@@ -10,6 +10,8 @@ never comes to the driver.  The pipeline, one module per step:
                       in-memory kernels
 :mod:`.design`        on the driver: ``p``, costs, ``q`` from the table; then a pool holding
                       only the drawn queries' documents
+:mod:`.judges`        external judges' columns (:class:`JudgeColumns`), calibrated on the
+                      driver on the held labels, applied by the workers as the relevance model
 :mod:`.documents`     document-level Poisson designs (``doc_dyn``, ``doc_stat``): units per
                       partition, the budgeted order draw's candidates only on the driver
 :mod:`.api`           :func:`estimate`, :func:`compare`, :func:`compare_many`,
@@ -30,7 +32,7 @@ from typing import TYPE_CHECKING
 
 _EXPORTS = {"estimate": "api", "compare": "api", "compare_many": "api", "rank_systems": "api",
             "create_campaign": "api", "query_table_of": "api", "ColumnLabels": "frame", "DaskPool": "frame",
-            "in_memory": "frame"}
+            "in_memory": "frame", "JudgeColumns": "judges"}
 
 __all__ = sorted(_EXPORTS)
 
@@ -50,3 +52,4 @@ def __dir__():
 if TYPE_CHECKING:  # pragma: no cover - for static analysis only
     from .api import compare, compare_many, create_campaign, estimate, query_table_of, rank_systems
     from .frame import ColumnLabels, DaskPool, in_memory
+    from .judges import JudgeColumns

@@ -272,7 +272,7 @@ def _run_documents(pool, spec, td, doc, kind, labeler, *, rng, names, ci, progre
 
 
 def _run(pool, kind, scores, probs, labeler, *, budget, metric, k, method, costs, query_weights, defensive, rng,
-         judgments, names=None, ci="auto", progress=None):
+         judgments, names=None, ci="auto", progress=None, judges=None):
     from .._progress import progress_iv
     from .._validation import budget_iv, ci_iv, defensive_iv, labeler_iv, rng_iv
     from .documents import _stream_state, prepare_units
@@ -287,6 +287,13 @@ def _run(pool, kind, scores, probs, labeler, *, budget, metric, k, method, costs
     if not from_column:
         labeler = labeler_iv(labeler)
     defensive = defensive_iv(defensive)
+    judge_info = None
+    if judges is not None:  # calibrated on the held labels, before any draw (the seed as in memory)
+        from .frame import dask_pool_iv
+        from .judges import with_judges
+
+        pool, probs, judge_info = with_judges(dask_pool_iv(pool), probs, judges, judgments,
+                                              seed=int(rng.integers(0, 2**31 - 1)), progress=progress)
     pool, spec, spec_method = _spec(pool, kind, scores, probs, metric=metric, k=k, method=method, costs=costs)
     if from_column:
         frame_columns_iv(pool, labeler.column, "ColumnLabels.column")
@@ -323,6 +330,8 @@ def _run(pool, kind, scores, probs, labeler, *, budget, metric, k, method, costs
                                "fetched.")
     if choice is not None:  # say what was chosen and why, as in memory
         result.trace.attrs["auto"] = choice.as_dict()
+    if judge_info is not None:
+        result.trace.attrs["judges"] = judge_info
     return result
 
 
@@ -398,7 +407,8 @@ def create_campaign(path, pool, scores, probs, *, budget, metric="err@10", k=Non
 
 
 def estimate(pool, scores, probs, labeler, *, budget, metric="err@10", k=None, method="auto", costs="auto",
-             query_weights=None, defensive=DEFAULT_DEFENSIVE, rng=None, judgments=None, ci="auto", progress=None):
+             query_weights=None, defensive=DEFAULT_DEFENSIVE, rng=None, judgments=None, ci="auto", progress=None,
+             judges=None):
     """Estimate a ranker's mean metric on a pool in a Dask DataFrame.
 
     The same estimate as :func:`activerank.estimate` on the same data (equal
@@ -457,6 +467,14 @@ def estimate(pool, scores, probs, labeler, *, budget, metric="err@10", k=None, m
         A progress bar on stderr while the workers compute (the per-query
         table, then the fetch of the drawn queries): None shows it on a
         terminal only, False never.
+    judges : JudgeColumns or sequence of them, optional
+        External judges' outputs in columns of the pool (:class:`JudgeColumns`),
+        calibrated on the labels held (``judgments=``, at least 30 on judged
+        documents; only the held queries' documents come to the driver) with
+        ``probs`` as extra features, then applied by the workers as the
+        relevance model -- the same calibration as :func:`activerank.estimate`
+        with ``judges=`` and those labels held.  ``trace.attrs["judges"]``
+        says what was done (:mod:`.judges`).
 
     Returns
     -------
@@ -478,12 +496,12 @@ def estimate(pool, scores, probs, labeler, *, budget, metric="err@10", k=None, m
     """
     return _run(pool, "mean", (scores,), probs, labeler, budget=budget, metric=metric, k=k, method=method,
                 costs=costs, query_weights=query_weights, defensive=defensive, rng=rng, judgments=judgments, ci=ci,
-                progress=progress)
+                progress=progress, judges=judges)
 
 
 def compare(pool, scores_a, scores_b, probs, labeler, *, budget, metric="err@10", k=None, method="auto",
             costs="auto", query_weights=None, defensive=DEFAULT_DEFENSIVE, rng=None, judgments=None, ci="auto",
-            progress=None):
+            progress=None, judges=None):
     """Estimate ``Delta = R_a - R_b`` between two rankers on a pool in a Dask DataFrame.
 
     Same parameters as :func:`estimate`, with two score columns; the same
@@ -497,7 +515,7 @@ def compare(pool, scores_a, scores_b, probs, labeler, *, budget, metric="err@10"
     """
     return _run(pool, "difference", (scores_a, scores_b), probs, labeler, budget=budget, metric=metric, k=k,
                 method=method, costs=costs, query_weights=query_weights, defensive=defensive, rng=rng,
-                judgments=judgments, ci=ci, progress=progress)
+                judgments=judgments, ci=ci, progress=progress, judges=judges)
 
 
 def _columns_iv(columns, name: str, at_least: int) -> tuple:
@@ -512,7 +530,7 @@ def _columns_iv(columns, name: str, at_least: int) -> tuple:
 
 def compare_many(pool, candidate_scores, baseline_scores, probs, labeler, *, budget, metric="err@10", k=None,
                  method="auto", costs="auto", query_weights=None, defensive=DEFAULT_DEFENSIVE, rng=None,
-                 names=None, baseline_name="baseline", judgments=None, ci="auto", progress=None):
+                 names=None, baseline_name="baseline", judgments=None, ci="auto", progress=None, judges=None):
     """Estimate how much each of several candidates beats a baseline, on a pool in a Dask DataFrame.
 
     The same result as :func:`activerank.compare_many` with ``judge="all"`` on
@@ -528,6 +546,7 @@ def compare_many(pool, candidate_scores, baseline_scores, probs, labeler, *, bud
         Candidate names (default: their column names).
     baseline_name : str, default "baseline"
     pool, probs, labeler, budget, metric, k, method, costs, query_weights, defensive, rng, judgments, ci, progress
+    judges
         As in :func:`estimate`.
 
     Returns
@@ -546,12 +565,12 @@ def compare_many(pool, candidate_scores, baseline_scores, probs, labeler, *, bud
         raise ValueError(f"`baseline_name` {baseline_name!r} must differ from the candidate `names`.")
     return _run(pool, "baseline", (*cands, baseline_scores), probs, labeler, budget=budget, metric=metric, k=k,
                 method=method, costs=costs, query_weights=query_weights, defensive=defensive, rng=rng,
-                judgments=judgments, names=(*cand_names, baseline_name), ci=ci, progress=progress)
+                judgments=judgments, names=(*cand_names, baseline_name), ci=ci, progress=progress, judges=judges)
 
 
 def rank_systems(pool, scores_list, probs, labeler, *, budget, metric="err@10", k=None, method="auto",
                  costs="auto", query_weights=None, defensive=DEFAULT_DEFENSIVE, rng=None, names=None,
-                 judgments=None, ci="auto", progress=None):
+                 judgments=None, ci="auto", progress=None, judges=None):
     """Rank several systems by their mean metric, on a pool in a Dask DataFrame.
 
     The same result as :func:`activerank.rank_systems` with ``judge="all"`` on
@@ -564,6 +583,7 @@ def rank_systems(pool, scores_list, probs, labeler, *, budget, metric="err@10", 
     names : sequence of str, optional
         System names (default: their column names).
     pool, probs, labeler, budget, metric, k, method, costs, query_weights, defensive, rng, judgments, ci, progress
+    judges
         As in :func:`estimate`.
 
     Returns
@@ -576,4 +596,4 @@ def rank_systems(pool, scores_list, probs, labeler, *, budget, metric="err@10", 
     names = names_iv(names if names is not None else [str(c) for c in systems], len(systems), "names", "system")
     return _run(pool, "ranking", systems, probs, labeler, budget=budget, metric=metric, k=k, method=method,
                 costs=costs, query_weights=query_weights, defensive=defensive, rng=rng, judgments=judgments,
-                names=names, ci=ci, progress=progress)
+                names=names, ci=ci, progress=progress, judges=judges)

@@ -9,8 +9,9 @@ The calibrated probabilities are a relevance model like any other: pass them as 
 
 from .assessors import AssessorAgreement, assessor_agreement
 from .calibration import JudgeCalibrator, cross_fitted_proba
-from .outputs import JUDGE_KINDS, JudgeOutputs, read_judge
+from .outputs import JUDGE_KINDS, JudgeOutputs, judge_outputs_of, read_judge
 from .report import JudgeReport, judge_report, weighted_kappa
 
 __all__ = ["JUDGE_KINDS", "AssessorAgreement", "JudgeCalibrator", "JudgeOutputs", "JudgeReport",
-           "assessor_agreement", "cross_fitted_proba", "judge_report", "read_judge", "weighted_kappa"]
+           "assessor_agreement", "cross_fitted_proba", "judge_outputs_of", "judge_report", "read_judge",
+           "weighted_kappa"]

@@ -25,7 +25,7 @@ import numpy as np
 
 from ..io.trec._text import _as_key, _read_lines
 
-__all__ = ["JUDGE_KINDS", "JudgeOutputs", "read_judge"]
+__all__ = ["JUDGE_KINDS", "JudgeOutputs", "judge_outputs_of", "read_judge"]
 
 JUDGE_KINDS = ("grades", "probabilities", "log_probabilities", "scores")
 #: largest |sum of probabilities - 1| accepted (judges write probabilities rounded to a few digits)
@@ -121,13 +121,7 @@ def read_judge(source, pool, *, kind: str = "grades", levels: int | None = None,
     >>> j.values.tolist()
     [2.0, 0.0, nan]
     """
-    if kind not in JUDGE_KINDS:
-        raise ValueError(f"`kind` must be one of {', '.join(map(repr, JUDGE_KINDS))}; got {kind!r}.")
-    if levels is not None and (isinstance(levels, bool) or not isinstance(levels, (int, np.integer)) or levels < 2):
-        raise ValueError(f"`levels` must be an integer >= 2 (the judge's grades 0 .. levels - 1); got {levels!r}.")
-    if kind == "grades" and levels is None:
-        raise ValueError("`levels` is required for kind='grades': declare the judge's scale (grades 0 .. levels - 1), "
-                         "which may differ from the human scale.")
+    _kind_levels_iv(kind, levels)
     label, qk, dk, vals, where = _records(source, kind, columns)
     if name is None:
         name = os.path.basename(label) if label not in ("DataFrame", "dict") else "judge"
@@ -136,6 +130,36 @@ def read_judge(source, pool, *, kind: str = "grades", levels: int | None = None,
     n_docs = int(np.asarray(pool.offsets)[-1])
     out = np.full((n_docs,) + values.shape[1:], np.nan)
     out[rows] = values
+    return JudgeOutputs(str(name), "probabilities" if kind == "log_probabilities" else kind, out,
+                        None if kind == "scores" else int(levels), label)
+
+
+def _kind_levels_iv(kind, levels) -> None:
+    if kind not in JUDGE_KINDS:
+        raise ValueError(f"`kind` must be one of {', '.join(map(repr, JUDGE_KINDS))}; got {kind!r}.")
+    if levels is not None and (isinstance(levels, bool) or not isinstance(levels, (int, np.integer)) or levels < 2):
+        raise ValueError(f"`levels` must be an integer >= 2 (the judge's grades 0 .. levels - 1); got {levels!r}.")
+    if kind == "grades" and levels is None:
+        raise ValueError("`levels` is required for kind='grades': declare the judge's scale (grades 0 .. levels - 1), "
+                         "which may differ from the human scale.")
+
+
+def judge_outputs_of(values, *, kind: str, levels: int | None, name: str, label: str) -> JudgeOutputs:
+    """One judge's outputs from an array on pool rows already in place (NaN: not judged), checked as
+    :func:`read_judge` checks a file; errors name ``label`` and the row.
+
+    ``values`` is ``(n_docs,)`` for grades and scores, ``(n_docs, levels)`` for (log-)probabilities.
+    """
+    _kind_levels_iv(kind, levels)
+    vals = np.asarray(values, dtype=np.float64)
+    if vals.ndim == 2 and kind == "log_probabilities":
+        given = ~np.isnan(vals).all(axis=1)  # a missing row is NaN throughout; -inf is a log-probability
+    else:
+        given = ~np.isnan(vals) if vals.ndim == 1 else ~np.isnan(vals).any(axis=1)
+    rows = np.flatnonzero(given)
+    checked, levels = _checked_values(vals[rows], kind, levels, label, [f"{label} row {i}" for i in rows])
+    out = np.full((vals.shape[0],) + checked.shape[1:], np.nan)
+    out[rows] = checked
     return JudgeOutputs(str(name), "probabilities" if kind == "log_probabilities" else kind, out,
                         None if kind == "scores" else int(levels), label)
 

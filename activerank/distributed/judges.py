@@ -1,0 +1,191 @@
+"""External judges on a Dask pool: columns of the pool, calibrated on the driver, applied by the workers.
+
+A judge's outputs (an LLM's grades, a cross-encoder's scores) are columns of the pool's frame
+(:class:`JudgeColumns`).  The run fetches only the documents of the queries the caller holds labels for
+(``judgments=``), fits a :class:`~activerank.judges.JudgeCalibrator` there on the driver -- the same fit as
+:func:`activerank.engine.judged.calibrate_held` in memory -- and hands the workers a relevance model
+(:class:`JudgedModel`) that applies it partition by partition to the judge columns and the base model.  The
+model is fixed before any draw and the labels it was fitted on are held, so every design stays unbiased.
+
+A Dask run does not buy its own calibration labels: it needs at least
+:data:`~activerank.engine.judged.MIN_CALIBRATION_LABELS` held labels on judged documents.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+__all__ = ["JudgeColumns", "JudgedModel", "with_judges"]
+
+
+@dataclass(frozen=True)
+class JudgeColumns:
+    """One external judge's outputs in columns of a Dask pool.
+
+    Parameters
+    ----------
+    columns : str or sequence of str
+        One column of grades or scores, or one column per grade of the judge's scale for
+        (log-)probabilities.  NaN: the judge gave nothing for that document.
+    kind : {"grades", "probabilities", "log_probabilities", "scores"}, default "grades"
+        As in :func:`activerank.judges.read_judge`.
+    levels : int, optional
+        The judge's scale ``0 .. levels - 1`` (required for grades; may differ from the human scale).
+    name : str, optional
+        Default: the first column's name.
+
+    Examples
+    --------
+    >>> JudgeColumns("llm_grade", levels=4)
+    JudgeColumns(columns=('llm_grade',), kind='grades', levels=4, name='llm_grade')
+    """
+
+    columns: tuple
+    kind: str = "grades"
+    levels: int | None = None
+    name: str | None = None
+
+    def __post_init__(self):
+        cols = (self.columns,) if isinstance(self.columns, str) else tuple(self.columns)
+        object.__setattr__(self, "columns", cols)
+        if self.name is None and cols:
+            object.__setattr__(self, "name", str(cols[0]))
+
+    def outputs(self, values: np.ndarray, where: str):
+        """This judge's :class:`~activerank.judges.JudgeOutputs` from its columns' values (checked)."""
+        from ..judges import judge_outputs_of
+
+        v = values[:, 0] if self.kind in ("grades", "scores") else values
+        return judge_outputs_of(v, kind=self.kind, levels=self.levels, name=str(self.name),
+                                label=f"{where}judge {self.name!r} (columns {list(self.columns)})")
+
+
+def judge_columns_iv(judges, pool) -> list:
+    """A non-empty list of :class:`JudgeColumns` naming columns of ``pool`` (one column for grades/scores)."""
+    from ..judges import JUDGE_KINDS
+    from .frame import frame_columns_iv
+
+    if isinstance(judges, JudgeColumns):
+        judges = [judges]
+    if isinstance(judges, (str, bytes)) or not hasattr(judges, "__iter__"):
+        raise TypeError("`judges` on a Dask pool must be JudgeColumns or a sequence of them (the judges' columns "
+                        f"of the pool); got {type(judges).__name__}.")
+    judges = list(judges)
+    if not judges:
+        raise ValueError("`judges` is empty: pass at least one JudgeColumns, or leave `judges` out.")
+    for i, j in enumerate(judges):
+        if not isinstance(j, JudgeColumns):
+            raise TypeError(f"`judges[{i}]` must be activerank.distributed.JudgeColumns; got {type(j).__name__}.")
+        if j.kind not in JUDGE_KINDS:
+            raise ValueError(f"`judges[{i}]`: `kind` must be one of {list(JUDGE_KINDS)}; got {j.kind!r}.")
+        frame_columns_iv(pool, list(j.columns), f"judges[{i}].columns")
+        if j.kind in ("grades", "scores") and len(j.columns) != 1:
+            raise ValueError(f"`judges[{i}]`: kind={j.kind!r} takes one column; got {list(j.columns)}.")
+        if j.kind not in ("grades", "scores") and len(j.columns) < 2:
+            raise ValueError(f"`judges[{i}]`: kind={j.kind!r} takes one column per grade of the judge's scale; "
+                             f"got {list(j.columns)}.")
+    return judges
+
+
+class JudgedModel:
+    """The calibrated relevance model the workers apply: judge columns first, then the base model's input.
+
+    ``predict_proba(X)`` takes the pool's feature columns ``judge columns + base columns`` (the base columns
+    are ``probs``' probability columns, or the base model's features) and returns the calibrated
+    probabilities, as :meth:`activerank.judges.JudgeCalibrator.predict_proba` does in memory.
+    """
+
+    def __init__(self, calibrator, judges, base_model=None):
+        self.calibrator = calibrator
+        self.judges = list(judges)
+        self.base_model = base_model
+
+    @property
+    def n_judge_columns(self) -> int:
+        return sum(len(j.columns) for j in self.judges)
+
+    def split(self, X, where: str = ""):
+        """``(judge outputs, base probabilities)`` of rows ``X``."""
+        X = np.asarray(X, dtype=np.float64)
+        outs, at = [], 0
+        for j in self.judges:
+            outs.append(j.outputs(X[:, at:at + len(j.columns)], where))
+            at += len(j.columns)
+        base = X[:, at:]
+        if self.base_model is not None:
+            base = np.asarray(self.base_model.predict_proba(base), dtype=np.float64)
+        return outs, base
+
+    def predict_proba(self, X) -> np.ndarray:
+        outs, base = self.split(X)
+        return self.calibrator.predict_proba(outs, model_probs=base)
+
+
+def with_judges(pool, probs, judges, judgments, *, seed: int, progress=None):
+    """``(pool, probs, info)`` for a run with ``judges``: the calibrated model and the feature columns it reads.
+
+    Only the held queries' documents come to the driver.  ``info`` is the run's ``trace.attrs["judges"]``.
+    Without enough labels of at least 2 grades the run keeps ``probs`` and ``info`` says why, as in memory.
+    """
+    from collections.abc import Mapping
+
+    import pandas as pd
+
+    from .._validation import py_scalar
+    from ..engine.judged import MIN_CALIBRATION_LABELS, calibration_labels
+    from ..judges import JudgeCalibrator
+    from .frame import fetch_queries, frame_columns_iv, query_values
+
+    judges = judge_columns_iv(judges, pool)
+    if isinstance(probs, str) or (isinstance(probs, (list, tuple)) and all(isinstance(c, str) for c in probs)):
+        base_cols, base_model = frame_columns_iv(pool, probs, "probs"), None
+    elif hasattr(probs, "predict_proba") and pool.features is not None:
+        base_cols, base_model = list(pool.features), probs
+    else:  # the run's own check of `probs` says what is wrong
+        return pool, probs, None
+    if judgments is not None and not isinstance(judgments, Mapping):
+        raise TypeError(f"`judgments` must be a dict {{query_id: {{doc_id: grade}}}}; got {type(judgments).__name__}.")
+    held = {py_scalar(q): {py_scalar(d): g for d, g in docs.items()} for q, docs in (judgments or {}).items()}
+    judge_cols = [c for j in judges for c in j.columns]
+    rows = fetch_queries(pool, list(held), [pool.document, *judge_cols, *base_cols], progress=progress)
+    qv = np.asarray([py_scalar(q) for q in query_values(rows, pool.query, pool.query_in_index)], dtype=object)
+    labels = _held_labels(rows[pool.document].to_numpy(), qv, held)
+    model = JudgedModel(None, judges, base_model)
+    outs, base = model.split(rows[judge_cols + base_cols].to_numpy(np.float64), "held rows: ")
+    n = calibration_labels(outs, labels) if len(rows) else 0
+    if n < MIN_CALIBRATION_LABELS:
+        raise ValueError(f"`judges` on a Dask pool are calibrated on the labels held (`judgments=`): {n} of them lie "
+                         f"on documents a judge judged, fewer than {MIN_CALIBRATION_LABELS}. Label some queries "
+                         "first (e.g. a small run without judges) and pass their judgments, or leave `judges` out.")
+    info: dict = {"judges": [str(j.name) for j in judges], "calibration_round_cost": 0.0, "n_labels": int(n)}
+    use = (labels >= 0) & np.any([o.judged for o in outs], axis=0)
+    if np.unique(labels[use]).size < 2:
+        info.update(calibrated=False, reason=f"the {n} human labels on judged documents hold fewer than 2 different "
+                                             "grades: the judges were not calibrated, the design used `probs`")
+        return pool, probs, info
+    groups = pd.factorize(qv)[0]  # queries in the frame's order, as the in-memory pool's positions are
+    cal = JudgeCalibrator(base.shape[1], random_state=seed).fit(outs, np.where(use, labels, -1), model_probs=base,
+                                                               groups=groups)
+    info.update(calibrated=True, C=cal.C_)
+    return replace(pool, features=tuple(judge_cols + base_cols)), JudgedModel(cal, judges, base_model), info
+
+
+def _held_labels(doc_ids: np.ndarray, qv: np.ndarray, held: dict) -> np.ndarray:
+    """The held grade of every fetched row (-1 where none); every held query and document must be there."""
+    from .._validation import py_scalar
+
+    labels = np.full(doc_ids.size, -1, dtype=np.int64)
+    found = set(qv.tolist())
+    for q, docs in held.items():
+        if q not in found and docs:
+            raise ValueError(f"`judgments` names query {q!r}, which is not in the pool.")
+    index = {(q, py_scalar(d)): i for i, (q, d) in enumerate(zip(qv.tolist(), doc_ids.tolist()))}
+    for q, docs in held.items():
+        for d, g in docs.items():
+            i = index.get((q, d))
+            if i is None:
+                raise ValueError(f"`judgments`: query {q!r} has no document {d!r}.")
+            labels[i] = int(g)
+    return labels

@@ -1,0 +1,110 @@
+"""``judges=`` on a Dask pool: judge columns calibrated on the held labels, the in-memory answer."""
+
+import numpy as np
+import pytest
+
+pytest.importorskip("dask.dataframe")
+
+import activerank as ar  # noqa: E402
+import activerank.distributed as ard  # noqa: E402
+from activerank.judges import JudgeOutputs  # noqa: E402
+
+from ._pools import LinearSoftmax, boundaries, dask_frame, labeler_of, synthetic_frame  # noqa: E402
+
+PROBS = ["p0", "p1", "p2"]
+
+
+@pytest.fixture(scope="module")
+def judged():
+    """The seed-3 pool with an LLM-like judge column (grades 0-3, a tenth missing) and 10 queries held whole."""
+    df, labels = synthetic_frame(seed=3)
+    rng = np.random.default_rng(7)
+    y = df["label"].to_numpy()
+    grade = np.clip(y + np.where(rng.random(y.size) < 0.6, 0, rng.choice([-1, 1], y.size)) + (y == 2), 0, 3)
+    df["llm"] = np.where(rng.random(y.size) < 0.1, np.nan, grade.astype(float))
+    df["llm_score"] = y + rng.normal(0.0, 1.0, y.size)
+    held = {int(q): {d: labels[d] for d in g["doc_id"]}
+            for q, g in list(df.groupby("query_id", sort=False))[5:15]}
+    return df, labels, dask_frame(df, boundaries(df, 5)), held
+
+
+def _in_memory_judges(df, mem):
+    return [JudgeOutputs("llm", "grades", df["llm"].to_numpy(), 4),
+            JudgeOutputs("llm_score", "scores", df["llm_score"].to_numpy(), None)]
+
+
+JUDGES = [ard.JudgeColumns("llm", levels=4), ard.JudgeColumns("llm_score", kind="scores")]
+
+
+def test_doc_dyn_with_judges_equals_in_memory(client, judged):
+    df, labels, frame, held = judged
+    pool = ard.DaskPool(frame, cost="cost")
+    mem, (sa, sb), probs, doc_costs = ard.in_memory(pool, scores=["score_a", "score_b"], probs=PROBS)
+    res_d = ard.compare(pool, "score_a", "score_b", PROBS, labeler_of(labels), budget=4, metric="dcg@5",
+                        method="doc_dyn", rng=4, judgments=held, judges=JUDGES)
+    res_m = ar.compare(mem, sa, sb, probs, labeler_of(labels), budget=4, metric="dcg@5", method="doc_dyn",
+                       costs=doc_costs, rng=4, judge="all", judgments=held, judges=_in_memory_judges(df, mem))
+    info_d, info_m = res_d.trace.attrs["judges"], res_m.trace.attrs["judges"]
+    assert info_d == info_m and info_d["calibrated"] and info_d["n_labels"] > 30
+    assert res_d.method == res_m.method == "doc_dyn"
+    for f in ("difference", "standard_error", "cost_spent", "n_draws"):
+        assert getattr(res_d, f) == pytest.approx(getattr(res_m, f), rel=1e-9, abs=1e-12), f
+    assert res_d.trace["doc_id"].tolist() == res_m.trace["doc_id"].tolist()
+
+
+def test_query_level_runs_on_the_calibrated_model(judged):
+    """active_wor with judges = active_wor on the in-memory calibrated probabilities as columns."""
+    from activerank.engine.judged import calibrate_held
+
+    df, labels, frame, held = judged
+    pool = ard.DaskPool(frame, features=("f0", "f1"))
+    base = LinearSoftmax()
+    mem, (sa,), _, _ = ard.in_memory(frame, scores=["score_a"], probs=PROBS)
+    lab = np.full(len(df), -1)
+    row = {d: i for i, d in enumerate(df["doc_id"])}
+    for docs in held.values():
+        for d, g in docs.items():
+            lab[row[d]] = g
+    seed = int(np.random.default_rng(9).integers(0, 2**31 - 1))
+    P, info = calibrate_held(mem, base.predict_proba(df[["f0", "f1"]].to_numpy()), _in_memory_judges(df, mem), lab,
+                             seed=seed)
+    assert info["calibrated"]
+    ref_df = df.assign(**{f"c{g}": P[:, g] for g in range(3)})
+    ref_frame = dask_frame(ref_df, boundaries(ref_df, 5))
+    gen = np.random.default_rng(9)
+    gen.integers(0, 2**31 - 1)  # the judged run draws its calibration seed first
+    ref = ard.estimate(ref_frame, "score_a", ["c0", "c1", "c2"], labeler_of(labels), budget=6, metric="dcg@5",
+                       method="active_wor", rng=gen, judgments=held)
+    res = ard.estimate(pool, "score_a", base, labeler_of(labels), budget=6, metric="dcg@5", method="active_wor",
+                       rng=9, judgments=held, judges=JUDGES)
+    assert res.estimate == pytest.approx(ref.estimate, rel=1e-9)
+    assert res.trace["query_id"].tolist() == ref.trace["query_id"].tolist()
+    assert res.trace.attrs["judges"]["judges"] == ["llm", "llm_score"]
+
+
+def test_judges_need_held_labels_and_clear_columns(judged):
+    df, labels, frame, held = judged
+    args = (frame, "score_a", PROBS, labeler_of(labels))
+    kw = dict(budget=6, metric="dcg@5", rng=0)
+    few = {q: held[q] for q in list(held)[:1]}
+    with pytest.raises(ValueError, match=r"calibrated on the labels held .* fewer than 30"):
+        ard.estimate(*args, judges=JUDGES, judgments=few, **kw)
+    with pytest.raises(ValueError, match=r"fewer than 30"):
+        ard.estimate(*args, judges=JUDGES, **kw)
+    with pytest.raises(TypeError, match="JudgeColumns or a sequence"):
+        ard.estimate(*args, judges="llm", judgments=held, **kw)
+    with pytest.raises(ValueError, match=r"`judges\[0\].columns`: the pool's frame has no column 'gpt'"):
+        ard.estimate(*args, judges=[ard.JudgeColumns("gpt", levels=4)], judgments=held, **kw)
+    with pytest.raises(ValueError, match="`levels` is required for kind='grades'"):
+        ard.estimate(*args, judges=[ard.JudgeColumns("llm")], judgments=held, **kw)
+    with pytest.raises(ValueError, match=r"kind='probabilities' takes one column per grade"):
+        ard.estimate(*args, judges=[ard.JudgeColumns("llm", kind="probabilities")], judgments=held, **kw)
+    with pytest.raises(ValueError, match=r"held rows: judge 'llm' .* grade 3 is not on the judge's declared scale"):
+        ard.estimate(*args, judges=[ard.JudgeColumns("llm", levels=3)], judgments=held, **kw)
+    # off the scale outside the held queries: found by the worker, named by partition and judge
+    off = df.assign(llm3=df["llm"].clip(upper=2))
+    off.loc[len(off) - 1, "llm3"] = 3.0
+    off_frame = dask_frame(off, boundaries(off, 5))
+    with pytest.raises(ValueError, match=r"partition 4 .*judge 'llm3'.* row \d+: grade 3 is not on the judge's"):
+        ard.estimate(off_frame, "score_a", PROBS, labeler_of(labels), judges=[ard.JudgeColumns("llm3", levels=3)],
+                     judgments=held, **kw)
