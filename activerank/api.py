@@ -339,7 +339,7 @@ def compare(pool, scores_a, scores_b, probs, labeler, *, budget, metric="err@10"
 
 def plan_budget(pool, scores, probs, *, scores_b=None, budget=None, target_half_width=None, metric="err@10",
                 k=None, methods=None, costs="auto", query_weights=None, confidence_level=0.95, judgments=None,
-                judge="changeable"):
+                judge="changeable", judges=None, rng=None):
     """Each design's predicted precision at a budget, and the budget a target precision needs; buys nothing.
 
     The relevance model predicts every design's variance at a budget (the rule ``method="auto"`` chooses
@@ -361,6 +361,13 @@ def plan_budget(pool, scores, probs, *, scores_b=None, budget=None, target_half_
         weighs against ``active_wor`` for the metric (``doc_dyn`` for additive, ``prefix`` for cascade
         metrics).
     confidence_level : float, default 0.95
+    judges : JudgeOutputs or sequence of them, optional
+        External judges, calibrated on the labels held (``judgments=``, at least 30 on judged documents) as
+        :func:`estimate` does: the designs are planned on the calibrated model, and each is set against the
+        same method on ``probs`` alone, predicted under the calibrated model too -- ``se_without_judges``,
+        ``budget_equivalent_without_judges`` and ``savings`` (``docs/judges.md``).
+    rng : None, int or numpy.random.Generator
+        Seeds the calibration's solver, as in :func:`estimate` (used only with ``judges``).
 
     Returns
     -------
@@ -398,6 +405,10 @@ def plan_budget(pool, scores, probs, *, scores_b=None, budget=None, target_half_
         for m in methods:
             choice_iv(m, "methods", known)
     store = _held(pool_, probs, judgments)
+    raw_probs, judge_names = probs, ()
+    if judges is not None:
+        probs, info = _held_judges(pool_, probs, judges, store, rng_iv(rng), what="a plan")
+        judge_names = tuple(info["judges"]) if info.get("calibrated") else ()
     kind = "mean" if len(rankings) == 1 else "difference"
     args = dict(metric=metric, k=k, costs=costs, query_weights=query_weights,
                 judged=None if store is None else store.labels >= 0, judge=judge)
@@ -421,8 +432,17 @@ def plan_budget(pool, scores, probs, *, scores_b=None, budget=None, target_half_
         auto = choose_method(query, None if isinstance(doc, Exception) else doc, budget)
         if skipped:
             auto = replace(auto, reason=skipped)
+    unjudged = None
+    if judge_names:  # the same methods without the judges, to be predicted under the calibrated model
+        unjudged = {}
+        for m in designs:
+            try:
+                unjudged[m] = prepare_design(pool, pool_, kind, rankings, raw_probs, method=m, **args)
+            except ValueError as exc:
+                unjudged[m] = exc
     return plan_designs(designs, metric=str(query.metric), target=kind, budget=budget,
-                        target_half_width=target_half_width, confidence_level=level, auto=auto)
+                        target_half_width=target_half_width, confidence_level=level, auto=auto, unjudged=unjudged,
+                        judges=judge_names)
 
 
 def compare_many(pool, candidate_scores, baseline_scores, probs, labeler, *, budget, metric="err@10",
@@ -685,7 +705,7 @@ def estimate_sequential(pool, scores, probs, labeler, *, target_half_width, budg
     return res
 
 
-def _held_judges(pool_, probs, judges, store, rng):
+def _held_judges(pool_, probs, judges, store, rng, *, what="a sequential run"):
     """``probs`` calibrated with ``judges`` on the labels held only, and what was done (None without judges)."""
     if judges is None:
         return probs, None
@@ -694,7 +714,7 @@ def _held_judges(pool_, probs, judges, store, rng):
     labels = np.full(pool_.n_docs, -1) if store is None else store.labels
     held = calibration_labels(judges, labels)
     if held < MIN_CALIBRATION_LABELS:
-        raise ValueError(f"`judges` in a sequential run are calibrated on the labels held (`judgments=`): "
+        raise ValueError(f"`judges` in {what} are calibrated on the labels held (`judgments=`): "
                          f"{held} of them lie on documents a judge judged, fewer than {MIN_CALIBRATION_LABELS}. "
                          "Run activerank.estimate(..., judges=...) first and pass its result.judgments, or leave "
                          "`judges` out.")

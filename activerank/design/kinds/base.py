@@ -177,8 +177,13 @@ class DesignKind:
         """The random sample of one run."""
         raise NotImplementedError  # pragma: no cover - abstract
 
-    def predicted_variance(self, design, budget: float) -> float:
-        """The model's predicted variance of the estimate at ``budget``, summed over the target's outputs."""
+    def predicted_variance(self, design, budget: float, *, under=None) -> float:
+        """The model's predicted variance of the estimate at ``budget``, summed over the target's outputs.
+
+        ``under``: a design of the same method and target built on another relevance model; the variance of
+        ``design`` (planned and centred on its own model) is then predicted under that model instead (what a
+        judge is predicted to save: ``docs/judges.md``).  Kinds that cannot raise ``NotImplementedError``.
+        """
         raise NotImplementedError  # pragma: no cover - abstract
 
     # ------------------------------------------------------------------ labels and the estimate
@@ -210,3 +215,17 @@ class DesignKind:
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}()"
+
+
+def prediction_under(design, under):
+    """``design``'s prediction with its spreads taken under ``under``'s model: the per-query variance around
+    ``design``'s own means (its control variate), ``Var_u + sum_j (mean_u - mean)^2``, and the squared error
+    around ``under``'s pool means."""
+    from dataclasses import replace
+
+    a, b = design.prediction, under.prediction
+    if under.method != design.method or b.mean.shape != a.mean.shape or under.p.shape != design.p.shape:
+        raise ValueError(f"`under` must be a design of the same method and target ({design.method}, "
+                         f"{a.mean.shape}); got {under.method}, {b.mean.shape}.")
+    shift = ((b.mean - a.mean) ** 2).sum(axis=1)
+    return replace(a, variance=b.variance + shift, sq_error=b.sq_error)

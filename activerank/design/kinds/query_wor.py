@@ -83,7 +83,7 @@ from ..._validation import sample_budget_iv
 from ...inference.estimators import Estimate
 from ...inference.horvitz_thompson import _estimate, hajek_kernel
 from ...inference.snis import kish_ess
-from .base import NO_LABELS, DesignFit, DesignKind, LabelRequest
+from .base import NO_LABELS, DesignFit, DesignKind, LabelRequest, prediction_under
 from ..without_replacement import (
     WORSample,
     approximate_inclusion_probabilities,
@@ -240,16 +240,18 @@ class WithoutReplacementDesign(DesignKind):
         return DrawPlan(queries=sample.indices, new=np.ones(sample.n, dtype=bool), charged=sample.cost,
                         budget=sample.budget)
 
-    def predicted_variance(self, design, budget) -> float:
+    def predicted_variance(self, design, budget, *, under=None) -> float:
         """``share^2 * sum_x p'(x)^2 (1 / pi(x) - 1) Var_theta[theta | x]`` with the planning inclusion
-        probabilities ``pi`` (``p'`` = ``p`` renormalized on the sampled stratum, ``share`` its mass)."""
+        probabilities ``pi`` (``p'`` = ``p`` renormalized on the sampled stratum, ``share`` its mass); under
+        another model (``under``) the variance around this design's control variate."""
         stratum = sampled_stratum(design)
         if stratum is None:
             return 0.0
         live, share, p_rest = stratum
+        var = design.prediction.variance if under is None else prediction_under(design, under).variance
         pi = approximate_inclusion_probabilities(design.q, design.costs.cost, float(budget))
         ok = live & (pi > 0)
-        return share**2 * float(np.sum(p_rest[ok] ** 2 * (1.0 / pi[ok] - 1.0) * design.prediction.variance[ok]))
+        return share**2 * float(np.sum(p_rest[ok] ** 2 * (1.0 / pi[ok] - 1.0) * var[ok]))
 
     def estimate(self, design, plan, sample, labels, *, held, ci="auto", ci_rng=None) -> DesignFit:
         if sample is None:  # every query is determined: the census alone, exactly

@@ -573,11 +573,12 @@ class DocumentHorvitzThompson(DocumentDesign):
                               stop_reason="all_judged" if exact else "budget",
                               attrs={"expected_cost": float(np.dot(design.pi, design.costs))})
 
-    def predicted_variance(self, design, budget) -> float:
+    def predicted_variance(self, design, budget, *, under=None) -> float:
         """``sum_z (1 / pi_z - 1) ||W_z||^2 Var[g(y_z)]``: the exact variance of the difference estimator of the
         Poisson design spending ``budget`` under the model (labels within a query independent given the
         model, so a shared query effect of the residuals is ignored; ``docs/document_level.md``).  Documents
-        held (``design.judged``) are known and free, as in the run."""
+        held (``design.judged``) are known and free, as in the run.  ``under``: the expectation under that
+        design's model, around this design's control variate."""
         dt, c = unit_target(design)
         if design.judged is None:
             pd_ = self._inclusion(dt, design.probs, c, budget, design.defensive)
@@ -586,7 +587,8 @@ class DocumentHorvitzThompson(DocumentDesign):
             if not (dt.matters & ~held).any():  # a census of what is held
                 return 0.0
             pd_ = self.design_for(dt, design.probs, c, float(budget), judged=held, defensive=design.defensive)
-        return float(expected_poisson_variance(dt, pd_, design.probs, control_variate=self.control_variate))
+        return float(expected_poisson_variance(dt, pd_, design.probs, control_variate=self.control_variate,
+                                               under=None if under is None else under.probs))
 
     def estimate_units(self, target, sample, grades, probs):
         return horvitz_thompson(target, sample.design, target.rows[sample.units], grades,

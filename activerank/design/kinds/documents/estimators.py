@@ -195,14 +195,15 @@ def poisson_variance(target: DocumentTarget, design: PoissonDesign, u, *, model_
 
 
 def expected_poisson_variance(target: DocumentTarget, design: PoissonDesign, probs, *,
-                              control_variate: bool = True) -> float:
+                              control_variate: bool = True, under=None) -> float:
     """Model-expected summed variance of a Poisson design: ``sum_z (1 - pi_z)/pi_z ||W_z||^2 E[e_z^2]``.
 
     ``E[e^2] = Var_theta[u]`` for the difference estimator (``control_variate=True``),
     ``E_theta[u^2]`` for plain HT.  With a query-level design's predicted
     variance per unit cost this is what an automatic method choice compares
     (variance at the design's budget; multiply by the budget for variance per
-    unit cost).
+    unit cost).  ``under``: another model's probabilities, under which the
+    expectation is taken (``E[e^2] = Var_under[u] + (E_under[u] - E[u])^2``).
 
     References
     ----------
@@ -211,6 +212,9 @@ def expected_poisson_variance(target: DocumentTarget, design: PoissonDesign, pro
     """
     mom = target.moments(probs)
     e2 = mom.variance if control_variate else mom.second
+    if under is not None:  # the labels drawn from another model; the control variate stays ``probs``' mean
+        true = target.moments(under)
+        e2 = true.variance + (true.mean - mom.mean) ** 2 if control_variate else true.second
     pi = design.pi
     safe = np.where(pi > 0, pi, 1.0)
     nrm2 = np.einsum("ij,ij->i", target.weights, target.weights)

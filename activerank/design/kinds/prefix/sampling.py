@@ -320,11 +320,14 @@ class PrefixSampling(DesignKind):
         i = np.flatnonzero(bw.request)
         return LabelRequest(sample.queries[i], bw.walk.waiting[i])
 
-    def predicted_variance(self, design, budget) -> float:
+    def predicted_variance(self, design, budget, *, under=None) -> float:
         """``sum_x p(x)^2 [(Var_theta[theta | x] + W(x)) / pi(x) - Var_theta[theta | x]]`` with the plan's
         inclusion probabilities and added within-query variance ``W`` for the budget less one mean query's
         cost (what the hard budget's cut loses); the planning simulations use the fixed
         :data:`PLANNING_SEED`, so the prediction does not depend on ``rng``."""
+        if under is not None:
+            raise NotImplementedError("prefix predicts its variance under its own model only (its walk stops on "
+                                      "the model's predictions)")
         live = design.q > 0
         if not live.any():
             return 0.0

@@ -29,7 +29,7 @@ from ....inference.caveats import interval_name
 from ....inference.estimators import Estimate, Estimator, ModelAssisted, SelfNormalized
 from ....inference.snis import warn_if_low_ess
 from ...sampling import DrawPlan, draw_budgeted
-from ..base import NO_LABELS, DesignFit, DesignKind, LabelRequest
+from ..base import NO_LABELS, DesignFit, DesignKind, LabelRequest, prediction_under
 from .small_sample import small_sample_estimates
 
 __all__ = ["QueryDraws", "QueryPlan", "census_fit", "clamp_cost", "draws_trace", "exact_estimate", "judged_count",
@@ -105,15 +105,16 @@ class QueryDraws(DesignKind):
             return NO_LABELS
         return LabelRequest.of(np.repeat(x, sizes), np.concatenate(rows), labels)
 
-    def predicted_variance(self, design, budget) -> float:
+    def predicted_variance(self, design, budget, *, under=None) -> float:
         """``share^2 * sum_x p'(x)^2 / q(x) E[(theta - Theta)^2 | x] * (sum_x q(x) lambda(x)) / B``: the
         self-normalized estimator's asymptotic variance at the expected number of draws (repeats, which are
-        free, are ignored: conservative near the pool's size)."""
+        free, are ignored: conservative near the pool's size); the expectation under ``under``'s model if
+        given."""
         stratum = sampled_stratum(design)
         if stratum is None:
             return 0.0
         live, share, p_rest = stratum
-        q, pred = design.q, design.prediction
+        q, pred = design.q, design.prediction if under is None else prediction_under(design, under)
         per_draw = float(np.sum(p_rest[live] ** 2 / q[live] * pred.sq_error[live]))
         cost_per_draw = float(np.dot(q, design.costs.cost))
         return share**2 * per_draw * cost_per_draw / float(budget)
