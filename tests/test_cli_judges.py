@@ -50,3 +50,32 @@ def test_judge_file_is_never_an_output(capsys, tmp_path):
                "--trace", llm])
     assert rc != 0 and "llm-grades" in capsys.readouterr().err
     assert open(llm).read().count("\n") == 607  # untouched
+
+
+def _held_file(path, n_queries=6):
+    """The sample pool's hidden grades of its first queries, as qrels (the labels a team already holds)."""
+    pool = ar.load_sample("test")
+    qids = np.repeat(pool.query_ids, np.diff(pool.offsets))
+    end = int(pool.offsets[n_queries])
+    path.write_text("".join(f"{q} 0 {d} {g}\n" for q, d, g in zip(qids[:end], pool.doc_ids[:end],
+                                                                   pool.labels[:end])))
+    return str(path)
+
+
+def test_plan_with_a_judge_predicts_its_savings(capsys, tmp_path):
+    llm, held = _judge_file(tmp_path / "llm.txt"), _held_file(tmp_path / "held.qrels")
+    base = ["plan", SAMPLE, "--train", TRAIN, "--model", "logistic", "--budget", "10", "--metric", "dcg@10",
+            "--methods", "active_wor,doc_dyn"]
+    assert main([*base, "--qrels", held, "--llm-grades", llm]) == 0
+    out = capsys.readouterr().out
+    assert "without the judges: SE" in out and "the judges save" in out and "judges llm.txt calibrated" in out
+    assert main([*base, "--qrels", held, "--llm-grades", llm, "--json"]) == 0
+    plan = json.loads(capsys.readouterr().out)
+    assert plan["judges"] == ["llm.txt"] and all(0 < s < 1 for s in plan["se_without_judges"])
+    assert main([*base, "--qrels", held]) == 0  # held labels alone: free, no comparison
+    assert "without the judges" not in capsys.readouterr().out
+    rc = main([*base, "--llm-grades", llm])
+    assert rc != 0 and "give them with --qrels" in capsys.readouterr().err
+    few = _held_file(tmp_path / "few.qrels", n_queries=1)
+    rc = main([*base, "--qrels", few, "--llm-grades", llm])
+    assert rc != 0 and "fewer than 30" in capsys.readouterr().err

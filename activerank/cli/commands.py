@@ -432,10 +432,20 @@ def _cmd_plan(args):
     probs = _model(args, data).predict_proba(data.X)
     methods = None if not args.methods else [m.strip() for m in args.methods.split(",") if m.strip()]
     scores_b = None if args.scores_b is None else scores_from_spec(args.scores_b, data, probs, option="--scores-b")
-    plan = plan_budget(data, scores_from_spec(args.scores, data, probs), probs, scores_b=scores_b,
-                       budget=args.budget, target_half_width=args.half_width, metric=args.metric,
-                       methods=methods, costs=args.costs, confidence_level=args.confidence,
-                       judge=args.judge or "changeable")
+    if args.llm_grades and not args.qrels:
+        raise CLIError("--llm-grades: the judges are calibrated on human labels; give them with --qrels (at least "
+                       "30 labels on judged pairs, e.g. an earlier campaign's qrels).")
+    held = _held_qrels(args.qrels, data)
+    try:
+        plan = plan_budget(data, scores_from_spec(args.scores, data, probs), probs, scores_b=scores_b,
+                           budget=args.budget, target_half_width=args.half_width, metric=args.metric,
+                           methods=methods, costs=args.costs, confidence_level=args.confidence,
+                           judge=args.judge or "changeable", judgments=held, judges=_judges(args, data),
+                           rng=args.seed)
+    except ValueError as exc:
+        if held is None and not args.llm_grades:
+            raise
+        raise CLIError(f"--qrels/--llm-grades: {exc}") from None
     if args.json:
         print(json.dumps(plan.to_dict(), indent=2))
         return
@@ -454,6 +464,13 @@ def _cmd_plan(args):
             parts.append(f"half-width {plan.target_half_width:g} needs budget "
                          f"{need:.3g}" if math.isfinite(need) else "target out of reach")
         print(f"  {m:12s} " + "; ".join(parts))
+        if plan.judges and math.isfinite(plan.savings[i]):
+            print(f"  {'':12s} without the judges: SE {plan.se_without_judges[i]:.4g}; that half-width needs "
+                  f"budget {plan.budget_equivalent_without_judges[i]:.3g} (the judges save "
+                  f"{plan.savings[i]:.0%})")
+    if plan.judges:
+        print(f"  judges {', '.join(plan.judges)} calibrated on the --qrels labels; both predictions are the "
+              "calibrated model's")
     if plan.auto is not None:
         print(f"  --method auto would run {plan.auto} ({plan.auto_reason})")
 
@@ -486,8 +503,41 @@ def _plan_parser(sub) -> None:
     p.add_argument("--seed", type=nonneg_int, default=0, help="seed of the model fit (default 0)")
     p.add_argument("--confidence", metavar="LEVEL", type=probability_open, default=0.95,
                    help="confidence level of the intervals (default 0.95)")
+    p.add_argument("--qrels", metavar="FILE", default=None,
+                   help="human labels held ('qid Q0 docid grade'): free in every design, and what --llm-grades "
+                        "are calibrated on")
+    p.add_argument("--llm-grades", metavar="FILE", action="append", default=None,
+                   help="a judge's grades of the pool's pairs, as in estimate (needs --qrels): plan on the "
+                        "calibrated judges and print what they are predicted to save")
+    p.add_argument("--llm-levels", metavar="N", type=n_grades_arg, default=None,
+                   help="the judges' grade scale 0..N-1 (default: the pool's)")
     p.add_argument("--json", action="store_true", help="print the plan as JSON")
     p.set_defaults(func=_cmd_plan)
+
+
+def _held_qrels(path, data):
+    """The ``--qrels`` labels of the pool's pairs as ``judgments=`` keyed by the pool's ids (None without the
+    option; pairs of other queries or documents are not the pool's and are left out)."""
+    if path is None:
+        return None
+    from ..io.trec import read_qrels
+
+    try:
+        labels = read_qrels(path, n_grades=data.n_grades).labels_for(data)
+    except (OSError, ValueError) as exc:
+        raise CLIError(f"--qrels: {exc}") from None
+    rows = np.flatnonzero(labels >= 0)
+    if not rows.size:
+        raise CLIError(f"--qrels: {path} judges none of the pool's (query, document) pairs (matched by id).")
+    from ..pool import pool_iv
+
+    pool = pool_iv(data)
+    x = np.searchsorted(np.asarray(pool.offsets), rows, side="right") - 1
+    qids, docs = [pool.query_key(int(i)) for i in x], pool.doc_keys(rows)
+    held: dict = {}
+    for q, d, g in zip(qids, docs, labels[rows].tolist()):
+        held.setdefault(q, {})[d] = g
+    return held
 
 
 def _cmd_demo(args):
