@@ -408,7 +408,9 @@ def plan_budget(pool, scores, probs, *, scores_b=None, budget=None, target_half_
     raw_probs, judge_names = probs, ()
     if judges is not None:
         probs, info = _held_judges(pool_, probs, judges, store, rng_iv(rng), what="a plan")
-        judge_names = tuple(info["judges"]) if info.get("calibrated") else ()
+        if not info.get("calibrated"):  # a plan "with judges" that silently planned without them would mislead
+            raise ValueError(f"`judges` could not be calibrated: {info.get('reason')}.")
+        judge_names = tuple(info["judges"])
     kind = "mean" if len(rankings) == 1 else "difference"
     args = dict(metric=metric, k=k, costs=costs, query_weights=query_weights,
                 judged=None if store is None else store.labels >= 0, judge=judge)

@@ -148,13 +148,15 @@ def with_judges(pool, probs, judges, judgments, *, seed: int, progress=None):
     if judgments is not None and not isinstance(judgments, Mapping):
         raise TypeError(f"`judgments` must be a dict {{query_id: {{doc_id: grade}}}}; got {type(judgments).__name__}.")
     held = {py_scalar(q): {py_scalar(d): g for d, g in docs.items()} for q, docs in (judgments or {}).items()}
-    judge_cols = [c for j in judges for c in j.columns]
-    rows = fetch_queries(pool, list(held), [pool.document, *judge_cols, *base_cols], progress=progress)
-    qv = np.asarray([py_scalar(q) for q in query_values(rows, pool.query, pool.query_in_index)], dtype=object)
-    labels = _held_labels(rows[pool.document].to_numpy(), qv, held)
-    model = JudgedModel(None, judges, base_model)
-    outs, base = model.split(rows[judge_cols + base_cols].to_numpy(np.float64), "held rows: ")
-    n = calibration_labels(outs, labels) if len(rows) else 0
+    n = sum(len(docs) for docs in held.values())
+    if n >= MIN_CALIBRATION_LABELS:  # (fewer: no need to read the pool to refuse)
+        judge_cols = [c for j in judges for c in j.columns]
+        rows = fetch_queries(pool, list(held), [pool.document, *judge_cols, *base_cols], progress=progress)
+        qv = np.asarray([py_scalar(q) for q in query_values(rows, pool.query, pool.query_in_index)], dtype=object)
+        labels = _held_labels(rows[pool.document].to_numpy(), qv, held)
+        outs, base = JudgedModel(None, judges, base_model).split(rows[judge_cols + base_cols].to_numpy(np.float64),
+                                                                 "held rows: ")
+        n = calibration_labels(outs, labels)
     if n < MIN_CALIBRATION_LABELS:
         raise ValueError(f"`judges` on a Dask pool are calibrated on the labels held (`judgments=`): {n} of them lie "
                          f"on documents a judge judged, fewer than {MIN_CALIBRATION_LABELS}. Label some queries "

@@ -140,6 +140,9 @@ def test_judges_plan_on_the_calibrated_model_and_predict_the_savings():
     assert json.dumps(plan.to_dict())
     with pytest.raises(ValueError, match=r"`judges` in a plan are calibrated on the labels held .* fewer than 30"):
         ar.plan_budget(pool, scores, prior, budget=10, metric="dcg@10", judges=judge)
+    zeros = {q: {r: 0 for r in docs} for q, docs in held.items()}
+    with pytest.raises(ValueError, match="`judges` could not be calibrated: the 120 human labels .* fewer than 2"):
+        ar.plan_budget(pool, scores, prior, budget=10, metric="dcg@10", judgments=zeros, judges=judge)
     # prefix predicts under its own model only: no comparison, no failure
     err = ar.plan_budget(pool, scores, prior, budget=10, metric="err@10", judgments=held, judges=judge,
                          methods=["active_wor", "prefix"], rng=0)
