@@ -101,7 +101,9 @@ def wor_packed(ctx, dsg, rng, reps):
     est = np.asarray(o["estimate"]).reshape(t, ctx.rel.size, reps).transpose(1, 2, 0)
     se = np.asarray(o["standard_error"]).reshape(t, ctx.rel.size, reps).transpose(1, 2, 0)
     exact = out_y[census].T @ dsg.p[census] if census.size else np.zeros(t)
-    packed = bench._pack("active_wor", exact + share * est, share * se, o["cost"], ctx.T, o["n"])
+    # coverage of the interval the library reports: Student-t on each run's degrees of freedom
+    dof = np.asarray(o["dof"], dtype=np.float64).reshape(ctx.rel.size, reps)
+    packed = bench._pack("active_wor", exact + share * est, share * se, o["cost"], ctx.T, o["n"], dof=dof)
     packed["budgets"] = ctx.rel
     return packed
 
