@@ -404,10 +404,11 @@ def plan_budget(pool, scores, probs, *, scores_b=None, budget=None, target_half_
         methods = [methods] if isinstance(methods, str) else list(methods)
         for m in methods:
             choice_iv(m, "methods", known)
+    rng = rng_iv(rng)
     store = _held(pool_, probs, judgments)
     raw_probs, judge_names = probs, ()
     if judges is not None:
-        probs, info = _held_judges(pool_, probs, judges, store, rng_iv(rng), what="a plan")
+        probs, info = _held_judges(pool_, probs, judges, store, rng, what="a plan")
         if not info.get("calibrated"):  # a plan "with judges" that silently planned without them would mislead
             raise ValueError(f"`judges` could not be calibrated: {info.get('reason')}.")
         judge_names = tuple(info["judges"])

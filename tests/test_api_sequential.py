@@ -290,29 +290,33 @@ def test_held_labels_are_free_and_known_exactly():
 
 
 @pytest.mark.statistical
-@pytest.mark.parametrize("sequence", ["windowed", "fixed_width"])
-def test_unbiased_with_half_the_queries_held(sequence):
-    """Held queries form a census stratum: its exact part enters every term (a single ranker's mean)."""
+@pytest.mark.parametrize("sequence, pair", [("windowed", False), ("fixed_width", False), ("mixture", True)])
+def test_unbiased_with_half_the_queries_held(sequence, pair):
+    """Held queries form a census stratum: its exact part enters every term (a mean, or a difference)."""
     import warnings
 
     pool, scores, rng = _problem(6, n_queries=60)
-    top = rank_by_scores(scores, pool.offsets).truncate(10)
+    other = pool.probs @ np.arange(3) + 0.9 * rng.random(scores.size)
+    tops = [rank_by_scores(s, pool.offsets).truncate(10) for s in (scores, other)]
     reps = stat_reps(200)
     err, cover = np.empty(reps), np.empty(reps)
     for i in range(reps):
         labels = pool.sample_labels(rng)
-        truth = pool_metric_values(labels, top, metric="err@10", ymax=2).mean()
+        vals = [pool_metric_values(labels, t, metric="err@10", ymax=2).mean() for t in tops]
+        truth = vals[0] - vals[1] if pair else vals[0]
         lab = ar.KnownLabels(pool.query_ids, pool.offsets, labels)
         held = {int(q): {r: int(labels[r]) for r in range(a, b)}  # document ids are the pool's rows
                 for q, a, b in zip(pool.query_ids[::2], pool.offsets[:-1:2], pool.offsets[1::2])}
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ar.LowEffectiveSampleSizeWarning)
-            res = estimate_sequential(pool, scores, pool.probs, lab, target_half_width=0.04, budget=25,
-                                      metric="err@10", rng=rng, judgments=held, sequence=sequence)
+            res = estimate_sequential(pool, (scores, other) if pair else scores, pool.probs, lab,
+                                      target_half_width=0.04, budget=25, metric="err@10", rng=rng, judgments=held,
+                                      sequence=sequence)
         ci = res.confidence_interval()
-        err[i], cover[i] = res.estimate - truth, ci.low <= truth <= ci.high
+        point = res.difference if pair else res.estimate
+        err[i], cover[i] = point - truth, ci.low <= truth <= ci.high
     mc_se = err.std(ddof=1) / np.sqrt(reps)
-    print(f"\n{sequence}, half the queries held: bias {err.mean():.5f} (MC SE {mc_se:.5f}), coverage "
+    print(f"\n{sequence} {'pair' if pair else 'single'}, half the queries held: bias {err.mean():.5f} (MC SE {mc_se:.5f}), coverage "
           f"{cover.mean():.3f}")
     assert abs(err.mean()) <= 3 * mc_se
     assert cover.mean() >= 0.93

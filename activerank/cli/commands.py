@@ -435,17 +435,11 @@ def _cmd_plan(args):
     if args.llm_grades and not args.qrels:
         raise CLIError("--llm-grades: the judges are calibrated on human labels; give them with --qrels (at least "
                        "30 labels on judged pairs, e.g. an earlier campaign's qrels).")
-    held = _held_qrels(args.qrels, data)
-    try:
-        plan = plan_budget(data, scores_from_spec(args.scores, data, probs), probs, scores_b=scores_b,
-                           budget=args.budget, target_half_width=args.half_width, metric=args.metric,
-                           methods=methods, costs=args.costs, confidence_level=args.confidence,
-                           judge=args.judge or "changeable", judgments=held, judges=_judges(args, data),
-                           rng=args.seed)
-    except ValueError as exc:
-        if held is None and not args.llm_grades:
-            raise
-        raise CLIError(f"--qrels/--llm-grades: {exc}") from None
+    plan = plan_budget(data, scores_from_spec(args.scores, data, probs), probs, scores_b=scores_b,
+                       budget=args.budget, target_half_width=args.half_width, metric=args.metric,
+                       methods=methods, costs=args.costs, confidence_level=args.confidence,
+                       judge=args.judge or "changeable", judgments=_held_qrels(args.qrels, data),
+                       judges=_judges(args, data), rng=args.seed)
     if args.json:
         print(json.dumps(plan.to_dict(), indent=2))
         return
@@ -464,10 +458,11 @@ def _cmd_plan(args):
             parts.append(f"half-width {plan.target_half_width:g} needs budget "
                          f"{need:.3g}" if math.isfinite(need) else "target out of reach")
         print(f"  {m:12s} " + "; ".join(parts))
-        if plan.judges and math.isfinite(plan.savings[i]):
-            print(f"  {'':12s} without the judges: SE {plan.se_without_judges[i]:.4g}; that half-width needs "
-                  f"budget {plan.budget_equivalent_without_judges[i]:.3g} (the judges save "
-                  f"{plan.savings[i]:.0%})")
+        if plan.judges and math.isfinite(plan.se_without_judges[i]):
+            need = plan.budget_equivalent_without_judges[i]
+            reach = (f"that half-width needs budget {need:.3g} (the judges save {plan.savings[i]:.0%})"
+                     if math.isfinite(need) else "that half-width is out of reach without them")
+            print(f"  {'':12s} without the judges: SE {plan.se_without_judges[i]:.4g}; {reach}")
     if plan.judges:
         print(f"  judges {', '.join(plan.judges)} calibrated on the --qrels labels; both predictions are the "
               "calibrated model's")

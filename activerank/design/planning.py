@@ -31,7 +31,8 @@ def _variance(design, budget: float, under=None) -> float:
     kind = design.method_spec.kind
     if under is None:  # a plug-in kind written before ``under`` existed still plans
         return float(kind.predicted_variance(design, float(budget)))
-    if "under" not in inspect.signature(kind.predicted_variance).parameters:
+    params = inspect.signature(kind.predicted_variance).parameters
+    if "under" not in params and not any(p.kind is p.VAR_KEYWORD for p in params.values()):
         raise NotImplementedError(f"{design.method} predicts its variance under its own model only")
     return float(kind.predicted_variance(design, float(budget), under=under))
 
@@ -95,7 +96,8 @@ class BudgetPlan:
         Per method, with judges: the predicted standard error at ``budget`` of the same method planned on
         ``probs`` alone, and the budget it needs for the half-width the judged design has at ``budget`` --
         both predicted under the calibrated model, so the two runs are compared under one model
-        (``savings``).  NaN without judges or where the kind cannot predict under another model.
+        (``savings``).  Empty without judges; NaN where the kind cannot predict under another model or
+        without a budget (``inf``: the target is out of reach without the judges).
     """
 
     metric: str
@@ -117,10 +119,12 @@ class BudgetPlan:
     @property
     def savings(self) -> tuple:
         """Per method, the share of the labels the judges are predicted to save at ``budget``:
-        ``1 - budget / budget_equivalent_without_judges`` (NaN without judges)."""
+        ``1 - budget / budget_equivalent_without_judges`` (NaN without judges, and where the budget without them
+        is not known or infinite)."""
         if not self.judges or self.budget is None:
             return tuple(math.nan for _ in self.methods)
-        return tuple(1.0 - self.budget / b if b > 0 else math.nan for b in self.budget_equivalent_without_judges)
+        return tuple(1.0 - self.budget / b if 0 < b < math.inf else math.nan
+                     for b in self.budget_equivalent_without_judges)
 
     def summary(self):
         """One row per method: predicted SE, half-width, budget needed, note (a pandas DataFrame); with judges
@@ -148,7 +152,8 @@ class BudgetPlan:
                 return v if math.isfinite(v) else None
             return v
 
-        return {"type": "BudgetPlan", **{k: plain(v) for k, v in self.__dict__.items()}}
+        return {"type": "BudgetPlan", **{k: plain(v) for k, v in self.__dict__.items()},
+                "savings": plain(self.savings)}
 
     def __repr__(self) -> str:
         at = "" if self.budget is None else f" at budget {self.budget:g}"

@@ -13,7 +13,7 @@ A Dask run does not buy its own calibration labels: it needs at least
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import KW_ONLY, dataclass, replace
 
 import numpy as np
 
@@ -43,6 +43,7 @@ class JudgeColumns:
     """
 
     columns: tuple
+    _: KW_ONLY
     kind: str = "grades"
     levels: int | None = None
     name: str | None = None
@@ -64,7 +65,7 @@ class JudgeColumns:
 
 def judge_columns_iv(judges, pool) -> list:
     """A non-empty list of :class:`JudgeColumns` naming columns of ``pool`` (one column for grades/scores)."""
-    from ..judges import JUDGE_KINDS
+    from ..judges.outputs import _kind_levels_iv
     from .frame import frame_columns_iv
 
     if isinstance(judges, JudgeColumns):
@@ -78,8 +79,10 @@ def judge_columns_iv(judges, pool) -> list:
     for i, j in enumerate(judges):
         if not isinstance(j, JudgeColumns):
             raise TypeError(f"`judges[{i}]` must be activerank.distributed.JudgeColumns; got {type(j).__name__}.")
-        if j.kind not in JUDGE_KINDS:
-            raise ValueError(f"`judges[{i}]`: `kind` must be one of {list(JUDGE_KINDS)}; got {j.kind!r}.")
+        try:
+            _kind_levels_iv(j.kind, j.levels)
+        except ValueError as exc:
+            raise ValueError(f"`judges[{i}]` ({j.name!r}): {exc}") from None
         frame_columns_iv(pool, list(j.columns), f"judges[{i}].columns")
         if j.kind in ("grades", "scores") and len(j.columns) != 1:
             raise ValueError(f"`judges[{i}]`: kind={j.kind!r} takes one column; got {list(j.columns)}.")
@@ -129,8 +132,6 @@ def with_judges(pool, probs, judges, judgments, *, seed: int, progress=None):
     Only the held queries' documents come to the driver.  ``info`` is the run's ``trace.attrs["judges"]``.
     Without enough labels of at least 2 grades the run keeps ``probs`` and ``info`` says why, as in memory.
     """
-    from collections.abc import Mapping
-
     import pandas as pd
 
     from .._validation import py_scalar
@@ -145,22 +146,19 @@ def with_judges(pool, probs, judges, judgments, *, seed: int, progress=None):
         base_cols, base_model = list(pool.features), probs
     else:  # the run's own check of `probs` says what is wrong
         return pool, probs, None
-    if judgments is not None and not isinstance(judgments, Mapping):
-        raise TypeError(f"`judgments` must be a dict {{query_id: {{doc_id: grade}}}}; got {type(judgments).__name__}.")
-    held = {py_scalar(q): {py_scalar(d): g for d, g in docs.items()} for q, docs in (judgments or {}).items()}
-    n = sum(len(docs) for docs in held.values())
-    if n >= MIN_CALIBRATION_LABELS:  # (fewer: no need to read the pool to refuse)
-        judge_cols = [c for j in judges for c in j.columns]
-        rows = fetch_queries(pool, list(held), [pool.document, *judge_cols, *base_cols], progress=progress)
-        qv = np.asarray([py_scalar(q) for q in query_values(rows, pool.query, pool.query_in_index)], dtype=object)
-        labels = _held_labels(rows[pool.document].to_numpy(), qv, held)
-        outs, base = JudgedModel(None, judges, base_model).split(rows[judge_cols + base_cols].to_numpy(np.float64),
-                                                                 "held rows: ")
-        n = calibration_labels(outs, labels)
+    held = _held_iv(judgments)
+    n_held = sum(len(docs) for docs in held.values())
+    if n_held < MIN_CALIBRATION_LABELS:  # no need to read the pool to refuse
+        _too_few(f"{n_held} labels are held")
+    judge_cols = [c for j in judges for c in j.columns]
+    rows = fetch_queries(pool, list(held), [pool.document, *judge_cols, *base_cols], progress=progress)
+    qv = np.asarray([py_scalar(q) for q in query_values(rows, pool.query, pool.query_in_index)], dtype=object)
+    outs, base = JudgedModel(None, judges, base_model).split(rows[judge_cols + base_cols].to_numpy(np.float64),
+                                                             "held rows: ")
+    labels = _held_labels(rows[pool.document].to_numpy(), qv, held, base.shape[1])
+    n = calibration_labels(outs, labels)
     if n < MIN_CALIBRATION_LABELS:
-        raise ValueError(f"`judges` on a Dask pool are calibrated on the labels held (`judgments=`): {n} of them lie "
-                         f"on documents a judge judged, fewer than {MIN_CALIBRATION_LABELS}. Label some queries "
-                         "first (e.g. a small run without judges) and pass their judgments, or leave `judges` out.")
+        _too_few(f"{n} of the {n_held} labels held lie on documents a judge judged")
     info: dict = {"judges": [str(j.name) for j in judges], "calibration_round_cost": 0.0, "n_labels": int(n)}
     use = (labels >= 0) & np.any([o.judged for o in outs], axis=0)
     if np.unique(labels[use]).size < 2:
@@ -174,8 +172,42 @@ def with_judges(pool, probs, judges, judgments, *, seed: int, progress=None):
     return replace(pool, features=tuple(judge_cols + base_cols)), JudgedModel(cal, judges, base_model), info
 
 
-def _held_labels(doc_ids: np.ndarray, qv: np.ndarray, held: dict) -> np.ndarray:
-    """The held grade of every fetched row (-1 where none); every held query and document must be there."""
+def _too_few(what: str):
+    from ..engine.judged import MIN_CALIBRATION_LABELS
+
+    raise ValueError(f"`judges` on a Dask pool are calibrated on the labels held (`judgments=`): {what}, fewer than "
+                     f"{MIN_CALIBRATION_LABELS} on judged documents. Label some queries first (e.g. a small run "
+                     "without judges) and pass their judgments, or leave `judges` out.")
+
+
+def _held_iv(judgments) -> dict:
+    """``judgments`` as ``{query: {doc: grade}}`` with plain keys and non-negative integer grades (checked here:
+    the calibration reads them before the run's own loading does)."""
+    from collections.abc import Mapping
+
+    from .._validation import py_scalar
+
+    if judgments is None:
+        return {}
+    if not isinstance(judgments, Mapping):
+        raise TypeError(f"`judgments` must be a dict {{query_id: {{doc_id: grade}}}}; got {type(judgments).__name__}.")
+    held: dict = {}
+    for q, docs in judgments.items():
+        if not isinstance(docs, Mapping):
+            raise TypeError(f"`judgments` of query {py_scalar(q)!r} must be a dict {{doc_id: grade}}; got "
+                            f"{type(docs).__name__}.")
+        out = held[py_scalar(q)] = {}
+        for d, g in docs.items():
+            if isinstance(g, bool) or not isinstance(g, (int, np.integer)) or g < 0:
+                raise ValueError(f"`judgments`: query {py_scalar(q)!r}, document {py_scalar(d)!r} has grade {g!r}; "
+                                 "grades are integers >= 0.")
+            out[py_scalar(d)] = int(g)
+    return held
+
+
+def _held_labels(doc_ids: np.ndarray, qv: np.ndarray, held: dict, n_grades: int) -> np.ndarray:
+    """The held grade of every fetched row (-1 where none); every held query and document must be there, every
+    grade on the model's scale."""
     from .._validation import py_scalar
 
     labels = np.full(doc_ids.size, -1, dtype=np.int64)
@@ -189,5 +221,8 @@ def _held_labels(doc_ids: np.ndarray, qv: np.ndarray, held: dict) -> np.ndarray:
             i = index.get((q, d))
             if i is None:
                 raise ValueError(f"`judgments`: query {q!r} has no document {d!r}.")
-            labels[i] = int(g)
+            if g >= n_grades:
+                raise ValueError(f"`judgments`: query {q!r}, document {d!r} has grade {g}, outside the relevance "
+                                 f"model's 0..{n_grades - 1}.")
+            labels[i] = g
     return labels

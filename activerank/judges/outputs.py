@@ -152,10 +152,8 @@ def judge_outputs_of(values, *, kind: str, levels: int | None, name: str, label:
     """
     _kind_levels_iv(kind, levels)
     vals = np.asarray(values, dtype=np.float64)
-    if vals.ndim == 2 and kind == "log_probabilities":
-        given = ~np.isnan(vals).all(axis=1)  # a missing row is NaN throughout; -inf is a log-probability
-    else:
-        given = ~np.isnan(vals) if vals.ndim == 1 else ~np.isnan(vals).any(axis=1)
+    # a missing row is NaN throughout; a row with some NaN is a broken row, refused by the checks below
+    given = ~np.isnan(vals) if vals.ndim == 1 else ~np.isnan(vals).all(axis=1)
     rows = np.flatnonzero(given)
     checked, levels = _checked_values(vals[rows], kind, levels, label, [f"{label} row {i}" for i in rows])
     out = np.full((vals.shape[0],) + checked.shape[1:], np.nan)

@@ -95,12 +95,28 @@ def test_judges_need_held_labels_and_clear_columns(judged):
         ard.estimate(*args, judges="llm", judgments=held, **kw)
     with pytest.raises(ValueError, match=r"`judges\[0\].columns`: the pool's frame has no column 'gpt'"):
         ard.estimate(*args, judges=[ard.JudgeColumns("gpt", levels=4)], judgments=held, **kw)
-    with pytest.raises(ValueError, match="`levels` is required for kind='grades'"):
+    with pytest.raises(TypeError):  # only the columns are positional
+        ard.JudgeColumns("llm", "grades", 4)
+    bad = {**held, next(iter(held)): {**held[next(iter(held))], next(iter(held[next(iter(held))])): 1.5}}
+    with pytest.raises(ValueError, match=r"`judgments`: query \d+, document 'd\d+' has grade 1.5"):
+        ard.estimate(*args, judges=JUDGES, judgments=bad, **kw)
+    with pytest.raises(TypeError, match=r"`judgments` of query \d+ must be a dict"):
+        ard.estimate(*args, judges=JUDGES, judgments={q: list(d) for q, d in held.items()}, **kw)
+    q0, d0 = next(iter(held)), next(iter(held[next(iter(held))]))
+    with pytest.raises(ValueError, match=r"has grade 7, outside the relevance model's 0..2"):
+        ard.estimate(*args, judges=JUDGES, judgments={**held, q0: {**held[q0], d0: 7}}, **kw)
+    with pytest.raises(ValueError, match=r"`judges\[0\]` \('llm'\): `levels` is required for kind='grades'"):
         ard.estimate(*args, judges=[ard.JudgeColumns("llm")], judgments=held, **kw)
     with pytest.raises(ValueError, match=r"kind='probabilities' takes one column per grade"):
         ard.estimate(*args, judges=[ard.JudgeColumns("llm", kind="probabilities")], judgments=held, **kw)
     with pytest.raises(ValueError, match=r"held rows: judge 'llm' .* grade 3 is not on the judge's declared scale"):
         ard.estimate(*args, judges=[ard.JudgeColumns("llm", levels=3)], judgments=held, **kw)
+    # a probability row with a NaN is broken, not missing
+    probs = df.assign(pa=0.7, pb=0.3)
+    probs.loc[3, "pb"] = np.nan
+    with pytest.raises(ValueError, match=r"probabilities must lie in \[0, 1\]"):
+        ard.estimate(dask_frame(probs, boundaries(probs, 5)), "score_a", PROBS, labeler_of(labels),
+                     judges=[ard.JudgeColumns(["pa", "pb"], kind="probabilities")], judgments=held, **kw)
     # off the scale outside the held queries: found by the worker, named by partition and judge
     off = df.assign(llm3=df["llm"].clip(upper=2))
     off.loc[len(off) - 1, "llm3"] = 3.0
