@@ -284,6 +284,19 @@ def test_held_labels_are_free_and_known_exactly():
                                rng=1, judgments=held)
     ids = set(np.asarray(part.trace["query_id"]).tolist())
     assert not ids & set(held) and part.cost_spent <= 6
+    # every query but three held: each term is the held queries' exact part plus c * share + w (L - c) (the
+    # predictable control variate needs 10 distinct queries before its coefficient leaves 0)
+    free = list(everything.judgments)[-3:]
+    held3 = {q: dict(everything.judgments[q]) for q in everything.judgments if q not in free}
+    few = estimate_sequential(pool, scores, pool.probs, lab, target_half_width=1e-6, budget=2, metric="dcg@5",
+                              rng=2, judgments=held3)
+    assert few.stopping_reason == "budget" and set(few.trace["query_id"].tolist()) <= set(free)
+    values = pool_metric_values(labels, rank_by_scores(scores, pool.offsets).truncate(5), metric="dcg@5", ymax=2)
+    p = 1.0 / len(pool.query_ids)
+    held_rows = np.isin(pool.query_ids, list(held3))
+    t = few.trace
+    terms = p * values[held_rows].sum() + few.center * (1 - p * held_rows.sum()) + t["weight"] * (t["value"] - few.center)
+    assert few.estimate == pytest.approx(terms.mean(), rel=1e-12)
     with pytest.raises(ar.LabelingError):  # the labeler is asked, but only for queries not held
         estimate_sequential(pool, scores, pool.probs, refuses, target_half_width=0.05, budget=6, metric="dcg@5",
                             rng=1, judgments=held)

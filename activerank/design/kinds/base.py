@@ -224,8 +224,9 @@ def prediction_under(design, under):
     from dataclasses import replace
 
     a, b = design.prediction, under.prediction
-    if under.method != design.method or b.mean.shape != a.mean.shape or under.p.shape != design.p.shape:
-        raise ValueError(f"`under` must be a design of the same method and target ({design.method}, "
+    if under.method != design.method or b.mean.shape != a.mean.shape or under.p.shape != design.p.shape \
+            or not np.array_equal(under.census, design.census):
+        raise ValueError(f"`under` must be a design of the same method, target and labels held ({design.method}, "
                          f"{a.mean.shape}); got {under.method}, {b.mean.shape}.")
     shift = ((b.mean - a.mean) ** 2).sum(axis=1)
     return replace(a, variance=b.variance + shift, sq_error=b.sq_error)

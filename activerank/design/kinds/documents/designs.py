@@ -579,6 +579,9 @@ class DocumentHorvitzThompson(DocumentDesign):
         model, so a shared query effect of the residuals is ignored; ``docs/document_level.md``).  Documents
         held (``design.judged``) are known and free, as in the run.  ``under``: the expectation under that
         design's model, around this design's control variate."""
+        if under is not None and (under.method != design.method or under.probs is None
+                                  or np.shape(under.probs) != np.shape(design.probs)):
+            raise ValueError(f"`under` must be a design of the same method ({design.method}) on the same documents.")
         dt, c = unit_target(design)
         if design.judged is None:
             pd_ = self._inclusion(dt, design.probs, c, budget, design.defensive)
