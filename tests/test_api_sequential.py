@@ -296,7 +296,8 @@ def test_held_labels_are_free_and_known_exactly():
     p = 1.0 / len(pool.query_ids)
     held_rows = np.isin(pool.query_ids, list(held3))
     t = few.trace
-    terms = p * values[held_rows].sum() + few.center * (1 - p * held_rows.sum()) + t["weight"] * (t["value"] - few.center)
+    exact = p * values[held_rows].sum()
+    terms = exact + few.center * (1 - p * held_rows.sum()) + t["weight"] * (t["value"] - few.center)
     assert few.estimate == pytest.approx(terms.mean(), rel=1e-12)
     with pytest.raises(ar.LabelingError):  # the labeler is asked, but only for queries not held
         estimate_sequential(pool, scores, pool.probs, refuses, target_half_width=0.05, budget=6, metric="dcg@5",
@@ -330,7 +331,8 @@ def test_unbiased_with_half_the_queries_held(sequence, pair):
         point = res.difference if pair else res.estimate
         err[i], cover[i] = point - truth, ci.low <= truth <= ci.high
     mc_se = err.std(ddof=1) / np.sqrt(reps)
-    print(f"\n{sequence} {'pair' if pair else 'single'}, half the queries held: bias {err.mean():.5f} (MC SE {mc_se:.5f}), coverage "
+    print(f"\n{sequence} {'pair' if pair else 'single'}, half the queries held: bias {err.mean():.5f} "
+          f"(MC SE {mc_se:.5f}), coverage "
           f"{cover.mean():.3f}")
     assert abs(err.mean()) <= 3 * mc_se
     assert cover.mean() >= 0.93

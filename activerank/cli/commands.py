@@ -159,14 +159,9 @@ def _common(p, scores):
                             "--model uniform)")
     model.add_argument("--grades", metavar="N", type=n_grades_arg, default=None,
                        help="size of the grade scale 0..N-1 (default: the largest label in the pool + 1)")
-    judges = p.add_argument_group(
+    _judge_options(p.add_argument_group(
         "external judges (LLMs, cross-encoders: calibrated on human labels into the relevance model; "
-        "docs/judges.md)")
-    judges.add_argument("--llm-grades", metavar="FILE", action="append", default=None,
-                        help="a judge's grades of the pool's (query, document) pairs: 'qid Q0 docid grade' lines, "
-                             "or a .tsv/.csv/.jsonl table; repeat for several judges (LETOR pools)")
-    judges.add_argument("--llm-levels", metavar="N", type=n_grades_arg, default=None,
-                        help="the judges' grade scale 0..N-1 (default: the pool's)")
+        "docs/judges.md)"), "repeat for several judges (LETOR pools)")
     design = p.add_argument_group("budget and design")
     design.add_argument("--budget", metavar="B", type=positive_float, required=True,
                         help="labeling budget, by default in units of the mean cost of judging one whole query "
@@ -501,13 +496,19 @@ def _plan_parser(sub) -> None:
     p.add_argument("--qrels", metavar="FILE", default=None,
                    help="human labels held ('qid Q0 docid grade'): free in every design, and what --llm-grades "
                         "are calibrated on")
-    p.add_argument("--llm-grades", metavar="FILE", action="append", default=None,
-                   help="a judge's grades of the pool's pairs, as in estimate (needs --qrels): plan on the "
-                        "calibrated judges and print what they are predicted to save")
-    p.add_argument("--llm-levels", metavar="N", type=n_grades_arg, default=None,
-                   help="the judges' grade scale 0..N-1 (default: the pool's)")
+    _judge_options(p, "repeat for several judges; needs --qrels: plan on the calibrated judges and print what "
+                      "they are predicted to save")
     p.add_argument("--json", action="store_true", help="print the plan as JSON")
     p.set_defaults(func=_cmd_plan)
+
+
+def _judge_options(group, more: str) -> None:
+    """``--llm-grades`` and ``--llm-levels`` (``more``: what the command does with them)."""
+    group.add_argument("--llm-grades", metavar="FILE", action="append", default=None,
+                       help="a judge's grades of the pool's (query, document) pairs: 'qid Q0 docid grade' lines, "
+                            f"or a .tsv/.csv/.jsonl table; {more}")
+    group.add_argument("--llm-levels", metavar="N", type=n_grades_arg, default=None,
+                       help="the judges' grade scale 0..N-1 (default: the pool's)")
 
 
 def _held_qrels(path, data):

@@ -65,20 +65,12 @@ class JudgeColumns:
 
 def judge_columns_iv(judges, pool) -> list:
     """A non-empty list of :class:`JudgeColumns` naming columns of ``pool`` (one column for grades/scores)."""
+    from ..engine.judged import judge_list
     from ..judges.outputs import _kind_levels_iv
     from .frame import frame_columns_iv
 
-    if isinstance(judges, JudgeColumns):
-        judges = [judges]
-    if isinstance(judges, (str, bytes)) or not hasattr(judges, "__iter__"):
-        raise TypeError("`judges` on a Dask pool must be JudgeColumns or a sequence of them (the judges' columns "
-                        f"of the pool); got {type(judges).__name__}.")
-    judges = list(judges)
-    if not judges:
-        raise ValueError("`judges` is empty: pass at least one JudgeColumns, or leave `judges` out.")
+    judges = judge_list(judges, JudgeColumns, "activerank.distributed.JudgeColumns: the judges' columns of the pool")
     for i, j in enumerate(judges):
-        if not isinstance(j, JudgeColumns):
-            raise TypeError(f"`judges[{i}]` must be activerank.distributed.JudgeColumns; got {type(j).__name__}.")
         try:
             _kind_levels_iv(j.kind, j.levels)
         except ValueError as exc:
@@ -181,28 +173,11 @@ def _too_few(what: str):
 
 
 def _held_iv(judgments) -> dict:
-    """``judgments`` as ``{query: {doc: grade}}`` with plain keys and non-negative integer grades (checked here:
-    the calibration reads them before the run's own loading does)."""
-    from collections.abc import Mapping
+    """``judgments`` as ``{query: {doc: grade}}`` with plain keys and integer grades >= 0 (checked here: the
+    calibration reads them before the run's own loading does)."""
+    from ..inference.judgments import _copy
 
-    from .._validation import py_scalar
-
-    if judgments is None:
-        return {}
-    if not isinstance(judgments, Mapping):
-        raise TypeError(f"`judgments` must be a dict {{query_id: {{doc_id: grade}}}}; got {type(judgments).__name__}.")
-    held: dict = {}
-    for q, docs in judgments.items():
-        if not isinstance(docs, Mapping):
-            raise TypeError(f"`judgments` of query {py_scalar(q)!r} must be a dict {{doc_id: grade}}; got "
-                            f"{type(docs).__name__}.")
-        out = held[py_scalar(q)] = {}
-        for d, g in docs.items():
-            if isinstance(g, bool) or not isinstance(g, (int, np.integer)) or g < 0:
-                raise ValueError(f"`judgments`: query {py_scalar(q)!r}, document {py_scalar(d)!r} has grade {g!r}; "
-                                 "grades are integers >= 0.")
-            out[py_scalar(d)] = int(g)
-    return held
+    return {} if judgments is None else _copy(judgments, "judgments")
 
 
 def _held_labels(doc_ids: np.ndarray, qv: np.ndarray, held: dict, n_grades: int) -> np.ndarray:

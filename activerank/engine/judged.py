@@ -36,7 +36,7 @@ from .core import run
 from .schedules import FixedBudget
 
 __all__ = ["CALIBRATION_SHARE", "MIN_CALIBRATION_LABELS", "AfterFirstRound", "FirstRound", "calibrate_held",
-           "calibrate_judges", "calibration_labels", "combine_rounds", "judges_iv", "round_weight"]
+           "calibrate_judges", "calibration_labels", "combine_rounds", "judge_list", "judges_iv", "round_weight"]
 
 #: share of the budget the first (calibration) round spends when the caller holds too few labels
 CALIBRATION_SHARE = 0.3
@@ -44,20 +44,26 @@ CALIBRATION_SHARE = 0.3
 MIN_CALIBRATION_LABELS = 30
 
 
-def judges_iv(judges, pool) -> list:
-    """A non-empty list of JudgeOutputs on ``pool``'s rows."""
-    if isinstance(judges, JudgeOutputs):
+def judge_list(judges, cls, where: str) -> list:
+    """``judges`` (one ``cls`` or a sequence of them) as a non-empty list; ``where`` says where they come from."""
+    if isinstance(judges, cls):
         judges = [judges]
     if isinstance(judges, (str, bytes)) or not hasattr(judges, "__iter__"):
-        raise TypeError(f"`judges` must be JudgeOutputs or a sequence of them (activerank.judges.read_judge); got "
+        raise TypeError(f"`judges` must be {cls.__name__} or a sequence of them ({where}); got "
                         f"{type(judges).__name__}.")
     judges = list(judges)
     if not judges:
         raise ValueError("`judges` is empty: pass at least one judge, or leave `judges` out.")
     for i, j in enumerate(judges):
-        if not isinstance(j, JudgeOutputs):
-            raise TypeError(f"`judges[{i}]` must be JudgeOutputs (activerank.judges.read_judge); got "
-                            f"{type(j).__name__}.")
+        if not isinstance(j, cls):
+            raise TypeError(f"`judges[{i}]` must be {cls.__name__} ({where}); got {type(j).__name__}.")
+    return judges
+
+
+def judges_iv(judges, pool) -> list:
+    """A non-empty list of JudgeOutputs on ``pool``'s rows."""
+    judges = judge_list(judges, JudgeOutputs, "activerank.judges.read_judge")
+    for i, j in enumerate(judges):
         if j.n_docs != pool.n_docs:
             raise ValueError(f"`judges[{i}]` ({j.name!r}) covers {j.n_docs} documents; the pool has {pool.n_docs}: "
                              "read it against this pool.")

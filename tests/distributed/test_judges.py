@@ -98,9 +98,9 @@ def test_judges_need_held_labels_and_clear_columns(judged):
     with pytest.raises(TypeError):  # only the columns are positional
         ard.JudgeColumns("llm", "grades", 4)
     bad = {**held, next(iter(held)): {**held[next(iter(held))], next(iter(held[next(iter(held))])): 1.5}}
-    with pytest.raises(ValueError, match=r"`judgments`: query \d+, document 'd\d+' has grade 1.5"):
+    with pytest.raises(ValueError, match=r"`judgments`: query \d+, document 'd\d+': grade 1.5 is not an integer >= 0"):
         ard.estimate(*args, judges=JUDGES, judgments=bad, **kw)
-    with pytest.raises(TypeError, match=r"`judgments` of query \d+ must be a dict"):
+    with pytest.raises(TypeError, match=r"`judgments`: the judgments of query \d+ must be a mapping"):
         ard.estimate(*args, judges=JUDGES, judgments={q: list(d) for q, d in held.items()}, **kw)
     q0, d0 = next(iter(held)), next(iter(held[next(iter(held))]))
     with pytest.raises(ValueError, match=r"has grade 7, outside the relevance model's 0..2"):
