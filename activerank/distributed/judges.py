@@ -14,6 +14,7 @@ A Dask run does not buy its own calibration labels: it needs at least
 from __future__ import annotations
 
 from dataclasses import KW_ONLY, dataclass, replace
+from typing import NoReturn
 
 import numpy as np
 
@@ -164,7 +165,7 @@ def with_judges(pool, probs, judges, judgments, *, seed: int, progress=None):
     return replace(pool, features=tuple(judge_cols + base_cols)), JudgedModel(cal, judges, base_model), info
 
 
-def _too_few(what: str):
+def _too_few(what: str) -> NoReturn:
     from ..engine.judged import MIN_CALIBRATION_LABELS
 
     raise ValueError(f"`judges` on a Dask pool are calibrated on the labels held (`judgments=`): {what}, fewer than "
