@@ -335,7 +335,12 @@ def _run(pool, kind, scores, probs, labeler, *, budget, metric, k, method, costs
     return result
 
 
-def create_campaign(path, pool, scores, probs, *, budget, metric="err@10", k=None, method="active", costs="auto",
+#: Why ``method="auto"`` runs ``active`` in a campaign on a Dask pool
+DASK_CAMPAIGN_AUTO = ("a campaign on a Dask pool samples whole queries, and active's draw sequence gives an estimate "
+                      "from any fully judged head of its tasks (doc_dyn campaigns run on in-memory pools)")
+
+
+def create_campaign(path, pool, scores, probs, *, budget, metric="err@10", k=None, method="auto", costs="auto",
                     query_weights=None, defensive=DEFAULT_DEFENSIVE, seed=None, names=None, combine="mean_gain",
                     overwrite=False, description="", progress=None):
     """A labeling campaign (:class:`activerank.campaign.Campaign`) on a pool in a Dask DataFrame.
@@ -346,9 +351,11 @@ def create_campaign(path, pool, scores, probs, *, budget, metric="err@10", k=Non
     sequence is fixed at creation, as for an in-memory campaign: once every
     drawn query is judged, ``Campaign.estimate()`` equals
     :func:`activerank.distributed.estimate` / :func:`compare` with ``rng=seed``
-    and the same method (default ``"active"``, as in-memory campaigns: a draw
-    sequence gives an estimate from any fully judged prefix; ``"active_wor"``
-    plans one sample without replacement, usable once judged whole).
+    and the same method.  The default ``"auto"`` runs ``"active"`` here and
+    stores why (:data:`DASK_CAMPAIGN_AUTO`): a draw sequence gives an estimate
+    from any fully judged prefix (an in-memory campaign's ``auto`` also weighs
+    ``"doc_dyn"``); ``"active_wor"`` plans one sample without replacement,
+    usable once judged whole.
     Judgments of documents of undrawn queries (``scope="pool"`` imports) are
     refused: the store does not know those documents.
 
@@ -379,6 +386,8 @@ def create_campaign(path, pool, scores, probs, *, budget, metric="err@10", k=Non
     from ..campaign.store import Campaign, _create_args_iv, _pool_ids
     from ..design.targets import default_names
 
+    auto = isinstance(method, str) and method == "auto"
+    method = "active" if auto else method
     path, budget, seed = _create_args_iv(path, combine, overwrite, budget, seed, method=method, documents=False)
     defensive = defensive_iv(defensive)
     progress = progress_iv(progress)
@@ -400,6 +409,11 @@ def create_campaign(path, pool, scores, probs, *, budget, metric="err@10", k=Non
     P = X if spec.probs is not None else np.asarray(spec.model.predict_proba(X), dtype=np.float64)
     qkeys, id_kind, dkeys = _pool_ids(mem_pool)
     extra = {"pool": "distributed", "pool_n_docs": int(td.n_docs.sum())}
+    if auto:  # stored as an in-memory campaign stores its choice
+        from ..design.auto import AutoChoice
+
+        v = float(td.method.kind.predicted_variance(td, float(budget)))
+        extra["auto"] = AutoChoice("active", {"active": v}, DASK_CAMPAIGN_AUTO).as_dict()
     return Campaign._write_new(path, design, mem_pool, plan, P.reshape(len(docs), -1), qkeys=qkeys, kind=id_kind,
                                dkeys=dkeys, texts={}, names=names, target=kind, seed=seed, budget=budget,
                                defensive=defensive, combine=combine, description=description, extra_meta=extra,

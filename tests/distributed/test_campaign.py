@@ -45,6 +45,9 @@ def test_campaign_on_a_distributed_pool(tmp_path):
                       rng=9, method="active")  # a campaign's default: a draw sequence
     assert res.difference == pytest.approx(ref.difference, rel=1e-12, abs=1e-12)
     assert res.standard_error == pytest.approx(ref.standard_error, rel=1e-12, abs=1e-12)
+    # the default is auto, as in the API; on a Dask pool it runs active and says why
+    assert res.method == "active" and res.trace.attrs["auto"]["method"] == "active"
+    assert "Dask pool samples whole queries" in res.trace.attrs["auto"]["reason"]
     # the in-memory campaign of the same pool draws the same queries
     mem, (sa, sb), probs, _ = ard.in_memory(frame, scores=["score_a", "score_b"], probs=PROBS)
     full = Campaign.create(tmp_path / "m.db", mem, [sa, sb], probs, budget=15, metric="err@10", costs="constant",
@@ -79,6 +82,7 @@ def test_campaign_without_replacement_on_a_distributed_pool(tmp_path):
     assert res.method == "active_wor"
     assert res.difference == pytest.approx(ref.difference, rel=1e-12, abs=1e-12)
     assert res.standard_error == pytest.approx(ref.standard_error, rel=1e-12, abs=1e-12)
+    assert "auto" not in res.trace.attrs  # a method asked for by name
     # the in-memory campaign of the same pool plans the same sample
     mem, (sa, sb), probs, _ = ard.in_memory(frame, scores=["score_a", "score_b"], probs=PROBS)
     full = Campaign.create(tmp_path / "m.db", mem, [sa, sb], probs, budget=15, metric="err@10", costs="constant",
