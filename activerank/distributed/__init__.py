@@ -15,7 +15,7 @@ never comes to the driver.  The pipeline, one module per step:
 :mod:`.documents`     document-level Poisson designs (``doc_dyn``, ``doc_stat``): units per
                       partition, the budgeted order draw's candidates only on the driver
 :mod:`.api`           :func:`estimate`, :func:`compare`, :func:`compare_many`,
-                      :func:`rank_systems`: ``method="auto"``'s choice, draws (the engine's
+                      :func:`rank_systems`, :func:`estimate_sequential`: ``method="auto"``'s choice, draws (the engine's
                       draw loop or the method's one sample without replacement),
                       fetch of the drawn queries, the engine's labeling and estimate;
                       :func:`create_campaign`: a labeling campaign storing only the
@@ -30,7 +30,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING
 
-_EXPORTS = {"estimate": "api", "compare": "api", "compare_many": "api", "rank_systems": "api",
+_EXPORTS = {"estimate": "api", "estimate_sequential": "api", "compare": "api", "compare_many": "api", "rank_systems": "api",
             "create_campaign": "api", "query_table_of": "api", "ColumnLabels": "frame", "DaskPool": "frame",
             "in_memory": "frame", "JudgeColumns": "judges"}
 
@@ -50,6 +50,7 @@ def __dir__():
 
 
 if TYPE_CHECKING:  # pragma: no cover - for static analysis only
-    from .api import compare, compare_many, create_campaign, estimate, query_table_of, rank_systems
+    from .api import (compare, compare_many, create_campaign, estimate, estimate_sequential, query_table_of,
+                      rank_systems)
     from .frame import ColumnLabels, DaskPool, in_memory
     from .judges import JudgeColumns

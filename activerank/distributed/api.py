@@ -26,7 +26,8 @@ from ..design.sampling import DEFAULT_DEFENSIVE
 from .documents import DOCUMENT_METHODS
 from .frame import ColumnLabels
 
-__all__ = ["compare", "compare_many", "create_campaign", "estimate", "query_table_of", "rank_systems"]
+__all__ = ["compare", "compare_many", "create_campaign", "estimate", "estimate_sequential", "query_table_of",
+           "rank_systems"]
 
 COST_MODELS = ("auto", "column", "log_length", "constant", "uniform")
 
@@ -155,12 +156,13 @@ def _table_design(pool, spec, spec_method, kind, *, query_weights, defensive, pr
 
 
 def _drawn_pool(pool, spec, spec_method, kind, *, budget, query_weights, defensive, rng, names, extra_columns=(),
-                progress=None, td=None):
+                progress=None, td=None, max_draws=None):
     """Table, design, draws and the drawn queries' documents: everything before labeling.
 
     Returns ``(td, plan, docs, design, mem_pool, sample)``; ``rng`` is not advanced (the draws are made on a
     copy).  ``sample`` is the one sample of a method without replacement (``plan`` then lists its queries
-    in selection order), else None.  ``td``: the table design, when computed already.
+    in selection order), else None.  ``td``: the table design, when computed already.  ``max_draws``: the cap
+    of a target-precision run's draw sequence (a with-replacement method; its run is a prefix of this plan).
     """
     from .design import drawn_design
     from .frame import fetch_queries
@@ -171,9 +173,14 @@ def _drawn_pool(pool, spec, spec_method, kind, *, budget, query_weights, defensi
     # the engine's draws, found ahead on a copy of the generator: which queries' documents to fetch
     kind_ = spec_method.kind
     ahead = copy.deepcopy(rng)
-    planned = kind_.plan(td, budget, judged=None, rng=ahead)
-    sample = kind_.draw(td, planned, ahead)
-    plan = kind_.query_draws(td, planned, sample)
+    if max_draws is None:
+        planned = kind_.plan(td, budget, judged=None, rng=ahead)
+        sample = kind_.draw(td, planned, ahead)
+        plan = kind_.query_draws(td, planned, sample)
+    else:  # the draws of engine.schedules.Sequential: the budgeted sequence with its cap
+        from ..design.sampling import draw_budgeted
+
+        sample, plan = None, draw_budgeted(td.q, td.costs.cost, budget, ahead, max_draws=max_draws)
     drawn = np.unique(plan.queries)
     # labeling needs ids, scores and costs: the probabilities stay where they are
     needed = [pool.document, *spec.scores, *(c for c in (pool.cost, pool.length) if c is not None)]
@@ -338,6 +345,82 @@ def _run(pool, kind, scores, probs, labeler, *, budget, metric, k, method, costs
 #: Why ``method="auto"`` runs ``active`` in a campaign on a Dask pool
 DASK_CAMPAIGN_AUTO = ("a campaign on a Dask pool samples whole queries, and active's draw sequence gives an estimate "
                       "from any fully judged head of its tasks (doc_dyn campaigns run on in-memory pools)")
+
+
+def estimate_sequential(pool, scores, probs, labeler, *, target_half_width, budget, confidence_level=0.95,
+                        metric="err@10", k=None, method="auto", costs="auto", query_weights=None,
+                        defensive=DEFAULT_DEFENSIVE, min_draws=30, max_draws=None, t_opt=None, rng=None,
+                        sequence="windowed", progress=None):
+    """Label one query at a time until the interval is narrow enough, on a pool in a Dask DataFrame.
+
+    The same run as :func:`activerank.estimate_sequential` on the same data and ``rng`` (two rankers:
+    with ``judge="all"``, every document of a drawn query judged): its draw sequence is found ahead on the
+    per-query table, and only the queries it can reach are fetched (the run stops on the target at a prefix of
+    it).
+
+    Parameters
+    ----------
+    pool, probs, labeler, metric, k, costs, query_weights, defensive, rng, progress
+        As in :func:`estimate`.
+    scores : str or sequence of two str
+        One score column, or two (``R_a - R_b``).
+    target_half_width, budget, confidence_level, min_draws, max_draws, t_opt, sequence
+        As in :func:`activerank.estimate_sequential`.
+    method : str, default "auto"
+        A method that draws with replacement (``"active"``, ``"passive"``, ``"active_uniform_costs"``);
+        ``"auto"`` runs ``"active"`` and says so in ``trace.attrs["auto"]``.
+
+    Returns
+    -------
+    SequentialEstimateResult or SequentialComparisonResult
+    """
+    from .._progress import progress_iv
+    from .._validation import (budget_iv, choice_iv, confidence_level_iv, defensive_iv, int_iv, labeler_iv,
+                               max_draws_iv, positive_real_iv, rng_iv)
+    from ..design.auto import SEQUENTIAL_AUTO
+    from ..design.methods import method_names
+    from ..engine import Sequential, run
+    from ..inference.estimators import SelfNormalized
+
+    scores = (scores,) if isinstance(scores, str) else tuple(scores)
+    kind = {1: "mean", 2: "difference"}.get(len(scores))
+    if kind is None:
+        raise ValueError(f"`scores` must name one or two score columns; got {len(scores)}.")
+    target = positive_real_iv(target_half_width, "target_half_width")
+    budget = budget_iv(budget)
+    level = confidence_level_iv(confidence_level)
+    min_draws = int_iv(min_draws, "min_draws", 2)
+    if t_opt is not None:
+        t_opt = positive_real_iv(t_opt, "t_opt")
+    sequence = choice_iv(sequence, "sequence", ("windowed", "mixture", "fixed_width"))
+    rng = rng_iv(rng)
+    progress = progress_iv(progress)
+    defensive = defensive_iv(defensive)
+    auto = isinstance(method, str) and method == "auto"
+    method = "active" if auto else method
+    allowed = method_names(estimator=SelfNormalized)
+    choice_iv(method, "method", allowed)
+    from_column = isinstance(labeler, ColumnLabels)
+    if not from_column:
+        labeler = labeler_iv(labeler)
+    pool, spec, spec_method = _spec(pool, kind, scores, probs, metric=metric, k=k, method=method, costs=costs)
+    td = _table_design(pool, spec, spec_method, kind, query_weights=query_weights, defensive=defensive,
+                       progress=progress)
+    cap = max_draws_iv(max_draws, td.n_queries)
+    td, plan, docs, design, mem_pool, _ = _drawn_pool(
+        pool, spec, spec_method, kind, budget=budget, query_weights=query_weights, defensive=defensive, rng=rng,
+        names=None, extra_columns=[labeler.column] if from_column else [], progress=progress, td=td, max_draws=cap)
+    if from_column:
+        labeler = labeler.labeler(docs, pool.query, pool.query_in_index, pool.document)
+    schedule = Sequential(budget, rng, target_half_width=target, confidence_level=level, min_draws=min_draws,
+                          max_draws=cap, t_opt=t_opt, sequence=sequence)
+    result = run(design, mem_pool, labeler, schedule)
+    x = result.trace["query"].to_numpy()
+    if not np.array_equal(x, plan.queries[:x.size]):  # pragma: no cover - invariant
+        raise RuntimeError("internal error: the run's draws differ from the draws whose documents were fetched.")
+    if auto:
+        result.trace.attrs["auto"] = SEQUENTIAL_AUTO.as_dict()
+    return result
 
 
 def create_campaign(path, pool, scores, probs, *, budget, metric="err@10", k=None, method="auto", costs="auto",
