@@ -687,29 +687,36 @@ def estimate_sequential(pool, scores, probs, labeler, *, target_half_width, budg
     kind, rankings = _one_or_two(scores, pool_)
     labeler = labeler_iv(labeler)
     grade_count_iv(probs, pool=pool, labeler=labeler)
-    level = confidence_level_iv(confidence_level)
-    target = positive_real_iv(target_half_width, "target_half_width")
-    budget = budget_iv(budget)
-    min_draws = int_iv(min_draws, "min_draws", 2)
-    if t_opt is not None:
-        t_opt = positive_real_iv(t_opt, "t_opt")
-    rng = rng_iv(rng)
-    sequence = choice_iv(sequence, "sequence", ("windowed", "mixture", "fixed_width"))
+    schedule = sequential_schedule(budget, rng, target_half_width=target_half_width,
+                                   confidence_level=confidence_level, min_draws=min_draws, max_draws=max_draws,
+                                   t_opt=t_opt, sequence=sequence)
     store = _held(pool_, probs, judgments)
-    probs, judge_info = _held_judges(pool_, probs, judges, store, rng)
+    probs, judge_info = _held_judges(pool_, probs, judges, store, schedule.rng)
     auto = isinstance(method, str) and method == "auto"
     dsg = prepare_design(pool, pool_, kind, rankings, probs, metric=metric, k=k, method="active" if auto else method,
                          costs=costs, query_weights=query_weights, defensive=defensive,
                          methods=method_names(estimator=SelfNormalized), judge=judge,
                          judged=None if store is None else store.labels >= 0)
-    schedule = Sequential(budget, rng, target_half_width=target, confidence_level=level, min_draws=min_draws,
-                          max_draws=max_draws, t_opt=t_opt, sequence=sequence)
     res = run(dsg, pool_, labeler, schedule, judgments=store)
     if auto:
         res.trace.attrs["auto"] = SEQUENTIAL_AUTO.as_dict()
     if judge_info is not None:
         res.trace.attrs["judges"] = judge_info
     return res
+
+
+def sequential_schedule(budget, rng, *, target_half_width, confidence_level, min_draws, max_draws, t_opt,
+                        sequence) -> Sequential:
+    """The validated schedule of a target-precision run (:func:`estimate_sequential`, and on Dask pools)."""
+    level = confidence_level_iv(confidence_level)
+    target = positive_real_iv(target_half_width, "target_half_width")
+    budget = budget_iv(budget)
+    min_draws = int_iv(min_draws, "min_draws", 2)
+    if t_opt is not None:
+        t_opt = positive_real_iv(t_opt, "t_opt")
+    sequence = choice_iv(sequence, "sequence", ("windowed", "mixture", "fixed_width"))
+    return Sequential(budget, rng_iv(rng), target_half_width=target, confidence_level=level, min_draws=min_draws,
+                      max_draws=max_draws, t_opt=t_opt, sequence=sequence)
 
 
 def _held_judges(pool_, probs, judges, store, rng, *, what="a sequential run"):

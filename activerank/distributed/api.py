@@ -375,25 +375,20 @@ def estimate_sequential(pool, scores, probs, labeler, *, target_half_width, budg
     SequentialEstimateResult or SequentialComparisonResult
     """
     from .._progress import progress_iv
-    from .._validation import (budget_iv, choice_iv, confidence_level_iv, defensive_iv, int_iv, labeler_iv,
-                               max_draws_iv, positive_real_iv, rng_iv)
+    from .._validation import choice_iv, defensive_iv, labeler_iv, max_draws_iv
+    from ..api import sequential_schedule
     from ..design.auto import SEQUENTIAL_AUTO
     from ..design.methods import method_names
-    from ..engine import Sequential, run
+    from ..engine import run
     from ..inference.estimators import SelfNormalized
 
     scores = (scores,) if isinstance(scores, str) else tuple(scores)
     kind = {1: "mean", 2: "difference"}.get(len(scores))
     if kind is None:
         raise ValueError(f"`scores` must name one or two score columns; got {len(scores)}.")
-    target = positive_real_iv(target_half_width, "target_half_width")
-    budget = budget_iv(budget)
-    level = confidence_level_iv(confidence_level)
-    min_draws = int_iv(min_draws, "min_draws", 2)
-    if t_opt is not None:
-        t_opt = positive_real_iv(t_opt, "t_opt")
-    sequence = choice_iv(sequence, "sequence", ("windowed", "mixture", "fixed_width"))
-    rng = rng_iv(rng)
+    schedule = sequential_schedule(budget, rng, target_half_width=target_half_width,
+                                   confidence_level=confidence_level, min_draws=min_draws, max_draws=max_draws,
+                                   t_opt=t_opt, sequence=sequence)
     progress = progress_iv(progress)
     defensive = defensive_iv(defensive)
     auto = isinstance(method, str) and method == "auto"
@@ -406,14 +401,13 @@ def estimate_sequential(pool, scores, probs, labeler, *, target_half_width, budg
     pool, spec, spec_method = _spec(pool, kind, scores, probs, metric=metric, k=k, method=method, costs=costs)
     td = _table_design(pool, spec, spec_method, kind, query_weights=query_weights, defensive=defensive,
                        progress=progress)
-    cap = max_draws_iv(max_draws, td.n_queries)
+    # the draws the run can make, found ahead on a copy of its generator (its cap as the schedule will set it)
     td, plan, docs, design, mem_pool, _ = _drawn_pool(
-        pool, spec, spec_method, kind, budget=budget, query_weights=query_weights, defensive=defensive, rng=rng,
-        names=None, extra_columns=[labeler.column] if from_column else [], progress=progress, td=td, max_draws=cap)
+        pool, spec, spec_method, kind, budget=schedule.budget, query_weights=query_weights, defensive=defensive,
+        rng=schedule.rng, names=None, extra_columns=[labeler.column] if from_column else [], progress=progress, td=td,
+        max_draws=max_draws_iv(max_draws, td.n_queries))
     if from_column:
         labeler = labeler.labeler(docs, pool.query, pool.query_in_index, pool.document)
-    schedule = Sequential(budget, rng, target_half_width=target, confidence_level=level, min_draws=min_draws,
-                          max_draws=cap, t_opt=t_opt, sequence=sequence)
     result = run(design, mem_pool, labeler, schedule)
     x = result.trace["query"].to_numpy()
     if not np.array_equal(x, plan.queries[:x.size]):  # pragma: no cover - invariant
