@@ -192,7 +192,7 @@ def test_new_methods_ask_once_per_query_for_the_sampled_documents_and_weights_ad
     assert res.cost_spent == pytest.approx(t["cost"].sum())
     assert res.cost_spent <= budget  # every design: a hard budget
     if method in EXPECTED_COST:  # SRS: the most documents the budget pays for; UBIS: the largest k that always fits
-        assert t.attrs["expected_cost"] <= budget
+        assert t.attrs["expected_cost"] <= budget * (1 + 1e-12)  # rounding of the sum only
     dsg = ar.make_design(pool, (a, b), pool.probs, metric="dcg@5", method=method)
     dt = document_target_of(dsg)
     plug = dsg.method_spec.kind
