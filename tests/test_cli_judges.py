@@ -7,6 +7,8 @@ import numpy as np
 
 import activerank as ar
 from activerank.cli import main
+from activerank.relevance.models import make_relevance_model
+from activerank.relevance.rankers import expected_gain_scores
 
 SAMPLE = str(resources.files("activerank.datasets").joinpath("mq2008_sample.txt"))
 TRAIN = str(resources.files("activerank.datasets").joinpath("mq2008_sample_train.txt"))
@@ -79,3 +81,31 @@ def test_plan_with_a_judge_predicts_its_savings(capsys, tmp_path):
     few = _held_file(tmp_path / "few.qrels", n_queries=1)
     rc = main([*base, "--qrels", few, "--llm-grades", llm])
     assert rc != 0 and "fewer than 30" in capsys.readouterr().err
+
+
+def test_held_qrels_are_free_in_estimate_and_compare_and_calibrate_the_judges(capsys, tmp_path):
+    held = _held_file(tmp_path / "held.qrels")
+    llm = _judge_file(tmp_path / "llm.txt")
+    base = ["estimate", SAMPLE, "--train", TRAIN, "--model", "logistic", "--budget", "10", "--metric", "dcg@10",
+            "--budget-unit", "documents", "--costs", "constant", "--json"]
+    assert main([*base, "--qrels", held]) == 0
+    out = json.loads(capsys.readouterr().out)
+    data = ar.load_sample("test")
+    train = ar.load_sample("train")
+    probs = make_relevance_model("logistic", data.n_grades, random_state=0).fit(train.X, train.labels
+                                                                                 ).predict_proba(data.X)
+    end = int(data.offsets[6])
+    qids = np.repeat(data.query_ids, np.diff(data.offsets))
+    judgments: dict = {}
+    for q, d, g in zip(qids[:end], data.doc_ids[:end], data.labels[:end].tolist()):
+        judgments.setdefault(q, {})[d] = g
+    res = ar.estimate(data, expected_gain_scores(probs), probs, ar.KnownLabels.from_data(data), budget=10,
+                      metric="dcg@10", budget_unit="documents", costs="constant", judgments=judgments, rng=0)
+    assert out["estimate"] == res.estimate and out["cost_spent"] == res.cost_spent <= 10
+    # with judges: calibrated on the held labels, so no calibration round is bought
+    assert main(["compare", *base[1:], "--scores-a", "model", "--scores-b", "feature:25", "--qrels", held,
+                 "--llm-grades", llm]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["judges"]["calibrated"] is True and out["judges"]["calibration_round_cost"] == 0.0
+    rc = main([*base, "--qrels", str(tmp_path / "missing.qrels")])
+    assert rc != 0 and "--qrels:" in capsys.readouterr().err

@@ -162,6 +162,10 @@ def _common(p, scores):
     _judge_options(p.add_argument_group(
         "external judges (LLMs, cross-encoders: calibrated on human labels into the relevance model; "
         "docs/judges.md)"), "repeat for several judges (LETOR pools)")
+    p.add_argument("--qrels", metavar="FILE", default=None,
+                   help="human labels already held ('qid Q0 docid grade'; LETOR pools): they cost nothing, enter the "
+                        "estimate exactly, are never asked for again, and are what --llm-grades are calibrated on "
+                        "first")
     design = p.add_argument_group("budget and design")
     design.add_argument("--budget", metavar="B", type=positive_float, required=True,
                         help="labeling budget, by default in units of the mean cost of judging one whole query "
@@ -232,7 +236,7 @@ def _compare_scores(p):
 
 def _inputs(args) -> list:
     """``(what, path)`` of every file or folder the command reads: none of them may be an output."""
-    out = [("the pool", args.pool), ("the --train file", args.train)]
+    out = [("the pool", args.pool), ("the --train file", args.train), ("the --qrels file", getattr(args, "qrels", None))]
     out += [("a --llm-grades file", path) for path in (getattr(args, "llm_grades", None) or [])]
     for option in ("scores", "scores_a", "scores_b"):
         spec = getattr(args, option, None)
@@ -266,6 +270,9 @@ def _distributed(args, kind: str):
     if args.llm_grades:
         raise CLIError("--llm-grades is not available on Parquet pools yet; use a LETOR pool, or calibrate the "
                        "judges in Python (activerank.judges) and pass the probabilities as --probs-columns.")
+    if args.qrels:
+        raise CLIError("--qrels is not available on Parquet pools yet; pass held labels in Python "
+                       "(activerank.distributed.estimate(..., judgments=...)).")
     if args.length_feature is not None:
         raise CLIError("--length-feature is for LETOR pools; a Parquet pool names its --length-column.")
     try:
@@ -319,7 +326,7 @@ def _letor(args, kind: str):
         step(3)
         common = dict(budget=args.budget, metric=args.metric, method=args.method or DEFAULT_METHOD,
                       costs=args.costs, rng=args.seed, ci=args.ci, budget_unit=args.budget_unit,
-                      judges=_judges(args, data))
+                      judges=_judges(args, data), judgments=_held_qrels(args.qrels, data))
         if kind == "mean":
             return estimate(data, scores_from_spec(args.scores, data, probs), probs, KnownLabels.from_data(data),
                             **common)

@@ -81,7 +81,9 @@ def judges_note(result) -> str | None:
         return f"judges {names} not used: {info.get('reason', '')}"
     first = (f"; calibration round {info['calibration_round']} cost {info['calibration_round_cost']:.4g}"
              if info.get("calibration_round_cost") else "")
-    return f"judges {names} calibrated on {info.get('n_labels')} human labels (C={info.get('C'):g}){first}"
+    kept = ("" if info.get("uses_judges", True) else
+            "; the feature model predicted the gain as well out of fold, so the design used it unchanged")
+    return f"judges {names} calibrated on {info.get('n_labels')} human labels (C={info.get('C'):g}){first}{kept}"
 
 
 def labels_bought(result) -> int | None:

@@ -323,6 +323,9 @@ def test_cli_errors(tmp_path, files, capsys):
 
 
 N_QUERIES, N_DOCS, K = 300, 24, 20
+# budget 50: a judgment file of about 8,000 lines (2,000 new judgments), 80 commits at chunks of 100, so a kill at
+# a random time lands mid-import; larger files only made these tests slower (a 33,000-line file took 60 s of the
+# fast tier)
 
 
 def _big_campaign(path):
@@ -331,7 +334,7 @@ def _big_campaign(path):
     doc_ids = np.array([f"doc-{q}-{j}" for q in range(N_QUERIES) for j in range(N_DOCS)], dtype=object)
     pool = ar.Pool.from_qids(qids, doc_ids=doc_ids)
     probs = rng.dirichlet(np.ones(3), size=qids.size)
-    c = Campaign.create(path, pool, rng.random(qids.size), probs, budget=200.0, metric=f"dcg@{K}", seed=7)
+    c = Campaign.create(path, pool, rng.random(qids.size), probs, budget=50.0, metric=f"dcg@{K}", seed=7)
     c.close()
     return pool
 
@@ -378,7 +381,7 @@ def big(tmp_path_factory):
     with Campaign.open(ref_db) as c:
         rep = c.import_judgments(judgments, chunk_size=100)
     t_import = time.perf_counter() - t0
-    assert rep.accepted > 7000 and len(rep.rejected) >= 5 and n_lines > 7500
+    assert rep.accepted >= 2000 and len(rep.rejected) >= 5 and n_lines > 7500
     ref_tasks = str(root / "ref_tasks.jsonl")
     t0 = time.perf_counter()
     with Campaign.open(db0) as c:

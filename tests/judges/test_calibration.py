@@ -109,3 +109,38 @@ def test_calibrated_judge_feeds_the_default_design():
     res = ar.estimate(pool, scores, probs, ar.KnownLabels(pool.query_ids, pool.offsets, y), budget=8,
                       metric="dcg@10", rng=0)
     assert res.trace.attrs["auto"]["method"] in ("active_wor", "doc_dyn") and np.isfinite(res.estimate)
+
+
+def _feature_model(y, seed):
+    """A calibrated weak feature model: the posterior of the grade given a noisy score ``y + N(0, 1)``."""
+    z = y + np.random.default_rng(seed).normal(size=y.size)
+    p = np.array([0.6, 0.3, 0.1]) * np.exp(-0.5 * (z[:, None] - np.arange(3)) ** 2)
+    return p / p.sum(axis=1, keepdims=True)
+
+
+def test_a_useless_judge_leaves_the_feature_model_unchanged_and_a_good_one_is_used():
+    pool, qids, y, g, good = _simulated(keep=0.9, seed=3)
+    rng = np.random.default_rng(7)
+    useless = read_judge({int(q): {int(r): int(rng.integers(0, 4)) for r in range(q * 50, q * 50 + 50)}
+                          for q in range(40)}, pool, levels=4, name="coin")
+    model = _feature_model(y, 3)
+    cal = JudgeCalibrator(3, random_state=0).fit([useless], y, model_probs=model, groups=qids)
+    assert not cal.uses_judges_ and cal.cv_gain_error_["model"] <= cal.cv_gain_error_["judges"]
+    out = cal.predict_proba([useless], model_probs=model)
+    assert np.array_equal(out, model) and out is not model  # unchanged, and a copy
+    cal = JudgeCalibrator(3, random_state=0).fit([good], y, model_probs=model, groups=qids)
+    assert cal.uses_judges_ and cal.cv_gain_error_["judges"] < 0.8 * cal.cv_gain_error_["model"]
+    # without a feature model there is nothing to fall back on
+    assert JudgeCalibrator(3, random_state=0).fit([useless], y, groups=qids).cv_gain_error_ is None
+
+
+def test_the_fallback_check_weighs_the_gains_it_is_given():
+    pool, qids, y, g, judge = _simulated(seed=4)
+    model = _feature_model(y, 4)
+    with pytest.raises(ValueError, match="`gains` must be 3 finite numbers"):
+        JudgeCalibrator(3, gains=[0, 1]).fit([judge], y, model_probs=model)
+    a = JudgeCalibrator(3, random_state=0).fit([judge], y, model_probs=model, groups=qids)
+    b = JudgeCalibrator(3, random_state=0, gains=[0, 1, 3]).fit([judge], y, model_probs=model, groups=qids)
+    assert a.C_ == b.C_ and a.cv_gain_error_["model"] == pytest.approx(b.cv_gain_error_["model"])
+    c = JudgeCalibrator(3, random_state=0, gains=[0, 2, 6]).fit([judge], y, model_probs=model, groups=qids)
+    assert c.cv_gain_error_["model"] == pytest.approx(4 * a.cv_gain_error_["model"])
