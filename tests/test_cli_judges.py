@@ -109,3 +109,6 @@ def test_held_qrels_are_free_in_estimate_and_compare_and_calibrate_the_judges(ca
     assert out["judges"]["calibrated"] is True and out["judges"]["calibration_round_cost"] == 0.0
     rc = main([*base, "--qrels", str(tmp_path / "missing.qrels")])
     assert rc != 0 and "--qrels:" in capsys.readouterr().err
+    before = open(held).read()
+    rc = main([*base, "--qrels", held, "--trace", held])  # an input is never an output
+    assert rc != 0 and "--qrels" in capsys.readouterr().err and open(held).read() == before

@@ -236,7 +236,8 @@ def _compare_scores(p):
 
 def _inputs(args) -> list:
     """``(what, path)`` of every file or folder the command reads: none of them may be an output."""
-    out = [("the pool", args.pool), ("the --train file", args.train), ("the --qrels file", getattr(args, "qrels", None))]
+    out = [("the pool", args.pool), ("the --train file", args.train),
+           ("the --qrels file", getattr(args, "qrels", None))]
     out += [("a --llm-grades file", path) for path in (getattr(args, "llm_grades", None) or [])]
     for option in ("scores", "scores_a", "scores_b"):
         spec = getattr(args, option, None)
