@@ -170,8 +170,8 @@ class JudgeCalibrator:
         best = int(np.argmin(loss))
         if model_probs is None:
             return float(grid[best]), None
-        held = np.concatenate([test for _, test in splits])
-        model_err = float(np.sum((model_probs[held] @ gains - gains[y[held]]) ** 2)) / y.size
+        # the folds' test sets cover every row once: the unchanged model's error over all rows is its out-of-fold one
+        model_err = float(np.mean((model_probs @ gains - gains[y]) ** 2))
         return float(grid[best]), {"judges": gain_err[best], "model": model_err}
 
     def _gains(self) -> np.ndarray:
