@@ -143,7 +143,7 @@ def _fixed(pool, pool_, kind, rankings, probs, labeler, *, budget, rng, judgment
     auto = isinstance(design_args.get("method"), str) and design_args["method"] == "auto"
 
     # the designs of one relevance model and set of labels held, by (model, held rows): a judged run plans on
-    # ``probs`` at two budgets and runs its first round there, and a design does not depend on the budget, so
+    # a model at two budgets and runs a calibration round there, and a design does not depend on the budget, so
     # they are built (and their kinds' planning, e.g. prefix's simulations, done) once
     built: dict = {}
 
@@ -166,16 +166,17 @@ def _fixed(pool, pool_, kind, rankings, probs, labeler, *, budget, rng, judgment
             d = design_for(P, judged, b)[0]
             return d, budget_unit_factor(unit, d.costs, d.document_costs)
 
-        probs, first, judge_info = calibrate_judges(pool_, probs, labeler, judges, store, make_design=make_design,
-                                                    budget=budget, rng=rng, ci=ci)
-        spent0 = 0.0 if first is None else first.spent
+        probs, rounds, judge_info = calibrate_judges(pool_, probs, labeler, judges, store, make_design=make_design,
+                                                     budget=budget, rng=rng, ci=ci)
+        spent0 = sum(r.spent for r in rounds)
     dsg, choice = design_for(probs, None if store is None else store.labels >= 0, budget - spent0)
     factor = budget_unit_factor(unit, dsg.costs, dsg.document_costs)
     store = Judgments(pool_, dsg.n_grades) if store is None else store
     if judges is None:
         schedule = FixedBudget(budget / factor, rng)
-    else:  # the second round, combined with the first (engine.judged)
-        schedule = AfterFirstRound((budget - spent0) / factor, rng, first, factor=factor, whole_budget=budget / factor)
+    else:  # the last round, combined with the calibration rounds (engine.judged)
+        schedule = AfterFirstRound((budget - spent0) / factor, rng, rounds, factor=factor,
+                                   whole_budget=budget / factor)
     res = run(dsg, pool_, labeler, schedule, judgments=store, ci=ci)
     if choice is not None:  # say what was chosen and why
         res.trace.attrs["auto"] = choice.as_dict()
@@ -252,8 +253,8 @@ def estimate(pool, scores, probs, labeler, *, budget, metric="err@10", k=None, m
         External judges' outputs (an LLM, a cross-encoder; :func:`activerank.judges.read_judge`) on the pool's
         documents.  They are calibrated on human labels into the relevance model the design plans with, with
         ``probs`` as extra features: on the labels held (``judgments=``) if there are at least 30 on judged
-        documents, else on a first round spending 30% of the budget (:mod:`activerank.engine.judged`); those
-        labels are then held, so the estimate stays unbiased.  ``trace.attrs["judges"]`` says what was done.
+        documents, else on two calibration rounds spending 15% of the budget each, refitted after each
+        (:mod:`activerank.engine.judged`); those labels are then held, so the estimate stays unbiased.  ``trace.attrs["judges"]`` says what was done.
 
     Returns
     -------

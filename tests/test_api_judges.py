@@ -35,6 +35,22 @@ def test_two_rounds_within_the_budget_and_reported():
     assert again.estimate == res.estimate  # seeded
 
 
+def test_each_calibration_round_is_refitted_on_and_weighed_after_the_rounds_before(monkeypatch):
+    from activerank.engine import judged
+
+    pool, y, judge, prior, scores, lab = _world()
+    monkeypatch.setattr(judged, "CALIBRATION_SHARES", (0.15, 0.15, 0.15))
+    res = ar.estimate(pool, scores, prior, lab, budget=10, metric="dcg@10", rng=0, judges=judge)
+    info = res.trace.attrs["judges"]
+    rounds = info["calibration_rounds"]
+    assert len(rounds) == 3 and 0 < info["n_labels"] < res.judgments.n_labels  # the last fit: before the last round
+    assert info["calibration_round_cost"] == pytest.approx(sum(r["cost"] for r in rounds))
+    assert all(r["cost"] <= 1.5 + 1e-9 for r in rounds) and res.cost_spent <= 10
+    weights = [r["weight"] for r in rounds]
+    assert all(w > 0 for w in weights) and sum(weights) < 1.0 and weights[0] == info["first_round_weight"]
+    assert info["first_round_estimate"] == rounds[0]["estimate"]
+
+
 def test_labels_held_skip_the_calibration_round():
     pool, y, judge, prior, scores, lab = _world()
     held = {int(q): {int(r): int(y[r]) for r in range(q * 30, q * 30 + 30)} for q in range(3)}  # 90 labels

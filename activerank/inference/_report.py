@@ -79,7 +79,9 @@ def judges_note(result) -> str | None:
     names = ", ".join(info.get("judges", []))
     if not info.get("calibrated"):
         return f"judges {names} not used: {info.get('reason', '')}"
-    first = (f"; calibration round {info['calibration_round']} cost {info['calibration_round_cost']:.4g}"
+    n_rounds = len(info.get("calibration_rounds", ())) or 1
+    rounds = "calibration round" if n_rounds == 1 else f"{n_rounds} calibration rounds"
+    first = (f"; {rounds} {info['calibration_round']} cost {info['calibration_round_cost']:.4g}"
              if info.get("calibration_round_cost") else "")
     kept = ("" if info.get("uses_judges", True) else
             "; the feature model predicted the gain as well out of fold, so the design used it unchanged")

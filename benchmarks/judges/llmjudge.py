@@ -17,8 +17,8 @@ Cells: metric (DCG@10, P@10) x scenario (one ranker: A; two rankers: A - B) x bu
   of the pool (which no run has), passed as ``probs`` (one round, no calibration round).
 
 Every run is ``activerank.estimate`` / ``compare`` with the default method, ``budget_unit="documents"``,
-``costs="constant"`` and a labeler answering the human grades.  With ``judges=`` the run spends 30% of the
-budget on a first round, calibrates, then runs the rest (:mod:`activerank.engine.judged`).  Reported per
+``costs="constant"`` and a labeler answering the human grades.  With ``judges=`` the run spends two
+calibration rounds of 15% of the budget, refitting after each, then runs the rest (:mod:`activerank.engine.judged`).  Reported per
 cell: MSE ratio to ``none``, |bias| / Monte-Carlo SE, coverage of the 95% interval, the largest realized cost.
 
 Run:  python benchmarks/judges/llmjudge.py [--reps 1000] [--budgets 100,200]

@@ -1,4 +1,4 @@
-"""The two rounds of a judged run: the first round's weight and the combined estimate (engine.judged)."""
+"""The rounds of a judged run: the calibration rounds' weights and the combined estimate (engine.judged)."""
 
 import math
 
@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from activerank.design.kinds.base import DesignFit
-from activerank.engine.judged import FirstRound, combine_rounds, round_weight
+from activerank.engine.judged import CALIBRATION_SHARES, FirstRound, combine_rounds, round_weight
 from activerank.inference.estimators import Estimate
 
 
@@ -35,6 +35,25 @@ def test_an_exact_round_is_not_mixed_with_a_noisy_one():
     assert out.estimate.estimate[0] == 2.0 and out.estimate.covariance[0, 0] == 0.0
 
 
+def test_calibration_rounds_enter_with_their_weights_and_the_last_round_with_the_rest():
+    rounds = [FirstRound(_fit([1.0], [4.0], 9.0), spent=2.0, weight=0.2),
+              FirstRound(_fit([2.0], [2.0], 14.0), spent=4.0, weight=0.3)]
+    out = combine_rounds(rounds, _fit([3.0], [1.0], 19.0, cost=5.0), factor=2.0, whole_budget=10.0)
+    assert out.estimate.estimate[0] == pytest.approx(0.2 * 1.0 + 0.3 * 2.0 + 0.5 * 3.0)
+    v = [0.2**2 * 4.0, 0.3**2 * 2.0, 0.5**2 * 1.0]
+    assert out.estimate.covariance[0, 0] == pytest.approx(sum(v))
+    assert out.dof == pytest.approx(sum(v) ** 2 / (v[0] ** 2 / 9.0 + v[1] ** 2 / 14.0 + v[2] ** 2 / 19.0))
+    assert out.cost_spent == pytest.approx(5.0 + 6.0 / 2.0) and not out.exact
+    # a round of weight 0 drops out; one exact round is the answer
+    skip = combine_rounds([rounds[0], FirstRound(_fit([9.0], [9.0], 5.0), 1.0, 0.0)], _fit([3.0], [1.0], 19.0),
+                          factor=1.0, whole_budget=10.0)
+    assert skip.estimate.estimate[0] == pytest.approx(0.2 * 1.0 + 0.8 * 3.0)
+    exact = _fit([2.5], [0.0], math.inf, exact=True)
+    out = combine_rounds([rounds[0], FirstRound(exact, 1.0, 0.3)], _fit([3.0], [1.0], 19.0), factor=1.0,
+                         whole_budget=10.0)
+    assert out.estimate.estimate[0] == 2.5 and out.exact and out.estimate.covariance[0, 0] == 0.0
+
+
 def test_a_zero_weight_keeps_the_second_round():
     second = _fit([3.0], [1.0], 19.0, cost=4.0)
     out = combine_rounds(FirstRound(_fit([1.0], [4.0], 9.0), 2.0, 0.0), second, factor=1.0, whole_budget=8.0)
@@ -52,7 +71,9 @@ def test_the_weight_comes_from_the_designs_predicted_variances():
     def make(probs, held, budget):
         return Design(), 1.0
 
-    assert round_weight(make, None, None, 20.0) == pytest.approx(0.3)  # the share's budget over the whole's
+    assert round_weight(make, None, None, 20.0, 6.0) == pytest.approx(0.3)  # the share's budget over the whole's
+    assert round_weight(make, None, None, 20.0) == pytest.approx(CALIBRATION_SHARES[0])  # round 1's default share
+    assert round_weight(make, None, None, 14.0, 3.0) == pytest.approx(3.0 / 14.0)  # a later round: of what is left
 
     def refuses(probs, held, budget):
         raise ValueError("buys too little")
