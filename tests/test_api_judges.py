@@ -35,7 +35,7 @@ def test_two_rounds_within_the_budget_and_reported():
     assert again.estimate == res.estimate  # seeded
 
 
-def test_each_calibration_round_is_refitted_on_and_weighed_after_the_rounds_before(monkeypatch):
+def test_each_calibration_round_is_weighed_after_the_rounds_before(monkeypatch):
     from activerank.engine import judged
 
     pool, y, judge, prior, scores, lab = _world()
@@ -49,6 +49,18 @@ def test_each_calibration_round_is_refitted_on_and_weighed_after_the_rounds_befo
     weights = [r["weight"] for r in rounds]
     assert all(w > 0 for w in weights) and sum(weights) < 1.0 and weights[0] == info["first_round_weight"]
     assert info["first_round_estimate"] == rounds[0]["estimate"]
+
+
+def test_the_judges_are_refitted_between_rounds_once_enough_labels_are_held():
+    pool, y, judge, prior, scores, lab = _world()
+    few = ar.estimate(pool, scores, prior, lab, budget=8, metric="dcg@10", rng=0, judges=judge)
+    # round 1 bought fewer than 30 labels: round 2 is planned on `probs` too, the fit comes after it
+    assert [r["planned_on_labels"] for r in few.trace.attrs["judges"]["calibration_rounds"]] == [0, 0]
+    enough = ar.estimate(pool, scores, prior, lab, budget=20, metric="dcg@10", rng=0, judges=judge)
+    info = enough.trace.attrs["judges"]
+    first, second = info["calibration_rounds"]
+    assert first["planned_on_labels"] == 0 and 30 <= second["planned_on_labels"] < info["n_labels"]
+    assert enough.cost_spent <= 20
 
 
 def test_labels_held_skip_the_calibration_round():

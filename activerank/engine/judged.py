@@ -107,29 +107,34 @@ def calibrate_judges(pool, probs, labeler, judges, store, *, make_design, budget
     shares = CALIBRATION_SHARES if shares is None else tuple(float(x) for x in shares)
     info: dict = {"judges": [j.name for j in judges], "calibration_round_cost": 0.0}
     rounds: list[FirstRound] = []
-    model, left, mass = probs, float(budget), 1.0
-    ran = calibration_labels(judges, store.labels) < MIN_CALIBRATION_LABELS
-    for share in shares if ran else ():
+    planned_on: list[int] = []  # per round: the human labels of the fit its design was planned on (0: ``probs``)
+    model, left, mass, fitted = probs, float(budget), 1.0, None
+    needed = calibration_labels(judges, store.labels) < MIN_CALIBRATION_LABELS
+    for i, share in enumerate(shares if needed else ()):
         done = _calibration_round(pool, model, labeler, store, make_design, share * budget, left, mass, rng, ci)
         if isinstance(done, str):  # e.g. the share buys too little of this design: calibrate on what is held
             info["calibration_round" if not rounds else f"calibration_round_{len(rounds) + 1}"] = done
             break
         rounds.append(done)
-        left, mass = left - done.spent, mass - done.weight
+        planned_on.append(0 if fitted is None or not fitted.get("calibrated") else int(fitted["n_labels"]))
+        left, mass, fitted = left - done.spent, mass - done.weight, None
+        # refit between rounds only on as many labels as a run needs held to skip the rounds: a fit to a handful
+        # of labels planned the next round worse than the model before it (LLMJudge 2024 at 100 labels)
+        if i < len(shares) - 1 and calibration_labels(judges, store.labels) >= MIN_CALIBRATION_LABELS:
+            model, fitted = calibrate_held(pool, probs, judges, store.labels, seed=int(rng.integers(0, 2**31 - 1)))
+    if fitted is None:
         model, fitted = calibrate_held(pool, probs, judges, store.labels, seed=int(rng.integers(0, 2**31 - 1)))
-    if not rounds:
-        model, fitted = calibrate_held(pool, probs, judges, store.labels, seed=int(rng.integers(0, 2**31 - 1)))
-    info.update(_rounds_info(rounds))
+    info.update(_rounds_info(rounds, planned_on))
     info.update(fitted)
     return model, rounds, info
 
 
-def _rounds_info(rounds) -> dict:
+def _rounds_info(rounds, planned_on) -> dict:
     if not rounds:
         return {}
-    per = [dict(method=r.method, cost=r.spent, weight=r.weight,
+    per = [dict(method=r.method, cost=r.spent, weight=r.weight, planned_on_labels=n,
                 estimate=[float(v) for v in r.fit.estimate.estimate],
-                standard_error=[float(v) for v in r.fit.estimate.standard_error]) for r in rounds]
+                standard_error=[float(v) for v in r.fit.estimate.standard_error]) for r, n in zip(rounds, planned_on)]
     one = per[0]
     return dict(calibration_round=one["method"], calibration_round_cost=float(sum(r.spent for r in rounds)),
                 first_round_weight=one["weight"], first_round_estimate=one["estimate"],

@@ -371,7 +371,7 @@ def api_cell(args, cfg, judge="kappa_0.6", ds="mq2008", fold=1, key="a_rf"):
 
     The judge's grades are the offline cells' on that fold (same seeds); the labeler answers the pool's true
     grades; the budget is the reference budget in documents; run ``r`` of every variant uses the same seed
-    (paired).  ``online``: the API's two rounds (30% calibration round, calibrated on those labels only).
+    (paired).  ``online``: the API's rounds (two calibration rounds of 15%, calibrated on those labels only).
     ``offline``: the calibrator fitted on the training partition as in the offline cells, its probabilities
     passed as ``probs`` (one round).  Returns one row per variant.
     """
@@ -521,8 +521,8 @@ def write_md(df, kap, qual):
                   f"`ar.estimate(..., budget_unit=\"documents\")` (`--api`) on {r0.dataset} fold {r0.fold}, "
                   f"{TITLES.get(r0.task, r0.task)}, the {r0.judge} judge's simulated grades, budget "
                   f"{r0.budget_docs:.0f} documents (= {r0.budget_units:g} queries' worth), {int(r0.reps)} paired runs "
-                  f"({r0.seconds / 60:.0f} min). `online`: `judges=[judge]`, the API's calibration round (30% of the "
-                  "budget) then the main round, calibrated on those labels only. `offline`: the calibrator fitted on "
+                  f"({r0.seconds / 60:.0f} min). `online`: `judges=[judge]`, the API's calibration rounds (two of 15% "
+                  "of the budget, refitted after each) then the main round, calibrated on those labels only. `offline`: the calibrator fitted on "
                   "the training partition as above, its probabilities passed as `probs`. MSE ratio to `none` "
                   "(paired 95% bootstrap).", "",
                   "| variant | method | MSE | ratio to none | bias / SE | coverage | largest cost (documents) |",
