@@ -118,9 +118,9 @@ def calibrate_judges(pool, probs, labeler, judges, store, *, make_design, budget
         rounds.append(done)
         planned_on.append(0 if fitted is None or not fitted.get("calibrated") else int(fitted["n_labels"]))
         left, mass, fitted = left - done.spent, mass - done.weight, None
-        # refit between rounds only on as many labels as a run needs held to skip the rounds: a fit to a handful
-        # of labels planned the next round worse than the model before it (LLMJudge 2024 at 100 labels)
-        if i < len(shares) - 1 and calibration_labels(judges, store.labels) >= MIN_CALIBRATION_LABELS:
+        # refitted however few the labels: planning round 2 on `probs` again did worse than one round of 30%
+        # (docs/judges.md), and the calibrator keeps the feature model when the judges do not help out of fold
+        if i < len(shares) - 1:
             model, fitted = calibrate_held(pool, probs, judges, store.labels, seed=int(rng.integers(0, 2**31 - 1)))
     if fitted is None:
         model, fitted = calibrate_held(pool, probs, judges, store.labels, seed=int(rng.integers(0, 2**31 - 1)))
