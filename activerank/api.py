@@ -55,7 +55,7 @@ from .design.design import Design, prepare_design
 from .design.methods import method_names
 from .design.sampling import DEFAULT_DEFENSIVE
 from .engine import Adaptive, FixedBudget, Judgments, Sequential, run
-from .engine.judged import (MIN_CALIBRATION_LABELS, AfterFirstRound, calibrate_held, calibrate_judges,
+from .engine.judged import (MIN_CALIBRATION_LABELS, AfterCalibrationRounds, calibrate_held, calibrate_judges,
                             calibration_labels, judges_iv)
 from .inference.estimators import SelfNormalized
 from .pool import Pool
@@ -175,7 +175,7 @@ def _fixed(pool, pool_, kind, rankings, probs, labeler, *, budget, rng, judgment
     if judges is None:
         schedule = FixedBudget(budget / factor, rng)
     else:  # the last round, combined with the calibration rounds (engine.judged)
-        schedule = AfterFirstRound((budget - spent0) / factor, rng, rounds, factor=factor,
+        schedule = AfterCalibrationRounds((budget - spent0) / factor, rng, rounds, factor=factor,
                                    whole_budget=budget / factor)
     res = run(dsg, pool_, labeler, schedule, judgments=store, ci=ci)
     if choice is not None:  # say what was chosen and why
@@ -254,7 +254,8 @@ def estimate(pool, scores, probs, labeler, *, budget, metric="err@10", k=None, m
         documents.  They are calibrated on human labels into the relevance model the design plans with, with
         ``probs`` as extra features: on the labels held (``judgments=``) if there are at least 30 on judged
         documents, else on two calibration rounds spending 15% of the budget each, refitted after each
-        (:mod:`activerank.engine.judged`); those labels are then held, so the estimate stays unbiased.  ``trace.attrs["judges"]`` says what was done.
+        (:mod:`activerank.engine.judged`); those labels are then held, so the estimate stays unbiased.
+        ``trace.attrs["judges"]`` says what was done.
 
     Returns
     -------

@@ -36,8 +36,9 @@ from ..inference.estimators import Estimate
 from .core import run
 from .schedules import FixedBudget
 
-__all__ = ["CALIBRATION_SHARES", "MIN_CALIBRATION_LABELS", "AfterFirstRound", "FirstRound", "calibrate_held",
-           "calibrate_judges", "calibration_labels", "combine_rounds", "judge_list", "judges_iv", "round_weight"]
+__all__ = ["CALIBRATION_SHARES", "MIN_CALIBRATION_LABELS", "AfterCalibrationRounds", "CalibrationRound",
+           "calibrate_held", "calibrate_judges", "calibration_labels", "combine_rounds", "judge_list", "judges_iv",
+           "round_weight"]
 
 #: shares of the budget the calibration rounds spend, in order, when the caller holds too few labels (the
 #: judges are refitted after each; the last round spends what is left)
@@ -99,14 +100,14 @@ def calibrate_judges(pool, probs, labeler, judges, store, *, make_design, budget
     -------
     probs : ndarray
         The calibrated probabilities (``probs`` unchanged when calibration was not possible; ``info`` says why).
-    rounds : list of FirstRound
-        The calibration rounds run (possibly none); hand them to :class:`AfterFirstRound`.
+    rounds : list of CalibrationRound
+        The calibration rounds run (possibly none); hand them to :class:`AfterCalibrationRounds`.
     info : dict
         What was done, for ``trace.attrs["judges"]``.
     """
     shares = CALIBRATION_SHARES if shares is None else tuple(float(x) for x in shares)
     info: dict = {"judges": [j.name for j in judges], "calibration_round_cost": 0.0}
-    rounds: list[FirstRound] = []
+    rounds: list[CalibrationRound] = []
     planned_on: list[int] = []  # per round: the human labels of the fit its design was planned on (0: ``probs``)
     model, left, mass, fitted = probs, float(budget), 1.0, None
     needed = calibration_labels(judges, store.labels) < MIN_CALIBRATION_LABELS
@@ -175,7 +176,7 @@ def calibrate_held(pool, probs, judges, labels, *, seed: int) -> tuple[np.ndarra
 
 
 @dataclass(frozen=True)
-class FirstRound:
+class CalibrationRound:
     """A calibration round: its fit, its cost in the caller's unit, the weight of its estimate and its design."""
 
     fit: DesignFit
@@ -215,7 +216,7 @@ def round_weight(make_design, probs, held, budget: float, share: float | None = 
     return float(min(max(v_whole / v_part, 0.0), 1.0))
 
 
-def _calibration_round(pool, probs, labeler, store, make_design, share, left, mass, rng, ci) -> FirstRound | str:
+def _calibration_round(pool, probs, labeler, store, make_design, share, left, mass, rng, ci) -> CalibrationRound | str:
     """Run the design on ``probs`` for ``share`` of the budget (``left``: what is left of it; ``mass``: the weight
     left); why not, when it cannot run."""
     held = store.labels >= 0
@@ -231,20 +232,20 @@ def _calibration_round(pool, probs, labeler, store, make_design, share, left, ma
     fit = schedule.fit
     if fit is None:  # pragma: no cover - run() returns only after _run
         raise RuntimeError("the calibration round returned no fit.")
-    return FirstRound(fit, float(fit.cost_spent) * factor, weight, design.method)
+    return CalibrationRound(fit, float(fit.cost_spent) * factor, weight, design.method)
 
 
-class AfterFirstRound(FixedBudget):
+class AfterCalibrationRounds(FixedBudget):
     """The last round of a judged run: a fixed budget, its fit combined with the calibration rounds'.
 
-    ``rounds``: the calibration rounds (a list, possibly empty; one FirstRound or None also work).
+    ``rounds``: the calibration rounds (a list, possibly empty).
     ``factor``: the caller's budget units per engine unit of this round's design (the calibration rounds'
     costs, in the caller's unit, are converted with it).
     """
 
     def __init__(self, budget: float, rng, rounds, *, factor: float, whole_budget: float):
         super().__init__(budget, rng)
-        self.rounds = _round_list(rounds)
+        self.rounds = list(rounds)
         self.factor = factor
         self.whole_budget = whole_budget
 
@@ -255,19 +256,12 @@ class AfterFirstRound(FixedBudget):
         return combine_rounds(self.rounds, last, factor=self.factor, whole_budget=self.whole_budget)
 
 
-def _round_list(rounds) -> list:
-    if rounds is None:
-        return []
-    return [rounds] if isinstance(rounds, FirstRound) else list(rounds)
-
-
 def combine_rounds(rounds, last, *, factor: float, whole_budget: float):
     """``sum_r a_r T_r + (1 - sum_r a_r) T_last`` as one DesignFit (module docstring); the cost is every round's.
 
-    ``rounds``: the calibration rounds (one FirstRound or a list).  An exact round (every unit that can change the
-    answer judged) is the answer alone.
+    ``rounds``: the calibration rounds (a list).  An exact round (every unit that can change the answer judged) is
+    the answer alone.
     """
-    rounds = _round_list(rounds)
     cost = last.cost_spent + sum(r.spent for r in rounds) / factor
     exact = next((r.fit for r in rounds if r.fit.exact), None)
     if exact is not None:

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from activerank.design.kinds.base import DesignFit
-from activerank.engine.judged import CALIBRATION_SHARES, FirstRound, combine_rounds, round_weight
+from activerank.engine.judged import CALIBRATION_SHARES, CalibrationRound, combine_rounds, round_weight
 from activerank.inference.estimators import Estimate
 
 
@@ -17,8 +17,8 @@ def _fit(est, var, dof, *, exact=False, cost=3.0):
 
 
 def test_the_combination_is_the_weighted_mean_with_both_variances():
-    first = FirstRound(_fit([1.0], [4.0], 9.0), spent=6.0, weight=0.25)
-    out = combine_rounds(first, _fit([3.0], [1.0], 19.0, cost=7.0), factor=2.0, whole_budget=10.0)
+    first = CalibrationRound(_fit([1.0], [4.0], 9.0), spent=6.0, weight=0.25)
+    out = combine_rounds([first], _fit([3.0], [1.0], 19.0, cost=7.0), factor=2.0, whole_budget=10.0)
     assert out.estimate.estimate[0] == pytest.approx(0.25 * 1.0 + 0.75 * 3.0)
     v1, v2 = 0.25**2 * 4.0, 0.75**2 * 1.0
     assert out.estimate.covariance[0, 0] == pytest.approx(v1 + v2)
@@ -29,15 +29,15 @@ def test_the_combination_is_the_weighted_mean_with_both_variances():
 def test_an_exact_round_is_not_mixed_with_a_noisy_one():
     noisy = _fit([1.0], [4.0], 9.0)
     exact = _fit([2.0], [0.0], math.inf, exact=True)
-    out = combine_rounds(FirstRound(noisy, 1.0, 0.4), exact, factor=1.0, whole_budget=5.0)
+    out = combine_rounds([CalibrationRound(noisy, 1.0, 0.4)], exact, factor=1.0, whole_budget=5.0)
     assert out.estimate.estimate[0] == 2.0 and out.exact
-    out = combine_rounds(FirstRound(exact, 1.0, 0.4), noisy, factor=1.0, whole_budget=5.0)
+    out = combine_rounds([CalibrationRound(exact, 1.0, 0.4)], noisy, factor=1.0, whole_budget=5.0)
     assert out.estimate.estimate[0] == 2.0 and out.estimate.covariance[0, 0] == 0.0
 
 
 def test_calibration_rounds_enter_with_their_weights_and_the_last_round_with_the_rest():
-    rounds = [FirstRound(_fit([1.0], [4.0], 9.0), spent=2.0, weight=0.2),
-              FirstRound(_fit([2.0], [2.0], 14.0), spent=4.0, weight=0.3)]
+    rounds = [CalibrationRound(_fit([1.0], [4.0], 9.0), spent=2.0, weight=0.2),
+              CalibrationRound(_fit([2.0], [2.0], 14.0), spent=4.0, weight=0.3)]
     out = combine_rounds(rounds, _fit([3.0], [1.0], 19.0, cost=5.0), factor=2.0, whole_budget=10.0)
     assert out.estimate.estimate[0] == pytest.approx(0.2 * 1.0 + 0.3 * 2.0 + 0.5 * 3.0)
     v = [0.2**2 * 4.0, 0.3**2 * 2.0, 0.5**2 * 1.0]
@@ -45,18 +45,18 @@ def test_calibration_rounds_enter_with_their_weights_and_the_last_round_with_the
     assert out.dof == pytest.approx(sum(v) ** 2 / (v[0] ** 2 / 9.0 + v[1] ** 2 / 14.0 + v[2] ** 2 / 19.0))
     assert out.cost_spent == pytest.approx(5.0 + 6.0 / 2.0) and not out.exact
     # a round of weight 0 drops out; one exact round is the answer
-    skip = combine_rounds([rounds[0], FirstRound(_fit([9.0], [9.0], 5.0), 1.0, 0.0)], _fit([3.0], [1.0], 19.0),
+    skip = combine_rounds([rounds[0], CalibrationRound(_fit([9.0], [9.0], 5.0), 1.0, 0.0)], _fit([3.0], [1.0], 19.0),
                           factor=1.0, whole_budget=10.0)
     assert skip.estimate.estimate[0] == pytest.approx(0.2 * 1.0 + 0.8 * 3.0)
     exact = _fit([2.5], [0.0], math.inf, exact=True)
-    out = combine_rounds([rounds[0], FirstRound(exact, 1.0, 0.3)], _fit([3.0], [1.0], 19.0), factor=1.0,
+    out = combine_rounds([rounds[0], CalibrationRound(exact, 1.0, 0.3)], _fit([3.0], [1.0], 19.0), factor=1.0,
                          whole_budget=10.0)
     assert out.estimate.estimate[0] == 2.5 and out.exact and out.estimate.covariance[0, 0] == 0.0
 
 
-def test_a_zero_weight_keeps_the_second_round():
+def test_a_zero_weight_keeps_the_last_round():
     second = _fit([3.0], [1.0], 19.0, cost=4.0)
-    out = combine_rounds(FirstRound(_fit([1.0], [4.0], 9.0), 2.0, 0.0), second, factor=1.0, whole_budget=8.0)
+    out = combine_rounds([CalibrationRound(_fit([1.0], [4.0], 9.0), 2.0, 0.0)], second, factor=1.0, whole_budget=8.0)
     assert out.estimate is second.estimate and out.cost_spent == 6.0 and out.budget == 8.0
 
 
