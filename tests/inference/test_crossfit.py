@@ -169,7 +169,7 @@ def test_cross_fitting_removes_the_self_tuning_bias():
     L = m**2 / 4 + 0.3 * rng.standard_normal(n_q)
     p = np.full(n_q, 1.0 / n_q)
     M, R = p @ m, p @ L
-    reps = stat_reps(2000)
+    reps = max(2000, stat_reps(2000))  # vectorized: the "> 10 SE" teeth need the full size
     plan = draw_budgeted_batch(p, np.ones(n_q), 20.0, reps, 1)
     stops = budget_stops(plan, [12.0, 20.0])
     x = plan.queries
