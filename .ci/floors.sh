@@ -36,7 +36,7 @@ sys.exit("\n".join(bad) if bad else 0)
 PY
 fi
 [ "$what" = install ] && exit 0
-"$venv/bin/python" -m pytest -q -p no:cacheprovider -n 2 \
+"$venv/bin/python" -m pytest -q -p no:cacheprovider -n 2 --dist worksteal \
     --ignore=tests/test_readme.py --ignore=tests/test_notebook.py --ignore=tests/test_examples.py \
     --ignore=tests/test_cli.py --ignore=tests/test_cli_judges.py --ignore=tests/test_cli_paths.py \
     --ignore=tests/campaign/test_cli.py --ignore=tests/campaign/test_durability.py \

@@ -34,7 +34,7 @@ SKIP = {
         "installs the package for use; the developer install below replaces it",
     '.venv/bin/pip install -q -e ".[dev]"':
         "installs the package, which .ci/run does right before running the tests",
-    ".venv/bin/python -m pytest -n 2":
+    ".venv/bin/python -m pytest -n 2 --dist worksteal":
         "runs the fast test tier, of which this test is part",
     "python -m activerank.experiments --out benchmarks/results --investigate":
         "the full paper reproduction, ~20 min on 2 cores; its pipeline runs at small size in "
