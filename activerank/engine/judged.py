@@ -109,21 +109,21 @@ def calibrate_judges(pool, probs, labeler, judges, store, *, make_design, budget
     info: dict = {"judges": [j.name for j in judges], "calibration_round_cost": 0.0}
     rounds: list[CalibrationRound] = []
     planned_on: list[int] = []  # per round: the human labels of the fit its design was planned on (0: ``probs``)
-    model, left, mass, fitted = probs, float(budget), 1.0, None
+    model, left, mass, fitted, fit_labels = probs, float(budget), 1.0, None, 0
     needed = calibration_labels(judges, store.labels) < MIN_CALIBRATION_LABELS
-    for i, share in enumerate(shares if needed else ()):
+    for share in shares if needed else ():
         done = _calibration_round(pool, model, labeler, store, make_design, share * budget, left, mass, rng, ci)
         if isinstance(done, str):  # e.g. the share buys too little of this design: calibrate on what is held
             info["calibration_round" if not rounds else f"calibration_round_{len(rounds) + 1}"] = done
             break
         rounds.append(done)
-        planned_on.append(0 if fitted is None or not fitted.get("calibrated") else int(fitted["n_labels"]))
-        left, mass, fitted = left - done.spent, mass - done.weight, None
+        planned_on.append(fit_labels)
+        left, mass = left - done.spent, mass - done.weight
         # refitted however few the labels: planning round 2 on `probs` again did worse than one round of 30%
         # (docs/judges.md), and the calibrator keeps the feature model when the judges do not help out of fold
-        if i < len(shares) - 1:
-            model, fitted = calibrate_held(pool, probs, judges, store.labels, seed=int(rng.integers(0, 2**31 - 1)))
-    if fitted is None:
+        model, fitted = calibrate_held(pool, probs, judges, store.labels, seed=int(rng.integers(0, 2**31 - 1)))
+        fit_labels = int(fitted["n_labels"]) if fitted.get("calibrated") else 0
+    if fitted is None:  # no round ran: calibrate on what is held
         model, fitted = calibrate_held(pool, probs, judges, store.labels, seed=int(rng.integers(0, 2**31 - 1)))
     info.update(_rounds_info(rounds, planned_on))
     info.update(fitted)
