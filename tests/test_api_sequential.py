@@ -140,7 +140,7 @@ def test_comparison_and_exact_stop_when_everything_is_judged():
     lab = ar.KnownLabels(pool.query_ids, pool.offsets, labels)
     other = pool.probs[:, 2] + rng.random(labels.size)
     res = estimate_sequential(pool, (scores, other), pool.probs, lab, target_half_width=1e-6, budget=1000,
-                              rng=0, judge="all")
+                              rng=0, judge="all", sequence="mixture")  # a 2,500-draw window takes ~10 s
     assert isinstance(res, SequentialComparisonResult)
     assert res.stopping_reason == "all_judged"
     va = pool_metric_values(labels, rank_by_scores(scores, pool.offsets).truncate(10), metric="err@10", ymax=2)
@@ -156,7 +156,7 @@ def test_comparison_and_exact_stop_when_everything_is_judged():
     # judging only the documents that can change the difference: the same exact answer, fewer labels
     lab_c = ar.KnownLabels(pool.query_ids, pool.offsets, labels)
     res3 = estimate_sequential(pool, (scores, other), pool.probs, lab_c, target_half_width=1e-6, budget=1000,
-                               rng=0)
+                               rng=0, sequence="mixture")
     assert res3.stopping_reason == "all_judged" and np.isnan(res3.estimate_a)
     assert res3.difference == pytest.approx(va.mean() - vb.mean(), abs=1e-12)
     assert res3.cost_spent <= res.cost_spent
