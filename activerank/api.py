@@ -56,7 +56,7 @@ from .design.methods import method_names
 from .design.sampling import DEFAULT_DEFENSIVE
 from .engine import Adaptive, FixedBudget, Judgments, Sequential, run
 from .engine.judged import (MIN_CALIBRATION_LABELS, AfterCalibrationRounds, calibrate_held, calibrate_judges,
-                            calibration_labels, judges_iv)
+                            calibrate_sequential, calibration_labels, judges_iv)
 from .inference.estimators import SelfNormalized
 from .pool import Pool
 from .ragged import Rankings
@@ -168,7 +168,7 @@ def _fixed(pool, pool_, kind, rankings, probs, labeler, *, budget, rng, judgment
 
         probs, rounds, judge_info = calibrate_judges(pool_, probs, labeler, judges, store, make_design=make_design,
                                                      budget=budget, rng=rng, ci=ci)
-        spent0 = sum(r.spent for r in rounds)
+        spent0 = sum(r.spent for r in rounds) + judge_info.get("failed_round_charge", 0.0)
     dsg, choice = design_for(probs, None if store is None else store.labels >= 0, budget - spent0)
     factor = budget_unit_factor(unit, dsg.costs, dsg.document_costs)
     store = Judgments(pool_, dsg.n_grades) if store is None else store
@@ -176,7 +176,8 @@ def _fixed(pool, pool_, kind, rankings, probs, labeler, *, budget, rng, judgment
         schedule = FixedBudget(budget / factor, rng)
     else:  # the last round, combined with the calibration rounds (engine.judged)
         schedule = AfterCalibrationRounds((budget - spent0) / factor, rng, rounds, factor=factor,
-                                   whole_budget=budget / factor)
+                                          whole_budget=budget / factor,
+                                          charged=judge_info.get("failed_round_charge", 0.0))
     res = run(dsg, pool_, labeler, schedule, judgments=store, ci=ci)
     if choice is not None:  # say what was chosen and why
         res.trace.attrs["auto"] = choice.as_dict()
@@ -659,11 +660,12 @@ def estimate_sequential(pool, scores, probs, labeler, *, target_half_width, budg
         Labels held already, as in :func:`activerank.estimate`: free, never asked for again; queries whose
         documents are all held are known exactly and never drawn.
     judges : JudgeOutputs or sequence of them, optional
-        External judges' outputs, calibrated on the labels held (``judgments=``, at least
-        :data:`~activerank.engine.judged.MIN_CALIBRATION_LABELS` on judged documents) into the relevance model
-        the draws follow.  The model is fixed before the first draw, so the sequence stays valid.  A run cannot
-        buy its own calibration labels (its stopping time is not known in advance): run
-        :func:`activerank.estimate` with ``judges=`` first and pass its ``result.judgments``.
+        External judges' outputs, calibrated into the relevance model the draws follow, on the labels held
+        (``judgments=``).  With fewer than :data:`~activerank.engine.judged.MIN_CALIBRATION_LABELS` of them on
+        judged documents, calibration rounds buy labels first (as in :func:`activerank.estimate`, at their
+        shares of the budget the feature model predicts for the target, capped at ``budget``); the run then
+        holds them.  The model is fixed before the first draw, so the sequence stays valid.  ``cost_spent``
+        includes the rounds; ``trace.attrs["judges"]`` says what was done (``docs/judges.md``).
 
     Returns
     -------
@@ -693,13 +695,26 @@ def estimate_sequential(pool, scores, probs, labeler, *, target_half_width, budg
                                    confidence_level=confidence_level, min_draws=min_draws, max_draws=max_draws,
                                    t_opt=t_opt, sequence=sequence)
     store = _held(pool_, probs, judgments)
-    probs, judge_info = _held_judges(pool_, probs, judges, store, schedule.rng)
     auto = isinstance(method, str) and method == "auto"
-    dsg = prepare_design(pool, pool_, kind, rankings, probs, metric=metric, k=k, method="active" if auto else method,
-                         costs=costs, query_weights=query_weights, defensive=defensive,
-                         methods=method_names(estimator=SelfNormalized), judge=judge,
-                         judged=None if store is None else store.labels >= 0)
+
+    def make_design(P, judged, b=None):
+        return prepare_design(pool, pool_, kind, rankings, P, metric=metric, k=k, method="active" if auto else method,
+                              costs=costs, query_weights=query_weights, defensive=defensive,
+                              methods=method_names(estimator=SelfNormalized), judge=judge, judged=judged), 1.0
+
+    whole, spent0, judge_info = schedule.budget, 0.0, None
+    if judges is not None:  # calibration rounds if needed, their labels held by the run (engine.judged)
+        judges = judges_iv(judges, pool_)
+        probs = np.asarray(probs, dtype=np.float64)
+        store = Judgments(pool_, probs.shape[1]) if store is None else store
+        probs, spent0, judge_info = calibrate_sequential(
+            pool_, probs, labeler, judges, store, make_design=make_design, budget=schedule.budget,
+            target_half_width=schedule.target, confidence_level=schedule.level, rng=schedule.rng)
+        schedule.budget -= spent0  # the run gets what the rounds left
+    dsg = make_design(probs, None if store is None else store.labels >= 0)[0]
     res = run(dsg, pool_, labeler, schedule, judgments=store)
+    if spent0:
+        res = replace(res, cost_spent=res.cost_spent + spent0, budget=whole)
     if auto:
         res.trace.attrs["auto"] = SEQUENTIAL_AUTO.as_dict()
     if judge_info is not None:
@@ -721,7 +736,7 @@ def sequential_schedule(budget, rng, *, target_half_width, confidence_level, min
                       max_draws=max_draws, t_opt=t_opt, sequence=sequence)
 
 
-def _held_judges(pool_, probs, judges, store, rng, *, what="a sequential run"):
+def _held_judges(pool_, probs, judges, store, rng, *, what: str):
     """``probs`` calibrated with ``judges`` on the labels held only, and what was done (None without judges)."""
     if judges is None:
         return probs, None

@@ -1,5 +1,7 @@
 """``judges=``: external judges calibrated on human labels feed the default design, unbiased, within budget."""
 
+import re
+
 import numpy as np
 import pytest
 
@@ -158,19 +160,44 @@ def test_a_sequential_run_calibrates_on_the_labels_held():
     assert res.cost_spent <= 30 and not set(res.trace["query_id"].tolist()) & set(held)
     plain = ar.estimate_sequential(pool, scores, prior, lab, **kw)
     assert "judges" not in plain.trace.attrs
-    with pytest.raises(ValueError, match=r"`judges` in a sequential run .* 0 of them .* fewer than 30"):
-        ar.estimate_sequential(pool, scores, prior, lab, target_half_width=0.3, budget=30, judges=judge)
     with pytest.raises(TypeError, match="`judges` must be JudgeOutputs"):
         ar.estimate_sequential(pool, scores, prior, lab, target_half_width=0.3, budget=30, judges="llm.txt")
 
 
+def test_a_sequential_run_without_labels_held_buys_its_calibration_rounds_first():
+    pool, y, judge, prior, scores, lab = _world(n_queries=60)
+    asked = []
+
+    def counting(query_id, doc_ids):
+        asked.extend((query_id, d) for d in doc_ids)
+        return lab(query_id, doc_ids)
+
+    res = ar.estimate_sequential(pool, scores, prior, counting, target_half_width=0.3, budget=30, metric="dcg@10",
+                                 rng=0, judges=judge)
+    info = res.trace.attrs["judges"]
+    rounds = info["calibration_rounds"]
+    assert info["calibrated"] and len(rounds) == 2 and rounds[1]["planned_on_labels"] > 0
+    assert info["round_estimates_used"] is False and all(r["weight"] == 0.0 for r in rounds)
+    assert info["calibration_round_cost"] == pytest.approx(sum(r["cost"] for r in rounds))
+    # the rounds' cost is in the run's, within the budget; their labels are bought once, never asked again
+    assert res.budget == 30 and 0 < info["calibration_round_cost"] < res.cost_spent <= 30
+    assert len(asked) == len(set(asked)) == res.judgments.bought.n_labels
+    assert "2 calibration rounds" in res.summary()["judges"].iloc[0]
+    again = ar.estimate_sequential(pool, scores, prior, lab, target_half_width=0.3, budget=30, metric="dcg@10",
+                                   rng=0, judges=judge)
+    assert again.estimate == res.estimate  # seeded
+
+
 @pytest.mark.statistical
-def test_a_sequential_run_with_a_judge_stops_sooner_and_covers():
-    """A judge calibrated on 4 held queries: the fixed-width stop comes sooner, unbiased and covering."""
+@pytest.mark.parametrize("n_held", [4, 0])
+def test_a_sequential_run_with_a_judge_stops_sooner_and_covers(n_held):
+    """A judge calibrated on 4 held queries, or on calibration rounds the run buys: the fixed-width stop comes
+    sooner (rounds included), unbiased and covering.  Measured over 200 runs: mean cost 35.6 (4 held) and 47.4
+    (rounds bought) against 87.6 without the judge; coverage 0.98 and 0.98; bias 0.6 and 1.2 Monte-Carlo SE."""
     pool, y, judge, prior, scores, lab = _world(seed=4, n_queries=150)
     rankings = ar.relevance.rank_by_scores(scores, pool.offsets)
     truth = ar.pool_metric_values(y, rankings, metric="dcg@10", ymax=2, offsets=pool).mean()
-    held = _held_queries(y, range(4))
+    held = _held_queries(y, range(n_held)) if n_held else None
     reps = stat_reps(200)
     out = {}
     for use in (None, judge):
@@ -187,3 +214,35 @@ def test_a_sequential_run_with_a_judge_stops_sooner_and_covers():
     assert abs(err.mean()) <= 3 * err.std(ddof=1) / np.sqrt(reps)
     assert cover >= 0.93 and (cost <= 100).all()
     assert cost.mean() < 0.8 * out[False][1].mean()
+
+
+def test_a_round_that_fails_after_buying_is_charged_its_budget(monkeypatch):
+    """The labels it bought are held by the next rounds for free, so the round is charged its budget (which bounds
+    what it spent): realized cost stays within the budget."""
+    from activerank.engine import judged
+
+    pool, y, judge, prior, scores, lab = _world(n_queries=60)
+    real, calls = judged.run, []
+
+    def failing_once(*args, **kwargs):
+        out = real(*args, **kwargs)
+        calls.append(1)
+        if len(calls) == 1:
+            raise ValueError("no standard error")
+        return out
+
+    monkeypatch.setattr(judged, "run", failing_once)
+    asked = []
+
+    def counting(q, docs):
+        asked.extend((q, d) for d in docs)
+        return lab(q, docs)
+
+    res = ar.estimate(pool, scores, prior, counting, budget=20, metric="dcg@10", rng=0, judges=judge,
+                      method="active_wor")
+    info = res.trace.attrs["judges"]
+    assert info["failed_round_charge"] == pytest.approx(3.0) == info["calibration_round_cost"]
+    assert re.search(r"after buying [1-9]\d* labels, which are kept", info["calibration_round"])
+    # every query costs 1 here: the realized cost is the number of queries asked, within what is reported
+    assert len(asked) == len(set(asked)) == res.judgments.bought.n_labels
+    assert len({q for q, _ in asked}) <= res.cost_spent <= 20

@@ -278,8 +278,28 @@ def _run_documents(pool, spec, td, doc, kind, labeler, *, rng, names, ci, progre
     return run_documents(doc, drawn, design, mem_pool, labeler, store, ci=ci)
 
 
-def _run(pool, kind, scores, probs, labeler, *, budget, metric, k, method, costs, query_weights, defensive, rng,
-         judgments, names=None, ci="auto", progress=None, judges=None):
+def _run(pool, kind, scores, probs, labeler, *, budget, rng, judgments, judges=None, **kw):
+    """One fixed-budget run (:func:`_run_once`), after calibration rounds when ``judges`` need labels
+    (:func:`.judges.run_with_rounds`)."""
+    from .._validation import budget_iv, rng_iv
+    from .judges import TooFewHeldLabels, run_with_rounds
+
+    rng = rng_iv(rng)  # one generator for the rounds and the run
+    try:
+        return _run_once(pool, kind, scores, probs, labeler, budget=budget, rng=rng, judgments=judgments,
+                         judges=judges, **kw)
+    except TooFewHeldLabels:
+        pass
+
+    def once(*, budget, judgments, judges, min_labels):
+        return _run_once(pool, kind, scores, probs, labeler, budget=budget, rng=rng, judgments=judgments,
+                         judges=judges, min_labels=min_labels, **kw)
+
+    return run_with_rounds(once, budget=budget_iv(budget), judgments=judgments, judges=judges)
+
+
+def _run_once(pool, kind, scores, probs, labeler, *, budget, metric, k, method, costs, query_weights, defensive,
+              rng, judgments, names=None, ci="auto", progress=None, judges=None, min_labels=None):
     from .._progress import progress_iv
     from .._validation import budget_iv, ci_iv, defensive_iv, labeler_iv, rng_iv
     from .documents import _stream_state, prepare_units
@@ -300,7 +320,8 @@ def _run(pool, kind, scores, probs, labeler, *, budget, metric, k, method, costs
         from .judges import with_judges
 
         pool, probs, judge_info = with_judges(dask_pool_iv(pool), probs, judges, judgments,
-                                              seed=int(rng.integers(0, 2**31 - 1)), progress=progress)
+                                              seed=int(rng.integers(0, 2**31 - 1)), progress=progress,
+                                              min_labels=min_labels)
     pool, spec, spec_method = _spec(pool, kind, scores, probs, metric=metric, k=k, method=method, costs=costs)
     if from_column:
         frame_columns_iv(pool, labeler.column, "ColumnLabels.column")
@@ -560,12 +581,13 @@ def estimate(pool, scores, probs, labeler, *, budget, metric="err@10", k=None, m
         terminal only, False never.
     judges : JudgeColumns or sequence of them, optional
         External judges' outputs in columns of the pool (:class:`JudgeColumns`),
-        calibrated on the labels held (``judgments=``, at least 30 on judged
-        documents; only the held queries' documents come to the driver) with
-        ``probs`` as extra features, then applied by the workers as the
-        relevance model -- the same calibration as :func:`activerank.estimate`
-        with ``judges=`` and those labels held.  ``trace.attrs["judges"]``
-        says what was done (:mod:`.judges`).
+        calibrated on the labels held (``judgments=``; only the held queries'
+        documents come to the driver) with ``probs`` as extra features, then
+        applied by the workers as the relevance model -- the same calibration
+        as :func:`activerank.estimate` with ``judges=`` and those labels held.
+        With fewer than 30 on judged documents, calibration rounds buy them
+        first and the run holds them (:func:`.judges.run_with_rounds`).
+        ``trace.attrs["judges"]`` says what was done (:mod:`.judges`).
 
     Returns
     -------

@@ -7,8 +7,13 @@ A judge's outputs (an LLM's grades, a cross-encoder's scores) are columns of the
 (:class:`JudgedModel`) that applies it partition by partition to the judge columns and the base model.  The
 model is fixed before any draw and the labels it was fitted on are held, so every design stays unbiased.
 
-A Dask run does not buy its own calibration labels: it needs at least
-:data:`~activerank.engine.judged.MIN_CALIBRATION_LABELS` held labels on judged documents.
+With fewer than :data:`~activerank.engine.judged.MIN_CALIBRATION_LABELS` held labels on judged documents, a
+fixed-budget run buys them first (:func:`run_with_rounds`): calibration rounds at the shares
+:data:`~activerank.engine.judged.CALIBRATION_SHARES` of the budget, the first planned on ``probs``, the next on
+the judges refitted to the labels held so far.  The last run holds every round's label.  Given the rounds, its
+model is fixed before its first draw and the labels it holds are true, so its estimate is unbiased for the whole
+target and its interval valid.  Unlike in memory, the rounds' own estimates are not combined in: a Dask run has
+no per-round design fit to weigh (``trace.attrs["judges"]["round_estimates_used"]`` is False).
 """
 
 from __future__ import annotations
@@ -18,7 +23,11 @@ from typing import NoReturn
 
 import numpy as np
 
-__all__ = ["JudgeColumns", "JudgedModel", "with_judges"]
+__all__ = ["JudgeColumns", "JudgedModel", "TooFewHeldLabels", "run_with_rounds", "with_judges"]
+
+
+class TooFewHeldLabels(ValueError):
+    """Fewer held labels on judged documents than a calibration needs (a fixed-budget run then buys them)."""
 
 
 @dataclass(frozen=True)
@@ -119,11 +128,13 @@ class JudgedModel:
         return self.calibrator.predict_proba(outs, model_probs=base)
 
 
-def with_judges(pool, probs, judges, judgments, *, seed: int, progress=None):
+def with_judges(pool, probs, judges, judgments, *, seed: int, progress=None, min_labels: int | None = None):
     """``(pool, probs, info)`` for a run with ``judges``: the calibrated model and the feature columns it reads.
 
     Only the held queries' documents come to the driver.  ``info`` is the run's ``trace.attrs["judges"]``.
-    Without enough labels of at least 2 grades the run keeps ``probs`` and ``info`` says why, as in memory.
+    Without labels of at least 2 grades the run keeps ``probs`` and ``info`` says why, as in memory.  Fewer than
+    ``min_labels`` (default :data:`~activerank.engine.judged.MIN_CALIBRATION_LABELS`) on judged documents raise
+    :class:`TooFewHeldLabels`.
     """
     import pandas as pd
 
@@ -139,9 +150,10 @@ def with_judges(pool, probs, judges, judgments, *, seed: int, progress=None):
         base_cols, base_model = list(pool.features), probs
     else:  # the run's own check of `probs` says what is wrong
         return pool, probs, None
+    need = MIN_CALIBRATION_LABELS if min_labels is None else min_labels
     held = _held_iv(judgments)
     n_held = sum(len(docs) for docs in held.values())
-    if n_held < MIN_CALIBRATION_LABELS:  # no need to read the pool to refuse
+    if n_held < need:  # no need to read the pool to refuse
         _too_few(f"{n_held} labels are held")
     judge_cols = [c for j in judges for c in j.columns]
     rows = fetch_queries(pool, list(held), [pool.document, *judge_cols, *base_cols], progress=progress)
@@ -150,7 +162,7 @@ def with_judges(pool, probs, judges, judgments, *, seed: int, progress=None):
                                                              "held rows: ")
     labels = _held_labels(rows[pool.document].to_numpy(), qv, held, base.shape[1])
     n = calibration_labels(outs, labels)
-    if n < MIN_CALIBRATION_LABELS:
+    if n < need:
         _too_few(f"{n} of the {n_held} labels held lie on documents a judge judged")
     info: dict = {"judges": [str(j.name) for j in judges], "calibration_round_cost": 0.0, "n_labels": int(n)}
     use = (labels >= 0) & np.any([o.judged for o in outs], axis=0)
@@ -168,9 +180,68 @@ def with_judges(pool, probs, judges, judgments, *, seed: int, progress=None):
 def _too_few(what: str) -> NoReturn:
     from ..engine.judged import MIN_CALIBRATION_LABELS
 
-    raise ValueError(f"`judges` on a Dask pool are calibrated on the labels held (`judgments=`): {what}, fewer than "
-                     f"{MIN_CALIBRATION_LABELS} on judged documents. Label some queries first (e.g. a small run "
-                     "without judges) and pass their judgments, or leave `judges` out.")
+    raise TooFewHeldLabels(f"`judges` on a Dask pool are calibrated on the labels held (`judgments=`): {what}, fewer "
+                           f"than {MIN_CALIBRATION_LABELS} on judged documents. Label some queries first (e.g. a "
+                           "small run without judges) and pass their judgments, or leave `judges` out.")
+
+
+def run_with_rounds(run, *, budget: float, judgments, judges):
+    """A fixed-budget run with ``judges`` that buys its own calibration labels first (module docstring).
+
+    ``run(budget=, judgments=, judges=, min_labels=)`` runs once and returns its result (``judges=None``: on
+    ``probs``).  The result is the last run's, with every round's cost, the whole budget and every label bought.
+    """
+    from ..engine.judged import CALIBRATION_SHARES
+    from ..inference.judgments import JudgmentSet
+
+    # a Dask result holds only the labels of the queries it fetched: every label held is gathered here
+    held: dict = {}
+    _merge(held, judgments or {})
+    bought: dict = {}
+    spent, rounds = 0.0, []
+    for share in CALIBRATION_SHARES:
+        try:  # round 1 on `probs`; a later one on the judges refitted to every label held, however few
+            res = run(budget=share * budget, judgments=held or None, judges=judges if rounds else None,
+                      min_labels=0)
+        except TooFewHeldLabels:  # pragma: no cover - min_labels=1 and the first round bought some
+            break
+        except ValueError as exc:  # e.g. the share buys too little of this design: calibrate on what is held
+            reason, now = str(exc), getattr(exc, "judgments", None) or {}
+            new = {q: {d: g for d, g in docs.items() if d not in held.get(q, {})} for q, docs in now.items()}
+            n_new = sum(len(docs) for docs in new.values())
+            if n_new:  # failed after buying: the labels are kept and held, so the round is charged its budget
+                _merge(bought, new)  # (a bound on what it spent: every design keeps it)
+                _merge(held, new)
+                spent += share * budget
+                reason += f" (after buying {n_new} labels, which are kept; the round is charged its budget, " \
+                          f"{share * budget:.4g})"
+            rounds.append({"not_run": reason})
+            break
+        fit = res.trace.attrs.get("judges") or {}
+        rounds.append(dict(method=res.method, cost=float(res.cost_spent),
+                           planned_on_labels=int(fit.get("n_labels", 0)) if fit.get("calibrated") else 0))
+        spent += float(res.cost_spent)
+        _merge(held, res.judgments)
+        _merge(bought, res.judgments.bought)
+    done = [r for r in rounds if "not_run" not in r]
+    last = run(budget=budget - spent, judgments=held or None, judges=judges, min_labels=0)
+    _merge(held, last.judgments)
+    _merge(bought, last.judgments.bought)
+    info = dict(last.trace.attrs.get("judges") or {}, calibration_round_cost=spent, round_estimates_used=False)
+    if done:
+        info.update(calibration_round=done[0]["method"], calibration_rounds=done)
+    if len(done) < len(rounds):  # named as in memory: the first round, else its number
+        info["calibration_round" if not done else f"calibration_round_{len(rounds)}"] = \
+            f"not run: {rounds[-1]['not_run']}"
+    out = replace(last, cost_spent=last.cost_spent + spent, budget=budget,
+                  judgments=JudgmentSet(held, bought=bought))
+    out.trace.attrs["judges"] = info
+    return out
+
+
+def _merge(into: dict, judgments) -> None:
+    for q, docs in judgments.items():
+        into.setdefault(q, {}).update(docs)
 
 
 def _held_iv(judgments) -> dict:

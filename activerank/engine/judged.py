@@ -29,16 +29,20 @@ import numpy as np
 from ..judges import JudgeCalibrator, JudgeOutputs
 from ..labelers import LabelingError
 import math
+import warnings
 from dataclasses import dataclass, replace
 
 from ..design.kinds.base import DesignFit
+from ..design.planning import budget_for_half_width
+from ..inference.caveats import FewLabelsWarning
 from ..inference.estimators import Estimate
+from ..inference.snis import LowEffectiveSampleSizeWarning
 from .core import run
 from .schedules import FixedBudget
 
 __all__ = ["CALIBRATION_SHARES", "MIN_CALIBRATION_LABELS", "AfterCalibrationRounds", "CalibrationRound",
-           "calibrate_held", "calibrate_judges", "calibration_labels", "combine_rounds", "judge_list", "judges_iv",
-           "round_weight"]
+           "calibrate_held", "calibrate_judges", "calibrate_sequential", "calibration_labels", "combine_rounds",
+           "judge_list", "judges_iv", "round_weight"]
 
 #: shares of the budget the calibration rounds spend, in order, when the caller holds too few labels (the
 #: judges are refitted after each; the last round spends what is left)
@@ -74,7 +78,7 @@ def judges_iv(judges, pool) -> list:
 
 
 def calibrate_judges(pool, probs, labeler, judges, store, *, make_design, budget: float, rng, ci: str,
-                     shares=None):
+                     shares=None, weigh: bool = True):
     """Run the calibration rounds if needed and fit the calibrator; returns ``(probs, rounds, info)``.
 
     Parameters
@@ -95,6 +99,9 @@ def calibrate_judges(pool, probs, labeler, judges, store, *, make_design, budget
     ci : str
     shares : sequence of float, optional
         The calibration rounds' shares of ``budget`` (default :data:`CALIBRATION_SHARES`).
+    weigh : bool, default True
+        Give each round the weight of its estimate (:func:`round_weight`); False when the run that follows
+        only holds the rounds' labels (:func:`calibrate_sequential`), so every weight is 0.
 
     Returns
     -------
@@ -112,8 +119,15 @@ def calibrate_judges(pool, probs, labeler, judges, store, *, make_design, budget
     model, left, mass, fitted, fit_labels = probs, float(budget), 1.0, None, 0
     needed = calibration_labels(judges, store.labels) < MIN_CALIBRATION_LABELS
     for share in shares if needed else ():
-        done = _calibration_round(pool, model, labeler, store, make_design, share * budget, left, mass, rng, ci)
+        before = int(np.count_nonzero(store.bought))
+        done = _calibration_round(pool, model, labeler, store, make_design, share * budget, left,
+                                  mass if weigh else 0.0, rng, ci)
         if isinstance(done, str):  # e.g. the share buys too little of this design: calibrate on what is held
+            bought = int(np.count_nonzero(store.bought)) - before
+            if bought:  # failed after buying: the labels are held from here on, so the round's budget is charged
+                info["failed_round_charge"] = share * budget  # (a bound on what it spent: every design keeps it)
+                done += (f" (after buying {bought} labels, which are kept; the round is charged its budget, "
+                         f"{share * budget:.4g})")
             info["calibration_round" if not rounds else f"calibration_round_{len(rounds) + 1}"] = done
             break
         rounds.append(done)
@@ -127,7 +141,36 @@ def calibrate_judges(pool, probs, labeler, judges, store, *, make_design, budget
         model, fitted = calibrate_held(pool, probs, judges, store.labels, seed=int(rng.integers(0, 2**31 - 1)))
     info.update(_rounds_info(rounds, planned_on))
     info.update(fitted)
+    info["calibration_round_cost"] = info.get("calibration_round_cost", 0.0) + info.get("failed_round_charge", 0.0)
     return model, rounds, info
+
+
+def calibrate_sequential(pool, probs, labeler, judges, store, *, make_design, budget: float, target_half_width: float,
+                         confidence_level: float, rng) -> tuple[np.ndarray, float, dict]:
+    """The relevance model of a target-precision run with judges; returns ``(probs, spent, info)``.
+
+    With fewer than :data:`MIN_CALIBRATION_LABELS` held, the calibration rounds of :func:`calibrate_judges` run
+    first, at their shares of the budget the feature model predicts for the target (at most ``budget``), and
+    ``spent`` is what they cost.  Their labels are then *held* by the run: known exactly, free, never drawn
+    again.  Given the rounds, the run's design is fixed before its first draw and every held label is true, so
+    its confidence sequence stays valid for the whole target; the rounds' own estimates are not combined in
+    (the run's stopping time is not known in advance, so no weight can be fixed for them).
+    """
+    if calibration_labels(judges, store.labels) >= MIN_CALIBRATION_LABELS:
+        model, fitted = calibrate_held(pool, probs, judges, store.labels, seed=int(rng.integers(0, 2**31 - 1)))
+        return model, 0.0, {"judges": [j.name for j in judges], "calibration_round_cost": 0.0, **fitted}
+    reference = budget
+    try:  # the normal interval's need: a confidence sequence needs more, so the rounds stay a small part
+        design, _ = make_design(probs, store.labels >= 0, budget)
+        reference = min(budget, budget_for_half_width(design, target_half_width, confidence_level=confidence_level,
+                                                      start=budget))
+    except (ValueError, NotImplementedError):
+        pass
+    model, rounds, info = calibrate_judges(pool, probs, labeler, judges, store, make_design=make_design,
+                                           budget=reference, rng=rng, ci="auto", weigh=False)
+    if rounds:
+        info["round_estimates_used"] = False
+    return model, float(sum(r.spent for r in rounds)) + info.get("failed_round_charge", 0.0), info
 
 
 def _rounds_info(rounds, planned_on) -> dict:
@@ -220,11 +263,14 @@ def _calibration_round(pool, probs, labeler, store, make_design, share, left, ma
     """Run the design on ``probs`` for ``share`` of the budget (``left``: what is left of it; ``mass``: the weight
     left); why not, when it cannot run."""
     held = store.labels >= 0
-    weight = 0.0 if ci == "bootstrap" else mass * round_weight(make_design, probs, held, left, share)
+    weight = 0.0 if ci == "bootstrap" or mass == 0.0 else mass * round_weight(make_design, probs, held, left, share)
     try:
         design, factor = make_design(probs, held, share)
         schedule = _KeepFit(share / factor, rng)
-        run(design, pool, labeler, schedule, judgments=store, ci=ci)
+        with warnings.catch_warnings():  # about the round's own interval, which no result reports
+            warnings.simplefilter("ignore", FewLabelsWarning)
+            warnings.simplefilter("ignore", LowEffectiveSampleSizeWarning)
+            run(design, pool, labeler, schedule, judgments=store, ci=ci)
     except LabelingError:  # the labeler failed: never swallowed (it carries the judgments bought)
         raise
     except ValueError as exc:
@@ -240,17 +286,20 @@ class AfterCalibrationRounds(FixedBudget):
 
     ``rounds``: the calibration rounds (a list, possibly empty).
     ``factor``: the caller's budget units per engine unit of this round's design (the calibration rounds'
-    costs, in the caller's unit, are converted with it).
+    costs, in the caller's unit, are converted with it).  ``charged``: what a round that failed after buying
+    labels was charged, in the caller's unit (``info["failed_round_charge"]`` of :func:`calibrate_judges`).
     """
 
-    def __init__(self, budget: float, rng, rounds, *, factor: float, whole_budget: float):
+    def __init__(self, budget: float, rng, rounds, *, factor: float, whole_budget: float, charged: float = 0.0):
         super().__init__(budget, rng)
         self.rounds = list(rounds)
         self.factor = factor
         self.whole_budget = whole_budget
+        self.charged = charged
 
     def _run(self, ctx):
         last = super()._run(ctx)
+        last = replace(last, cost_spent=last.cost_spent + self.charged / self.factor)
         if not self.rounds:
             return replace(last, budget=self.whole_budget)
         return combine_rounds(self.rounds, last, factor=self.factor, whole_budget=self.whole_budget)

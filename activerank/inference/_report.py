@@ -81,7 +81,8 @@ def judges_note(result) -> str | None:
         return f"judges {names} not used: {info.get('reason', '')}"
     n_rounds = len(info.get("calibration_rounds", ())) or 1
     rounds = "calibration round" if n_rounds == 1 else f"{n_rounds} calibration rounds"
-    first = (f"; {rounds} {info['calibration_round']} cost {info['calibration_round_cost']:.4g}"
+    held = " (their labels held, their estimates not used)" if info.get("round_estimates_used") is False else ""
+    first = (f"; {rounds} {info['calibration_round']} cost {info['calibration_round_cost']:.4g}{held}"
              if info.get("calibration_round_cost") else "")
     kept = ("" if info.get("uses_judges", True) else
             "; the feature model predicted the gain as well out of fold, so the design used it unchanged")

@@ -86,11 +86,6 @@ def test_judges_need_held_labels_and_clear_columns(judged):
     df, labels, frame, held = judged
     args = (frame, "score_a", PROBS, labeler_of(labels))
     kw = dict(budget=6, metric="dcg@5", rng=0)
-    few = {q: held[q] for q in list(held)[:1]}
-    with pytest.raises(ValueError, match=r"calibrated on the labels held .* fewer than 30"):
-        ard.estimate(*args, judges=JUDGES, judgments=few, **kw)
-    with pytest.raises(ValueError, match=r"fewer than 30"):
-        ard.estimate(*args, judges=JUDGES, **kw)
     with pytest.raises(TypeError, match="JudgeColumns or a sequence"):
         ard.estimate(*args, judges="llm", judgments=held, **kw)
     with pytest.raises(ValueError, match=r"`judges\[0\].columns`: the pool's frame has no column 'gpt'"):
@@ -124,3 +119,33 @@ def test_judges_need_held_labels_and_clear_columns(judged):
     with pytest.raises(ValueError, match=r"partition 4 .*judge 'llm3'.* row \d+: grade 3 is not on the judge's"):
         ard.estimate(off_frame, "score_a", PROBS, labeler_of(labels), judges=[ard.JudgeColumns("llm3", levels=3)],
                      judgments=held, **kw)
+
+
+@pytest.mark.parametrize("method", ["doc_dyn", "active_wor"])
+def test_a_run_without_enough_labels_buys_its_calibration_rounds(judged, method):
+    """Rounds first, their labels held by the last run; with active_wor the first round fails after buying
+    (1 query bought, no standard error), and is charged its budget: every label is kept and asked once."""
+    df, labels, frame, held = judged
+    asked = []
+    base = labeler_of(labels)
+
+    def counting(q, docs):
+        asked.extend((q, d) for d in docs)
+        return base(q, docs)
+
+    few = {q: held[q] for q in list(held)[:1]}  # fewer than 30 labels held
+    res = ard.estimate(frame, "score_a", PROBS, counting, budget=8, metric="dcg@5", method=method, rng=0,
+                       judges=JUDGES, judgments=few)
+    info = res.trace.attrs["judges"]
+    assert info["round_estimates_used"] is False and info["calibration_round_cost"] > 0
+    assert info["calibrated"] and info["n_labels"] > sum(len(d) for d in few.values())
+    assert res.budget == 8 and info["calibration_round_cost"] < res.cost_spent <= 8
+    assert len(asked) == len(set(asked)) == res.judgments.bought.n_labels
+    assert all(d in res.judgments[q] for q, docs in few.items() for d in docs)  # the caller's labels kept
+    if method == "doc_dyn":
+        assert [r["planned_on_labels"] > 0 for r in info["calibration_rounds"]] == [False, True]
+    else:
+        assert "after buying" in info["calibration_round"] and info["calibration_round_cost"] == pytest.approx(1.2)
+    again = ard.estimate(frame, "score_a", PROBS, base, budget=8, metric="dcg@5", method=method, rng=0,
+                         judges=JUDGES, judgments=few)
+    assert again.estimate == res.estimate  # seeded
