@@ -198,7 +198,7 @@ def run_with_rounds(run, *, budget: float, judgments, judges):
     held: dict = {}
     _merge(held, judgments or {})
     bought: dict = {}
-    spent, rounds = 0.0, []
+    spent, rounds = 0.0, list[dict]()
     for share in CALIBRATION_SHARES:
         try:  # round 1 on `probs`; a later one on the judges refitted to every label held, however few
             res = run(budget=share * budget, judgments=held or None, judges=judges if rounds else None,
