@@ -203,8 +203,6 @@ def run_with_rounds(run, *, budget: float, judgments, judges):
         try:  # round 1 on `probs`; a later one on the judges refitted to every label held, however few
             res = run(budget=share * budget, judgments=held or None, judges=judges if rounds else None,
                       min_labels=0)
-        except TooFewHeldLabels:  # pragma: no cover - min_labels=1 and the first round bought some
-            break
         except ValueError as exc:  # e.g. the share buys too little of this design: calibrate on what is held
             reason, now = str(exc), getattr(exc, "judgments", None) or {}
             new = {q: {d: g for d, g in docs.items() if d not in held.get(q, {})} for q, docs in now.items()}

@@ -156,16 +156,14 @@ def calibrate_sequential(pool, probs, labeler, judges, store, *, make_design, bu
     its confidence sequence stays valid for the whole target; the rounds' own estimates are not combined in
     (the run's stopping time is not known in advance, so no weight can be fixed for them).
     """
-    if calibration_labels(judges, store.labels) >= MIN_CALIBRATION_LABELS:
-        model, fitted = calibrate_held(pool, probs, judges, store.labels, seed=int(rng.integers(0, 2**31 - 1)))
-        return model, 0.0, {"judges": [j.name for j in judges], "calibration_round_cost": 0.0, **fitted}
     reference = budget
-    try:  # the normal interval's need: a confidence sequence needs more, so the rounds stay a small part
-        design, _ = make_design(probs, store.labels >= 0, budget)
-        reference = min(budget, budget_for_half_width(design, target_half_width, confidence_level=confidence_level,
-                                                      start=budget))
-    except (ValueError, NotImplementedError):
-        pass
+    if calibration_labels(judges, store.labels) < MIN_CALIBRATION_LABELS:
+        try:  # the normal interval's need: a confidence sequence needs more, so the rounds stay a small part
+            design, _ = make_design(probs, store.labels >= 0, budget)
+            reference = min(budget, budget_for_half_width(design, target_half_width,
+                                                          confidence_level=confidence_level, start=budget))
+        except (ValueError, NotImplementedError):
+            pass
     model, rounds, info = calibrate_judges(pool, probs, labeler, judges, store, make_design=make_design,
                                            budget=reference, rng=rng, ci="auto", weigh=False)
     if rounds:
