@@ -168,7 +168,7 @@ def _fixed(pool, pool_, kind, rankings, probs, labeler, *, budget, rng, judgment
 
         probs, rounds, judge_info = calibrate_judges(pool_, probs, labeler, judges, store, make_design=make_design,
                                                      budget=budget, rng=rng, ci=ci)
-        spent0 = sum(r.spent for r in rounds) + judge_info.get("failed_round_charge", 0.0)
+        spent0 = judge_info["calibration_round_cost"]  # the rounds', and a failed round's charge
     dsg, choice = design_for(probs, None if store is None else store.labels >= 0, budget - spent0)
     factor = budget_unit_factor(unit, dsg.costs, dsg.document_costs)
     store = Judgments(pool_, dsg.n_grades) if store is None else store
@@ -411,7 +411,7 @@ def plan_budget(pool, scores, probs, *, scores_b=None, budget=None, target_half_
     store = _held(pool_, probs, judgments)
     raw_probs, judge_names = probs, ()
     if judges is not None:
-        probs, info = _held_judges(pool_, probs, judges, store, rng, what="a plan")
+        probs, info = _held_judges(pool_, probs, judges, store, rng)
         if not info.get("calibrated"):  # a plan "with judges" that silently planned without them would mislead
             raise ValueError(f"`judges` could not be calibrated: {info.get('reason')}.")
         judge_names = tuple(info["judges"])
@@ -736,8 +736,9 @@ def sequential_schedule(budget, rng, *, target_half_width, confidence_level, min
                       max_draws=max_draws, t_opt=t_opt, sequence=sequence)
 
 
-def _held_judges(pool_, probs, judges, store, rng, *, what: str):
-    """``probs`` calibrated with ``judges`` on the labels held only, and what was done (None without judges)."""
+def _held_judges(pool_, probs, judges, store, rng):
+    """``probs`` calibrated with ``judges`` on the labels held only, and what was done (None without judges): a
+    plan buys no labels."""
     if judges is None:
         return probs, None
     judges = judges_iv(judges, pool_)
@@ -745,7 +746,7 @@ def _held_judges(pool_, probs, judges, store, rng, *, what: str):
     labels = np.full(pool_.n_docs, -1) if store is None else store.labels
     held = calibration_labels(judges, labels)
     if held < MIN_CALIBRATION_LABELS:
-        raise ValueError(f"`judges` in {what} are calibrated on the labels held (`judgments=`): "
+        raise ValueError(f"`judges` in a plan are calibrated on the labels held (`judgments=`): "
                          f"{held} of them lie on documents a judge judged, fewer than {MIN_CALIBRATION_LABELS}. "
                          "Run activerank.estimate(..., judges=...) first and pass its result.judgments, or leave "
                          "`judges` out.")

@@ -168,7 +168,7 @@ def calibrate_sequential(pool, probs, labeler, judges, store, *, make_design, bu
                                            budget=reference, rng=rng, ci="auto", weigh=False)
     if rounds:
         info["round_estimates_used"] = False
-    return model, float(sum(r.spent for r in rounds)) + info.get("failed_round_charge", 0.0), info
+    return model, float(info["calibration_round_cost"]), info
 
 
 def _rounds_info(rounds, planned_on) -> dict:

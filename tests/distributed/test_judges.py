@@ -82,7 +82,7 @@ def test_query_level_runs_on_the_calibrated_model(judged):
     assert res.trace.attrs["judges"]["judges"] == ["llm", "llm_score"]
 
 
-def test_judges_need_held_labels_and_clear_columns(judged):
+def test_judges_need_clear_columns_and_held_labels_on_the_scale(judged):
     df, labels, frame, held = judged
     args = (frame, "score_a", PROBS, labeler_of(labels))
     kw = dict(budget=6, metric="dcg@5", rng=0)
