@@ -146,6 +146,7 @@ def test_a_run_without_enough_labels_buys_its_calibration_rounds(judged, method)
         assert [r["planned_on_labels"] > 0 for r in info["calibration_rounds"]] == [False, True]
     else:
         assert "after buying" in info["calibration_round"] and info["calibration_round_cost"] == pytest.approx(1.2)
-    again = ard.estimate(frame, "score_a", PROBS, base, budget=8, metric="dcg@5", method=method, rng=0,
-                         judges=JUDGES, judgments=few)
-    assert again.estimate == res.estimate  # seeded
+    if method == "active_wor":  # seeded (the cheaper of the two runs; the rounds are the same code)
+        again = ard.estimate(frame, "score_a", PROBS, base, budget=8, metric="dcg@5", method=method, rng=0,
+                             judges=JUDGES, judgments=few)
+        assert again.estimate == res.estimate
