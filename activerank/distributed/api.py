@@ -440,7 +440,7 @@ def estimate_sequential(pool, scores, probs, labeler, *, target_half_width, budg
 
 def create_campaign(path, pool, scores, probs, *, budget, metric="err@10", k=None, method="auto", costs="auto",
                     query_weights=None, defensive=DEFAULT_DEFENSIVE, seed=None, names=None, combine="mean_gain",
-                    overwrite=False, description="", progress=None):
+                    overwrite=False, description="", progress=None, held_qrels=None, judges=None):
     """A labeling campaign (:class:`activerank.campaign.Campaign`) on a pool in a Dask DataFrame.
 
     The store keeps the per-query table (``p``, ``q``, costs, predictions of every
@@ -473,6 +473,15 @@ def create_campaign(path, pool, scores, probs, *, budget, metric="err@10", k=Non
         As in :meth:`activerank.campaign.Campaign.create`.
     progress : bool or None, default None
         As in :func:`estimate`.
+    held_qrels : str or os.PathLike, optional
+        Human labels already held (``qid iter docid grade``).  The judges are calibrated on them, and the
+        lines of the queries the campaign draws are imported as pre-existing judgments at creation, so they
+        are never exported as tasks.  The store keeps the drawn queries' documents only: the other lines are
+        recorded as rejected in that import (the labels stay in the file).
+    judges : JudgeColumns or sequence of them, optional
+        External judges' outputs in columns of the pool, calibrated on ``held_qrels`` (at least 30 labels on
+        judged pairs) into the campaign's relevance model, as :meth:`activerank.campaign.Campaign.create`
+        does in memory; ``trace.attrs["judges"]`` of its results says how.
 
     Returns
     -------
@@ -496,6 +505,9 @@ def create_campaign(path, pool, scores, probs, *, budget, metric="err@10", k=Non
     names = [str(n) for n in (default_names(kind, len(scores)) if names is None else names)]
     if len(names) != len(scores) or len(set(names)) != len(names):
         raise ValueError(f"`names` must give {len(scores)} distinct names; got {names}.")
+    fitted = None
+    if held_qrels is not None or judges is not None:  # read and checked before anything is made
+        pool, probs, fitted = _held_and_judges(pool, probs, judges, held_qrels, seed=seed, progress=progress)
     pool, spec, spec_method = _spec(pool, kind, scores, probs, metric=metric, k=k, method=method, costs=costs)
     prob_columns = list(spec.probs or spec.features or ())
     td, _, docs, design, mem_pool, _ = _drawn_pool(
@@ -506,16 +518,49 @@ def create_campaign(path, pool, scores, probs, *, budget, metric="err@10", k=Non
     X = docs[prob_columns].to_numpy(np.float64)
     P = X if spec.probs is not None else np.asarray(spec.model.predict_proba(X), dtype=np.float64)
     qkeys, id_kind, dkeys = _pool_ids(mem_pool)
-    extra = {"pool": "distributed", "pool_n_docs": int(td.n_docs.sum())}
+    extra: dict = {"pool": "distributed", "pool_n_docs": int(td.n_docs.sum())}
+    if fitted is not None:
+        extra["judges"] = fitted
     if auto:  # stored as an in-memory campaign stores its choice
         from ..design.auto import AutoChoice
 
         v = float(td.method.kind.predicted_variance(td, float(budget)))
         extra["auto"] = AutoChoice("active", {"active": v}, DASK_CAMPAIGN_AUTO).as_dict()
-    return Campaign._write_new(path, design, mem_pool, plan, P.reshape(len(docs), -1), qkeys=qkeys, kind=id_kind,
+    camp = Campaign._write_new(path, design, mem_pool, plan, P.reshape(len(docs), -1), qkeys=qkeys, kind=id_kind,
                                dkeys=dkeys, texts={}, names=names, target=kind, seed=seed, budget=budget,
                                defensive=defensive, combine=combine, description=description, extra_meta=extra,
                                wor=wor, kind_arrays=kind_arrays)
+    if held_qrels is not None:  # the drawn queries' held labels: known, never exported as tasks
+        try:
+            camp.import_qrels(held_qrels, annotator="held")
+        except BaseException:
+            camp.close()
+            raise
+    return camp
+
+
+def _held_and_judges(pool, probs, judges, held_qrels, *, seed, progress):
+    """``(pool, probs, info)`` of a campaign: ``held_qrels`` checked, ``judges`` (if any) calibrated on them."""
+    from .frame import dask_pool_iv
+    from .judges import TooFewHeldLabels, held_qrels_judgments, with_judges
+
+    pool = dask_pool_iv(pool)
+    if held_qrels is None:
+        raise ValueError("`judges` in a campaign are calibrated on the human labels held: pass `held_qrels` (at "
+                         "least 30 labels on pairs a judge graded, e.g. an earlier campaign's qrels).")
+    n_grades = len(probs) if isinstance(probs, (list, tuple)) and all(isinstance(c, str) for c in probs) else None
+    held = held_qrels_judgments(held_qrels, pool, n_grades=n_grades)
+    if judges is None:
+        return pool, probs, None
+    try:
+        return with_judges(pool, probs, judges, held, seed=int(seed) % (2**31 - 1), progress=progress)
+    except TooFewHeldLabels as exc:  # a campaign cannot buy calibration rounds: it is planned once
+        from ..engine.judged import MIN_CALIBRATION_LABELS
+
+        raise TooFewHeldLabels(f"`held_qrels`: {exc.held}, fewer than {MIN_CALIBRATION_LABELS} on judged documents. "
+                               "A campaign is planned once, before its first task, so it cannot buy calibration "
+                               "labels: label some queries first (e.g. a campaign without judges) and pass their "
+                               "qrels, or leave `judges` out.") from None
 
 
 def estimate(pool, scores, probs, labeler, *, budget, metric="err@10", k=None, method="auto", costs="auto",

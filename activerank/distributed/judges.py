@@ -27,7 +27,12 @@ __all__ = ["JudgeColumns", "JudgedModel", "TooFewHeldLabels", "run_with_rounds",
 
 
 class TooFewHeldLabels(ValueError):
-    """Fewer held labels on judged documents than a calibration needs (a fixed-budget run then buys them)."""
+    """Fewer held labels on judged documents than a calibration needs (a fixed-budget run then buys them).
+
+    ``held`` says how many were held.
+    """
+
+    held: str = ""
 
 
 @dataclass(frozen=True)
@@ -180,9 +185,11 @@ def with_judges(pool, probs, judges, judgments, *, seed: int, progress=None, min
 def _too_few(what: str) -> NoReturn:
     from ..engine.judged import MIN_CALIBRATION_LABELS
 
-    raise TooFewHeldLabels(f"`judges` on a Dask pool are calibrated on the labels held (`judgments=`): {what}, fewer "
-                           f"than {MIN_CALIBRATION_LABELS} on judged documents. Label some queries first (e.g. a "
-                           "small run without judges) and pass their judgments, or leave `judges` out.")
+    exc = TooFewHeldLabels(f"`judges` on a Dask pool are calibrated on the labels held (`judgments=`): {what}, "
+                           f"fewer than {MIN_CALIBRATION_LABELS} on judged documents. Label some queries first (e.g. "
+                           "a small run without judges) and pass their judgments, or leave `judges` out.")
+    exc.held = what
+    raise exc
 
 
 def run_with_rounds(run, *, budget: float, judgments, judges):
@@ -271,3 +278,29 @@ def _held_labels(doc_ids: np.ndarray, qv: np.ndarray, held: dict, n_grades: int)
                                  f"model's 0..{n_grades - 1}.")
             labels[i] = g
     return labels
+
+
+def held_qrels_judgments(path, pool, *, n_grades: int | None) -> dict:
+    """A qrels file (``qid iter docid grade``) as ``{query: {doc: grade}}`` with the ids in the pool's types.
+
+    Query and document ids are read as integers where the pool's column (or index) holds integers; an id that is
+    not one raises, naming the file and the id.
+    """
+    from ..io.trec.qrels import read_qrels
+
+    qrels = read_qrels(path, n_grades=n_grades)
+    frame = pool.frame
+    q_kind = (frame.index.dtype if pool.query_in_index else frame[pool.query].dtype).kind
+    d_kind = frame[pool.document].dtype.kind
+
+    def native(value: str, kind: str, what: str):
+        if kind not in "iu":
+            return value
+        try:
+            return int(value)
+        except ValueError:
+            raise ValueError(f"`held_qrels` {path}: {what} id {value!r} is not an integer, as the pool's "
+                             f"{what} ids are.") from None
+
+    return {native(q, q_kind, "query"): {native(d, d_kind, "document"): int(g) for d, g in docs.items()}
+            for q, docs in qrels.judgments.items()}

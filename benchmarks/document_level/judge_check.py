@@ -366,22 +366,23 @@ def summarize(ds, spec, rel, all_res, judges):
 # --------------------------------------------------------------------------- the public path
 
 
-def api_cell(args, cfg, judge="kappa_0.6", ds="mq2008", fold=1, key="a_rf"):
-    """One cell through ``ar.estimate``: without a judge, ``judges=`` (online), offline-calibrated ``probs``.
+def api_runs(args, cfg, judge, ds, fold, key):
+    """One fold of a cell through ``ar.estimate`` (``ar.compare`` for a pair): without a judge, ``judges=``
+    (online), offline ``probs``.
 
     The judge's grades are the offline cells' on that fold (same seeds); the labeler answers the pool's true
-    grades; the budget is the reference budget in documents; run ``r`` of every variant uses the same seed
-    (paired).  ``online``: the API's rounds (two calibration rounds of 15%, calibrated on those labels only).
-    ``offline``: the calibrator fitted on the training partition as in the offline cells, its probabilities
-    passed as ``probs`` (one round).  Returns one row per variant.
+    grades; the budget is the reference budget, in documents with a constant document cost and otherwise in
+    the cost model's units (``budget_unit="cost"``, the benchmark's document costs); run ``r`` of every
+    variant uses the same seed (paired).  ``online``: the API's rounds (two calibration rounds of 15%,
+    calibrated on those labels only).  ``offline``: the calibrator fitted on the training partition as in the
+    offline cells, its probabilities passed as ``probs`` (one round).  Returns ``{variant: per-run record}``
+    and the budget (in its unit, and in queries' worth).
     """
     import activerank as ar
     from activerank._validation import scores_iv
     from activerank.pool import pool_iv
 
     spec = DATASETS[ds]
-    if spec.cost_model != "constant":
-        raise ValueError("the API cell needs a constant document cost (budget_unit='documents')")
     G = spec.n_grades
     rel = bench.REL[bench.REL <= max(spec.budgets)]
     data, part = load_dataset(spec, cfg.data_root)
@@ -390,10 +391,12 @@ def api_cell(args, cfg, judge="kappa_0.6", ds="mq2008", fold=1, key="a_rf"):
     fm = fit_fold(spec, fold, cfg, data_root=cfg.data_root)
     pool = fm.pool
     task = build_task(fm, key, fold)
-    if len(task.rankings) != 1:
-        raise ValueError("the API cell runs one ranker")
+    if len(task.rankings) not in (1, 2):
+        raise ValueError("the API cell runs one ranker (ar.estimate) or two (ar.compare)")
     doc_costs, _ = document_costs(pool, pool.n_docs, spec.cost_model)
-    budget = float(spec.reference_budget) * bench.Context(task, doc_costs, rel).scale  # documents
+    budget = float(spec.reference_budget) * bench.Context(task, doc_costs, rel).scale
+    constant = spec.cost_model == "constant"
+    unit = dict(budget_unit="documents", costs="constant") if constant else dict(budget_unit="cost", costs=doc_costs)
     train, train_probs = train_partition_probs(spec, fold, cfg, fm, data, part)
     grades = []
     for side, (lab_, off, hp) in enumerate(((train.labels, train.offsets, train_probs[HARD_MODEL]),
@@ -404,37 +407,70 @@ def api_cell(args, cfg, judge="kappa_0.6", ds="mq2008", fold=1, key="a_rf"):
     cal = JudgeCalibrator(G, random_state=0).fit([grades[0]], train.labels, model_probs=tp,
                                                  groups=np.repeat(np.arange(train.n_queries), np.diff(train.offsets)))
     offline = cal.predict_proba([grades[1]], model_probs=task.probs)
-    scores = fm.scores[TASKS[key][1][0]]
-    rk = scores_iv(scores, pool_iv(pool), "scores")
-    truth = float(ar.pool_metric_values(pool.labels, rk, metric=bench.METRIC, ymax=G - 1).mean())
+    scores = [fm.scores[name] for name in TASKS[key][1]]
+    values = [ar.pool_metric_values(pool.labels, scores_iv(sc, pool_iv(pool), "scores"), metric=bench.METRIC,
+                                    ymax=G - 1) for sc in scores]
+    truth = float(values[0].mean() if len(values) == 1 else (values[0] - values[1]).mean())
+
+    def one_run(probs, js, rng):
+        if len(scores) == 1:
+            res = ar.estimate(pool, scores[0], probs, lab, budget=budget, metric=bench.METRIC, judges=js, rng=rng,
+                              **unit)
+            return res, res.estimate
+        res = ar.compare(pool, scores[0], scores[1], probs, lab, budget=budget, metric=bench.METRIC, judges=js,
+                         rng=rng, **unit)
+        return res, res.difference
+
     lab = ar.KnownLabels.from_data(pool)
     out = {}
     for name, probs, js in (("none", task.probs, None), ("online", task.probs, [grades[1]]),
                             ("offline", offline, None)):
-        est, cover, cost, methods = [], [], [], set()
+        est, cover, cost, methods, uses = [], [], [], set(), []
         for r in range(args.reps):
-            res = ar.estimate(pool, scores, probs, lab, budget=budget, budget_unit="documents",
-                              costs="constant", metric=bench.METRIC, judges=js, rng=np.random.default_rng([r, 33]))
+            res, value = one_run(probs, js, np.random.default_rng([r, 33]))
             ci = res.confidence_interval()
-            est.append(res.estimate)
+            est.append(value)
             cover.append(ci.low <= truth <= ci.high)
             cost.append(res.cost_spent)
             methods.add(res.method)
+            if js is not None:
+                uses.append(bool(res.trace.attrs["judges"].get("uses_judges", True)))
         e = np.array(est)
-        out[name] = dict(mse=float(np.mean((e - truth) ** 2)), bias_z=float((e.mean() - truth) / (e.std(ddof=1)
-                         / np.sqrt(e.size))), coverage=float(np.mean(cover)), max_cost=float(max(cost)),
-                         method="/".join(sorted(methods)), sq=(e - truth) ** 2)
+        out[name] = dict(sq=(e - truth) ** 2, z=(e.mean() - truth) / (e.std(ddof=1) / np.sqrt(e.size)),
+                         coverage=float(np.mean(cover)), max_cost=float(max(cost)), method="/".join(sorted(methods)),
+                         uses_judges=float(np.mean(uses)) if uses else np.nan)
+    return out, budget, float(spec.reference_budget), "documents" if constant else "cost"
+
+
+def api_cell(args, cfg, judge="kappa_0.6", ds="mq2008", key="a_rf"):
+    """A cell through ``ar.estimate`` (:func:`api_runs`) on every fold of ``--folds``, one row per fold and variant,
+    and a pooled row (``fold`` "all": the MSE averaged over folds, its ratio to ``none`` with a paired bootstrap
+    within folds, the largest |bias| / SE and the pooled coverage)."""
+    folds = [int(f) for f in args.folds.split(",")]
+    runs = {f: api_runs(args, cfg, judge, ds, f, key) for f in folds}
     gen = np.random.default_rng(0)
     n = args.reps
-    idx = [gen.integers(0, n, n) for _ in range(300)]
+    idx = [[gen.integers(0, n, n) for _ in folds] for _ in range(300)]
     rows = []
-    for name, o in out.items():
-        boot = [o["sq"][i].mean() / out["none"]["sq"][i].mean() for i in idx]
-        rows.append(dict(dataset=ds, fold=fold, task=key, judge=judge, variant=name, budget_docs=budget,
-                         budget_units=float(spec.reference_budget), reps=n, mse=o["mse"],
-                         ratio=o["mse"] / out["none"]["mse"], ratio_low=float(np.quantile(boot, 0.025)),
-                         ratio_high=float(np.quantile(boot, 0.975)), bias_z=o["bias_z"], coverage=o["coverage"],
-                         max_cost=o["max_cost"], method=o["method"]))
+    for name in ("none", "online", "offline"):
+        for f in (*folds, "all"):
+            fs = folds if f == "all" else [f]
+            o = [runs[g][0][name] for g in fs]
+            nn = [runs[g][0]["none"] for g in fs]
+            sub = [folds.index(g) for g in fs]
+            mse, ref = np.mean([x["sq"].mean() for x in o]), np.mean([x["sq"].mean() for x in nn])
+            boot = [np.mean([o[j]["sq"][b[s]].mean() for j, s in enumerate(sub)])
+                    / np.mean([nn[j]["sq"][b[s]].mean() for j, s in enumerate(sub)]) for b in idx]
+            _, budget, units, unit = runs[fs[0]]
+            rows.append(dict(dataset=ds, fold=str(f), task=key, judge=judge, variant=name, budget=budget,
+                             budget_unit=unit, budget_units=units, reps=n * len(fs), mse=mse, ratio=mse / ref,
+                             ratio_low=float(np.quantile(boot, 0.025)), ratio_high=float(np.quantile(boot, 0.975)),
+                             bias_z=float(max((x["z"] for x in o), key=abs)),
+                             coverage=float(np.mean([x["coverage"] for x in o])),
+                             max_cost=float(max(x["max_cost"] for x in o)),
+                             method="/".join(sorted({x["method"] for x in o})),
+                             uses_judges=float(np.nanmean([x["uses_judges"] for x in o]))
+                             if name == "online" else np.nan))
     return pd.DataFrame(rows)
 
 
@@ -515,21 +551,33 @@ def write_md(df, kap, qual):
             f"{g.loc[j].log_loss_pool:.3f}" if j in g.index else "–" for j in judges if j != "none") + " |")
     api = RESULTS / "judge_check_api.csv"
     if api.exists():
-        a = pd.read_csv(api).set_index("variant")
-        r0 = a.iloc[0]
+        a = pd.read_csv(api, dtype={"fold": str})
+        if "budget_docs" in a:  # the single-fold layout of earlier runs
+            a = a.rename(columns={"budget_docs": "budget"}).assign(budget_unit="documents", uses_judges=np.nan)
         lines += ["", "## The public path", "",
-                  f"`ar.estimate(..., budget_unit=\"documents\")` (`--api`) on {r0.dataset} fold {r0.fold}, "
-                  f"{TITLES.get(r0.task, r0.task)}, the {r0.judge} judge's simulated grades, budget "
-                  f"{r0.budget_docs:.0f} documents (= {r0.budget_units:g} queries' worth), {int(r0.reps)} paired runs "
-                  f"({r0.seconds / 60:.0f} min). `online`: `judges=[judge]`, the API's calibration rounds (two of 15% "
-                  "of the budget, refitted after each) then the main round, calibrated on those labels only. `offline`: the calibrator fitted on "
-                  "the training partition as above, its probabilities passed as `probs`. MSE ratio to `none` "
-                  "(paired 95% bootstrap).", "",
-                  "| variant | method | MSE | ratio to none | bias / SE | coverage | largest cost (documents) |",
-                  "|---|---|---|---|---|---|---|"]
-        for v, r in a.iterrows():
-            lines.append(f"| {v} | {r.method} | {r.mse:.2e} | {r.ratio:.2f} [{r.ratio_low:.2f}, {r.ratio_high:.2f}] | "
-                         f"{r.bias_z:.1f} | {r.coverage:.3f} | {r.max_cost:.0f} |")
+                  "`ar.estimate` (`--api`, one cell per `--api-cell`), the judge's simulated grades, the reference "
+                  "budget (in documents with a constant document cost, else in the cost model's units, "
+                  "`budget_unit=\"cost\"`), paired runs (run r of every variant on the same seed). `online`: "
+                  "`judges=[judge]`, the API's calibration rounds (two of 15% of the budget, refitted after each) "
+                  "then the main round, calibrated on those labels only. `offline`: the calibrator fitted on the "
+                  "training partition as above, its probabilities passed as `probs`. MSE ratio to `none` (paired "
+                  "95% bootstrap, within folds); over several folds: the MSE averaged over folds, the largest "
+                  "|bias| / SE of a fold, the coverage pooled. `uses judges`: the share of online runs whose "
+                  "final design used the calibrated judge (the check of `activerank.judges` can drop it).", ""]
+        for (ds, key, judge), g in a.groupby(["dataset", "task", "judge"], sort=False):
+            pooled = g[g.fold == "all"] if (g.fold == "all").any() else g
+            r0 = pooled.iloc[0]
+            fold_ids = ",".join(f for f in dict.fromkeys(g.fold) if f != "all")
+            lines += [f"**{ds}, {TITLES.get(key, key)}, the {judge} judge**: folds {fold_ids}, {int(r0.reps)} runs "
+                      f"per variant, budget {r0.budget_units:g} queries' worth"
+                      + (f" ({r0.budget:.0f} documents)" if r0.budget_unit == "documents" else "") + f", {r0.seconds / 60:.0f} min.", "",
+                      "| variant | method | MSE | ratio to none | largest bias / SE | coverage | uses judges |",
+                      "|---|---|---|---|---|---|---|"]
+            for _, r in pooled.iterrows():
+                uses = "–" if pd.isna(r.uses_judges) else f"{r.uses_judges:.2f}"
+                lines.append(f"| {r.variant} | {r.method} | {r.mse:.2e} | {r.ratio:.2f} [{r.ratio_low:.2f}, "
+                             f"{r.ratio_high:.2f}] | {r.bias_z:.1f} | {r.coverage:.3f} | {uses} |")
+            lines.append("")
     (RESULTS / "judge_check.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 
@@ -574,9 +622,11 @@ def data_config(args):
 def main(argv=None) -> int:
     ap = arg_parser(__doc__.splitlines()[0], reps=300)
     ap.add_argument("--api", action="store_true",
-                    help="instead: one cell through ar.estimate, without a judge, with judges= (online "
-                         "calibration) and with the offline-calibrated probs (MQ2008 fold 1, single RF ranker, "
-                         "kappa-0.6 judge, reference budget); writes results/judge_check_api.csv")
+                    help="instead: cells through ar.estimate, without a judge, with judges= (online calibration) "
+                         "and with the offline-calibrated probs, on the --folds at the reference budget; writes "
+                         "results/judge_check_api.csv (a cell's rows replace its old ones)")
+    ap.add_argument("--api-cell", action="append", default=None, metavar="DATASET:TASK:JUDGE",
+                    help="a cell of --api (repeatable; default mq2008:a_rf:kappa_0.6)")
     args = parse_checked(ap, argv)
     if "none" not in args.judges.split(","):
         ap.error("--judges must include 'none' (the reference of the MSE ratios)")
@@ -586,10 +636,21 @@ def main(argv=None) -> int:
     warnings.simplefilter("ignore")  # solver convergence chatter of the calibrator's grid search
     t0 = time.perf_counter()
     if args.api:
-        df = api_cell(args, cfg)
-        df["seconds"] = time.perf_counter() - t0
-        df.to_csv(RESULTS / "judge_check_api.csv", index=False)
-        print(df.to_string())
+        path = RESULTS / "judge_check_api.csv"
+        for cell in args.api_cell or ["mq2008:a_rf:kappa_0.6"]:
+            ds, key, judge = cell.split(":")
+            tc = time.perf_counter()
+            df = api_cell(args, cfg, judge=judge, ds=ds, key=key)
+            df["seconds"] = time.perf_counter() - tc
+            print(df.to_string(), flush=True)
+            if path.exists():
+                old = pd.read_csv(path, dtype={"fold": str})
+                if "budget_docs" in old:  # the single-fold layout of earlier runs
+                    old = old.rename(columns={"budget_docs": "budget"}).assign(budget_unit="documents",
+                                                                                uses_judges=np.nan)
+                keep = ~((old.dataset == ds) & (old.task == key) & (old.judge == judge))
+                df = pd.concat([old[keep], df])
+            df.to_csv(path, index=False)
         write_md(*(pd.read_csv(RESULTS / n) for n in ("judge_check.csv", "judge_check_kappa.csv",
                                                       "judge_check_quality.csv")))
         return 0

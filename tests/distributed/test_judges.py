@@ -150,3 +150,67 @@ def test_a_run_without_enough_labels_buys_its_calibration_rounds(judged, method)
         again = ard.estimate(frame, "score_a", PROBS, base, budget=8, metric="dcg@5", method=method, rng=0,
                              judges=JUDGES, judgments=few)
         assert again.estimate == res.estimate
+
+
+def _qrels(held, path):
+    path.write_text("".join(f"{q} 0 {d} {g}\n" for q, docs in held.items() for d, g in docs.items()))
+    return path
+
+
+def _answer(tasks, out, labels):
+    import json
+
+    with open(out, "w") as fh:
+        for line in open(tasks):
+            r = json.loads(line)
+            fh.write(json.dumps({**r, "grade": labels[r["doc_id"]], "annotator": "sim"}) + "\n")
+
+
+def test_a_campaign_plans_on_the_judges_calibrated_on_its_held_qrels(judged, tmp_path):
+    """The stored model is the calibrated one; the drawn queries' held labels are imported, never exported; once
+    judged, the estimate is the run on that model holding those labels."""
+    from activerank.distributed.judges import held_qrels_judgments, with_judges
+
+    df, labels, frame, held = judged
+    path = _qrels(held, tmp_path / "held.qrels")
+    pool = ard.DaskPool(frame)
+    assert held_qrels_judgments(path, pool, n_grades=3) == held  # ids in the pool's types
+    camp = ard.create_campaign(tmp_path / "c.db", pool, ["score_a", "score_b"], PROBS, budget=15, metric="dcg@5",
+                               seed=9, held_qrels=path, judges=JUDGES)
+    assert camp.check() == []
+    pool2, model, info = with_judges(pool, PROBS, JUDGES, held, seed=9)
+    assert info["calibrated"] and info["n_labels"] > 30
+    drawn_ids = camp.pool().query_ids[np.unique(camp.plan().queries)]
+    held_drawn = {q: d for q, d in held.items() if str(q) in set(map(str, drawn_ids))}
+    assert held_drawn  # the seed draws some held queries: their labels are stored, not asked
+    camp.export_tasks(tmp_path / "t.jsonl")
+    exported = {line.split('"doc_id": ')[1].split('"')[1] for line in open(tmp_path / "t.jsonl")}
+    assert not exported & {d for docs in held_drawn.values() for d in docs}
+    _answer(tmp_path / "t.jsonl", tmp_path / "a.jsonl", labels)
+    camp.import_judgments(tmp_path / "a.jsonl")
+    res = camp.estimate()
+    camp.close()
+    ref = ard.compare(pool2, "score_a", "score_b", model, ard.ColumnLabels("label"), budget=15, metric="dcg@5",
+                      rng=9, method="active", judgments=held)
+    assert res.trace.attrs["judges"] == info
+    assert res.difference == pytest.approx(ref.difference, rel=1e-12, abs=1e-12)
+    assert res.standard_error == pytest.approx(ref.standard_error, rel=1e-12, abs=1e-12)
+
+
+def test_a_campaign_with_judges_needs_enough_held_labels(judged, tmp_path):
+    df, labels, frame, held = judged
+    kw = dict(budget=15, metric="dcg@5", seed=9, judges=JUDGES)
+    with pytest.raises(ValueError, match="calibrated on the human labels held: pass `held_qrels`"):
+        ard.create_campaign(tmp_path / "a.db", frame, "score_a", PROBS, **kw)
+    few = _qrels({q: held[q] for q in list(held)[:1]}, tmp_path / "few.qrels")
+    with pytest.raises(ValueError, match=r"`held_qrels`: \d+ labels are held, fewer than 30 .* planned once"):
+        ard.create_campaign(tmp_path / "b.db", frame, "score_a", PROBS, held_qrels=few, **kw)
+    bad = tmp_path / "bad.qrels"
+    bad.write_text("x 0 d1 1\n")
+    with pytest.raises(ValueError, match="query id 'x' is not an integer"):
+        ard.create_campaign(tmp_path / "c.db", frame, "score_a", PROBS, held_qrels=bad, **kw)
+    bad.write_text("5 0 d1 3\n")  # off the model's scale, with or without judges: refused before anything is made
+    for name, extra in (("d.db", kw), ("e.db", dict(budget=15, seed=9))):
+        with pytest.raises(ValueError, match="line 1"):
+            ard.create_campaign(tmp_path / name, frame, "score_a", PROBS, held_qrels=bad, **extra)
+    assert not any((tmp_path / n).exists() for n in ("a.db", "b.db", "c.db", "d.db", "e.db"))
