@@ -412,22 +412,25 @@ def api_runs(args, cfg, judge, ds, fold, key):
                                     ymax=G - 1) for sc in scores]
     truth = float(values[0].mean() if len(values) == 1 else (values[0] - values[1]).mean())
 
-    def one_run(probs, js, rng):
+    def one_run(probs, js, held, rng):
+        kw = dict(budget=budget, metric=bench.METRIC, judges=js, judgments=held, rng=rng, **unit)
         if len(scores) == 1:
-            res = ar.estimate(pool, scores[0], probs, lab, budget=budget, metric=bench.METRIC, judges=js, rng=rng,
-                              **unit)
+            res = ar.estimate(pool, scores[0], probs, lab, **kw)
             return res, res.estimate
-        res = ar.compare(pool, scores[0], scores[1], probs, lab, budget=budget, metric=bench.METRIC, judges=js,
-                         rng=rng, **unit)
+        res = ar.compare(pool, scores[0], scores[1], probs, lab, **kw)
         return res, res.difference
 
     lab = ar.KnownLabels.from_data(pool)
+    variants = [("none", task.probs, None, None), ("online", task.probs, [grades[1]], None),
+                ("offline", offline, None, None)]
+    if args.api_held:
+        held = held_queries(pool, args.api_held, np.random.default_rng([fold, 77]))
+        variants += [("held_none", task.probs, None, held), ("held_judge", task.probs, [grades[1]], held)]
     out = {}
-    for name, probs, js in (("none", task.probs, None), ("online", task.probs, [grades[1]]),
-                            ("offline", offline, None)):
+    for name, probs, js, held_ in variants:
         est, cover, cost, methods, uses = [], [], [], set(), []
         for r in range(args.reps):
-            res, value = one_run(probs, js, np.random.default_rng([r, 33]))
+            res, value = one_run(probs, js, held_, np.random.default_rng([r, 33]))
             ci = res.confidence_interval()
             est.append(value)
             cover.append(ci.low <= truth <= ci.high)
@@ -442,6 +445,19 @@ def api_runs(args, cfg, judge, ds, fold, key):
     return out, budget, float(spec.reference_budget), "documents" if constant else "cost"
 
 
+def held_queries(pool, n_labels: int, rng) -> dict:
+    """Whole pool queries, in a random order, until at least ``n_labels`` labels: ``{query id: {doc id: grade}}``
+    (the labels a team holds on the pool itself, ``judgments=``)."""
+    held, n = {}, 0
+    for x in rng.permutation(pool.n_queries):
+        if n >= n_labels:
+            break
+        rows = range(int(pool.offsets[x]), int(pool.offsets[x + 1]))
+        held[pool.query_ids[x]] = {pool.doc_ids[r]: int(pool.labels[r]) for r in rows}
+        n += len(rows)
+    return held
+
+
 def api_cell(args, cfg, judge="kappa_0.6", ds="mq2008", key="a_rf"):
     """A cell through ``ar.estimate`` (:func:`api_runs`) on every fold of ``--folds``, one row per fold and variant,
     and a pooled row (``fold`` "all": the MSE averaged over folds, its ratio to ``none`` with a paired bootstrap
@@ -452,17 +468,19 @@ def api_cell(args, cfg, judge="kappa_0.6", ds="mq2008", key="a_rf"):
     n = args.reps
     idx = [[gen.integers(0, n, n) for _ in folds] for _ in range(300)]
     rows = []
-    for name in ("none", "online", "offline"):
+    for name in runs[folds[0]][0]:
+        reference = "held_none" if name == "held_judge" else "none"
         for f in (*folds, "all"):
             fs = folds if f == "all" else [f]
             o = [runs[g][0][name] for g in fs]
-            nn = [runs[g][0]["none"] for g in fs]
+            nn = [runs[g][0][reference] for g in fs]
             sub = [folds.index(g) for g in fs]
             mse, ref = np.mean([x["sq"].mean() for x in o]), np.mean([x["sq"].mean() for x in nn])
             boot = [np.mean([o[j]["sq"][b[s]].mean() for j, s in enumerate(sub)])
                     / np.mean([nn[j]["sq"][b[s]].mean() for j, s in enumerate(sub)]) for b in idx]
             _, budget, units, unit = runs[fs[0]]
-            rows.append(dict(dataset=ds, fold=str(f), task=key, judge=judge, variant=name, budget=budget,
+            rows.append(dict(dataset=ds, fold=str(f), task=key, judge=judge, variant=name, reference=reference,
+                             held_labels=args.api_held, budget=budget,
                              budget_unit=unit, budget_units=units, reps=n * len(fs), mse=mse, ratio=mse / ref,
                              ratio_low=float(np.quantile(boot, 0.025)), ratio_high=float(np.quantile(boot, 0.975)),
                              bias_z=float(max((x["z"] for x in o), key=abs)),
@@ -470,7 +488,7 @@ def api_cell(args, cfg, judge="kappa_0.6", ds="mq2008", key="a_rf"):
                              max_cost=float(max(x["max_cost"] for x in o)),
                              method="/".join(sorted({x["method"] for x in o})),
                              uses_judges=float(np.nanmean([x["uses_judges"] for x in o]))
-                             if name == "online" else np.nan))
+                             if name in ("online", "held_judge") else np.nan))
     return pd.DataFrame(rows)
 
 
@@ -560,7 +578,10 @@ def write_md(df, kap, qual):
                   "`budget_unit=\"cost\"`), paired runs (run r of every variant on the same seed). `online`: "
                   "`judges=[judge]`, the API's calibration rounds (two of 15% of the budget, refitted after each) "
                   "then the main round, calibrated on those labels only. `offline`: the calibrator fitted on the "
-                  "training partition as above, its probabilities passed as `probs`. MSE ratio to `none` (paired "
+                  "training partition as above, its probabilities passed as `probs`. `held_none` / `held_judge` "
+                  "(`--api-held N`): whole pool queries with at least N labels passed as `judgments=` (a team's "
+                  "labels on the pool), without and with the judge, which is then calibrated on them (no rounds); "
+                  "`held_judge`'s ratio is to `held_none`. MSE ratio (paired "
                   "95% bootstrap, within folds); over several folds: the MSE averaged over folds, the largest "
                   "|bias| / SE of a fold, the coverage pooled. `uses judges`: the share of online runs whose "
                   "final design used the calibrated judge (the check of `activerank.judges` can drop it).", ""]
@@ -568,15 +589,20 @@ def write_md(df, kap, qual):
             pooled = g[g.fold == "all"] if (g.fold == "all").any() else g
             r0 = pooled.iloc[0]
             fold_ids = ",".join(f for f in dict.fromkeys(g.fold) if f != "all")
+            held = r0.get("held_labels", 0)
+            held = "" if pd.isna(held) or not held else f", at least {int(held)} labels held in `held_*`"
             lines += [f"**{ds}, {TITLES.get(key, key)}, the {judge} judge**: folds {fold_ids}, {int(r0.reps)} runs "
-                      f"per variant, budget {r0.budget_units:g} queries' worth"
-                      + (f" ({r0.budget:.0f} documents)" if r0.budget_unit == "documents" else "") + f", {r0.seconds / 60:.0f} min.", "",
-                      "| variant | method | MSE | ratio to none | largest bias / SE | coverage | uses judges |",
+                      f"per variant{held}, budget {r0.budget_units:g} queries' worth"
+                      + (f" ({r0.budget:.0f} documents)" if r0.budget_unit == "documents" else "")
+                      + f", {r0.seconds / 60:.0f} min.", "",
+                      "| variant | method | MSE | MSE ratio | largest bias / SE | coverage | uses judges |",
                       "|---|---|---|---|---|---|---|"]
             for _, r in pooled.iterrows():
                 uses = "–" if pd.isna(r.uses_judges) else f"{r.uses_judges:.2f}"
+                ref = r.get("reference", "none")
+                ref = "none" if pd.isna(ref) else ref
                 lines.append(f"| {r.variant} | {r.method} | {r.mse:.2e} | {r.ratio:.2f} [{r.ratio_low:.2f}, "
-                             f"{r.ratio_high:.2f}] | {r.bias_z:.1f} | {r.coverage:.3f} | {uses} |")
+                             f"{r.ratio_high:.2f}] to {ref} | {r.bias_z:.1f} | {r.coverage:.3f} | {uses} |")
             lines.append("")
     (RESULTS / "judge_check.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
@@ -627,6 +653,9 @@ def main(argv=None) -> int:
                          "results/judge_check_api.csv (a cell's rows replace its old ones)")
     ap.add_argument("--api-cell", action="append", default=None, metavar="DATASET:TASK:JUDGE",
                     help="a cell of --api (repeatable; default mq2008:a_rf:kappa_0.6)")
+    ap.add_argument("--api-held", type=int, default=0, metavar="N",
+                    help="--api also runs held_none / held_judge: whole pool queries with at least N labels passed "
+                         "as judgments= (the judge calibrated on them), the judge's ratio taken to held_none")
     args = parse_checked(ap, argv)
     if "none" not in args.judges.split(","):
         ap.error("--judges must include 'none' (the reference of the MSE ratios)")
