@@ -426,8 +426,10 @@ def api_runs(args, cfg, judge, ds, fold, key):
     if args.api_held:
         held = held_queries(pool, args.api_held, np.random.default_rng([fold, 77]))
         variants += [("held_none", task.probs, None, held), ("held_judge", task.probs, [grades[1]], held)]
+    keep = set(args.api_variants.split(",")) | {"none"}
+    keep |= {"held_none"} if "held_judge" in keep else set()
     out = {}
-    for name, probs, js, held_ in variants:
+    for name, probs, js, held_ in (v for v in variants if v[0] in keep):
         est, cover, cost, methods, uses = [], [], [], set(), []
         for r in range(args.reps):
             res, value = one_run(probs, js, held_, np.random.default_rng([r, 33]))
@@ -653,6 +655,8 @@ def main(argv=None) -> int:
                          "results/judge_check_api.csv (a cell's rows replace its old ones)")
     ap.add_argument("--api-cell", action="append", default=None, metavar="DATASET:TASK:JUDGE",
                     help="a cell of --api (repeatable; default mq2008:a_rf:kappa_0.6)")
+    ap.add_argument("--api-variants", default="none,online,offline,held_none,held_judge",
+                    help="the --api variants to run (none always; held_judge brings held_none)")
     ap.add_argument("--api-held", type=int, default=0, metavar="N",
                     help="--api also runs held_none / held_judge: whole pool queries with at least N labels passed "
                          "as judgments= (the judge calibrated on them), the judge's ratio taken to held_none")
