@@ -533,8 +533,11 @@ def create_campaign(path, pool, scores, probs, *, budget, metric="err@10", k=Non
     if held_qrels is not None:  # the drawn queries' held labels: known, never exported as tasks
         try:
             camp.import_qrels(held_qrels, annotator="held")
-        except BaseException:
+        except BaseException:  # no campaign without its held labels (nothing was judged in it yet)
+            from ..campaign.schema import SIDECARS, remove_files
+
             camp.close()
+            remove_files(str(path), "", *SIDECARS)
             raise
     return camp
 
@@ -549,7 +552,7 @@ def _held_and_judges(pool, probs, judges, held_qrels, *, seed, progress):
         raise ValueError("`judges` in a campaign are calibrated on the human labels held: pass `held_qrels` (at "
                          "least 30 labels on pairs a judge graded, e.g. an earlier campaign's qrels).")
     n_grades = len(probs) if isinstance(probs, (list, tuple)) and all(isinstance(c, str) for c in probs) else None
-    held = held_qrels_judgments(held_qrels, pool, n_grades=n_grades)
+    held = held_qrels_judgments(held_qrels, pool, n_grades=n_grades)  # checked even when only imported
     if judges is None:
         return pool, probs, None
     try:
