@@ -195,7 +195,9 @@ def _auto(pool, spec, td, *, budget, defensive, rng, judgments):
     """``method="auto"`` on a Dask pool: ``(AutoChoice, DocumentRun or None)``.
 
     The candidates of :func:`activerank.design.auto.auto_design` and its rule (the smaller predicted variance
-    at the budget); a candidate that cannot run here is skipped, and the reason says so.
+    at the budget); a candidate that cannot run here is skipped, and the reason says so.  With earlier
+    ``judgments`` (restricted to the pool's queries) both are predicted as if nothing were held, since the
+    per-query table does not know the held documents; the chosen design then runs with them.
     """
     from ..design.auto import AutoChoice, auto_alternative
     from ..design.methods import get_method
@@ -213,17 +215,21 @@ def _auto(pool, spec, td, *, budget, defensive, rng, judgments):
                           "prefix not applicable: it judges documents one at a time in every drawn query, which "
                           "does not run on a Dask pool; only query-level designs run here"), None
     try:
-        if judgments:
-            raise ValueError("with earlier `judgments` a Dask pool weighs query-level designs only (its query-level "
-                             "prediction does not know the held documents); method='doc_dyn' runs it with them")
         _stream_state(rng)
         doc = prepare_units(pool, spec, td, get_method("doc_dyn"), budget=budget, defensive=defensive)
     except ValueError as exc:
         return AutoChoice(name, {name: v_query, "doc_dyn": np.inf}, f"doc_dyn not applicable: {exc}"), None
     pred = {name: v_query, "doc_dyn": doc.predicted_variance}
+    reason = "smaller predicted variance at the budget"
+    if judgments:
+        reason += (" (both predicted as if no label were held: the per-query table does not know the held "
+                   "documents; the run holds them)")
     if doc.predicted_variance < v_query:
-        return AutoChoice("doc_dyn", pred, "smaller predicted variance at the budget"), doc
-    return AutoChoice(name, pred, "smaller predicted variance at the budget"), None
+        if judgments:  # the run's units: the held documents certain and free
+            doc = prepare_units(pool, spec, td, get_method("doc_dyn"), budget=budget, defensive=defensive,
+                                judged=_judged_sets(judgments), census_ok=True)
+        return AutoChoice("doc_dyn", pred, reason), doc
+    return AutoChoice(name, pred, reason), None
 
 
 def _judged_sets(judgments) -> dict | None:
@@ -332,11 +338,10 @@ def _run_once(pool, kind, scores, probs, labeler, *, budget, metric, k, method, 
     td = _table_design(pool, spec, spec_method, kind, query_weights=query_weights, defensive=defensive,
                        progress=progress)
     choice = doc = None
-    held = None
+    held = _judgments_iv(judgments, td, np.arange(td.n_queries))
     if isinstance(method, str) and method == "auto":
-        choice, doc = _auto(pool, spec, td, budget=budget, defensive=defensive, rng=rng, judgments=judgments)
+        choice, doc = _auto(pool, spec, td, budget=budget, defensive=defensive, rng=rng, judgments=held)
     elif documents:
-        held = _judgments_iv(judgments, td, np.arange(td.n_queries))
         doc = prepare_units(pool, spec, td, spec_method, budget=budget, defensive=defensive,
                             judged=_judged_sets(held), census_ok=True)
     if doc is not None:

@@ -133,8 +133,19 @@ def test_auto_skips_what_cannot_run_and_says_why(data):
     assert same.trace.attrs["auto"]["reason"].startswith("doc_dyn not applicable: no unit can change any target")
     mt = ard.estimate(*args, budget=8, metric="dcg@10", rng=np.random.Generator(np.random.MT19937(1)))
     assert mt.method == "active_wor" and "PCG64" in mt.trace.attrs["auto"]["reason"]
-    held = ard.estimate(*args, budget=8, metric="dcg@10", rng=1, judgments={5: {}})
-    assert held.method == "active_wor" and "judgments" in held.trace.attrs["auto"]["reason"]
+    # with labels held, both designs are predicted as if none were, and the choice runs with them, free
+    earlier = _some_judgments(df, labels, 3, 4, seed=2)
+    asked = []
+
+    def counting(q, docs):
+        asked.extend((q, d) for d in docs)
+        return labeler_of(labels)(q, docs)
+
+    held = ard.estimate(frame, "score_a", PROBS, counting, budget=8, metric="dcg@10", rng=1, judgments=earlier)
+    assert held.method == "doc_dyn" and "as if no label were held" in held.trace.attrs["auto"]["reason"]
+    assert not {(q, d) for q, docs in earlier.items() for d in docs} & set(asked)
+    explicit = ard.estimate(*args, budget=8, metric="dcg@10", rng=1, judgments=earlier, method="doc_dyn")
+    assert held.estimate == explicit.estimate and held.standard_error == explicit.standard_error
     # the rules every route shares (activerank.design.auto): per-query costs stay query-level, as in memory
     per_query = ard.estimate(*args, budget=8, metric="dcg@10", rng=1, costs="uniform")
     assert per_query.method == "active_wor" and "per-query costs" in per_query.trace.attrs["auto"]["reason"]
