@@ -246,7 +246,7 @@ def _judged_sets(judgments) -> dict | None:
     return {py_scalar(q): {py_scalar(d) for d in docs} for q, docs in judgments.items()}
 
 
-def _run_documents(pool, spec, td, doc, kind, labeler, *, rng, names, ci, progress, judgments=None):
+def _run_documents(pool, spec, td, doc, kind, labeler, *, rng, names, ci, progress, judgments=None, on_fit=None):
     """A document-level design's draw (candidates only to the driver), fetch, labeling and estimate;
     ``judgments`` (validated) are loaded as in memory: their documents are held units."""
     from dataclasses import replace
@@ -281,7 +281,7 @@ def _run_documents(pool, spec, td, doc, kind, labeler, *, rng, names, ci, progre
     store = Judgments(mem_pool, design.n_grades)
     if judgments:
         store.load(judgments, name="judgments")
-    return run_documents(doc, drawn, design, mem_pool, labeler, store, ci=ci)
+    return run_documents(doc, drawn, design, mem_pool, labeler, store, ci=ci, on_fit=on_fit)
 
 
 def _run(pool, kind, scores, probs, labeler, *, budget, rng, judgments, judges=None, **kw):
@@ -297,20 +297,25 @@ def _run(pool, kind, scores, probs, labeler, *, budget, rng, judgments, judges=N
     except TooFewHeldLabels:
         pass
 
-    def once(*, budget, judgments, judges, min_labels):
+    def once(*, budget, judgments, judges, min_labels, on_fit):
         return _run_once(pool, kind, scores, probs, labeler, budget=budget, rng=rng, judgments=judgments,
-                         judges=judges, min_labels=min_labels, **kw)
+                         judges=judges, min_labels=min_labels, on_fit=on_fit, **kw)
 
-    return run_with_rounds(once, budget=budget_iv(budget), judgments=judgments, judges=judges)
+    # a bootstrap interval's pivots do not combine: the rounds' labels are then only held (as in memory)
+    return run_with_rounds(once, budget=budget_iv(budget), judgments=judgments, judges=judges,
+                           weigh=kw.get("ci", "auto") != "bootstrap")
 
 
 def _run_once(pool, kind, scores, probs, labeler, *, budget, metric, k, method, costs, query_weights, defensive,
-              rng, judgments, names=None, ci="auto", progress=None, judges=None, min_labels=None):
+              rng, judgments, names=None, ci="auto", progress=None, judges=None, min_labels=None, on_fit=None):
+    """One fixed-budget run; ``on_fit(fit) -> fit``: what the engine reports instead of the run's DesignFit
+    (:func:`.judges.run_with_rounds` keeps the rounds' fits and combines them into the last one's)."""
     from .._progress import progress_iv
     from .._validation import budget_iv, ci_iv, defensive_iv, labeler_iv, rng_iv
     from .documents import _stream_state, prepare_units
     from .frame import frame_columns_iv
     from ..engine import FixedBudget, Judgments, run
+    from ..engine.judged import FitHook
 
     budget = budget_iv(budget)
     ci = ci_iv(ci)
@@ -346,7 +351,7 @@ def _run_once(pool, kind, scores, probs, labeler, *, budget, metric, k, method, 
                             judged=_judged_sets(held), census_ok=True)
     if doc is not None:
         result = _run_documents(pool, spec, td, doc, kind, labeler, rng=rng, names=names, ci=ci, progress=progress,
-                                judgments=held)
+                                judgments=held, on_fit=on_fit)
     else:
         td, plan, docs, design, mem_pool, _ = _drawn_pool(
             pool, spec, spec_method, kind, budget=budget, query_weights=query_weights, defensive=defensive,
@@ -357,7 +362,8 @@ def _run_once(pool, kind, scores, probs, labeler, *, budget, metric, k, method, 
         earlier = _judgments_iv(judgments, td, np.unique(plan.queries))
         if earlier:
             store.load(earlier, name="judgments")
-        result = run(design, mem_pool, labeler, FixedBudget(budget, rng), judgments=store, ci=ci)
+        schedule = FixedBudget(budget, rng) if on_fit is None else FitHook(budget, rng, on_fit)
+        result = run(design, mem_pool, labeler, schedule, judgments=store, ci=ci)
         if not np.array_equal(result.trace["query"].to_numpy(), plan.queries):  # pragma: no cover - invariant
             raise RuntimeError("internal error: the engine's draws differ from the draws whose documents were "
                                "fetched.")
@@ -639,7 +645,8 @@ def estimate(pool, scores, probs, labeler, *, budget, metric="err@10", k=None, m
         applied by the workers as the relevance model -- the same calibration
         as :func:`activerank.estimate` with ``judges=`` and those labels held.
         With fewer than 30 on judged documents, calibration rounds buy them
-        first and the run holds them (:func:`.judges.run_with_rounds`).
+        first, the run holds them and weighs the rounds' estimates in
+        (:func:`.judges.run_with_rounds`).
         ``trace.attrs["judges"]`` says what was done (:mod:`.judges`).
 
     Returns

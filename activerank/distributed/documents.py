@@ -425,8 +425,9 @@ def reduced_target(drawn: dict, mem_pool, row_start: np.ndarray, gains):
                           offsets=offsets_from_lengths(np.bincount(x, minlength=n_queries)))
 
 
-def run_documents(run: DocumentRun, drawn: dict, design, mem_pool, labeler, store, *, ci: str):
-    """The engine's labeling and estimate of the drawn units (a schedule holding the precomputed sample)."""
+def run_documents(run: DocumentRun, drawn: dict, design, mem_pool, labeler, store, *, ci: str, on_fit=None):
+    """The engine's labeling and estimate of the drawn units (a schedule holding the precomputed sample);
+    ``on_fit(fit) -> fit``: what the engine reports instead of the run's DesignFit."""
     from ..design.kinds.documents import DocumentSample, PoissonDesign, UnitPlan, census_sample
     from ..engine import run as engine_run
     from ..engine.assemble import with_ids
@@ -465,6 +466,7 @@ def run_documents(run: DocumentRun, drawn: dict, design, mem_pool, labeler, stor
             trace["doc_row"] = drawn["row"]  # pool rows, as in memory
             trace.attrs["n_units"] = int(run.sums["n_units"])
             trace.attrs["n_units_that_matter"] = int(run.sums["matter"])
-            return replace(fit, estimate=main, own=main if fit.own is not None else None, trace=trace)
+            fit = replace(fit, estimate=main, own=main if fit.own is not None else None, trace=trace)
+            return fit if on_fit is None else on_fit(fit)
 
     return engine_run(design, mem_pool, labeler, Drawn(), judgments=store, ci=ci)

@@ -12,8 +12,11 @@ fixed-budget run buys them first (:func:`run_with_rounds`): calibration rounds a
 :data:`~activerank.engine.judged.CALIBRATION_SHARES` of the budget, the first planned on ``probs``, the next on
 the judges refitted to the labels held so far.  The last run holds every round's label.  Given the rounds, its
 model is fixed before its first draw and the labels it holds are true, so its estimate is unbiased for the whole
-target and its interval valid.  Unlike in memory, the rounds' own estimates are not combined in: a Dask run has
-no per-round design fit to weigh (``trace.attrs["judges"]["round_estimates_used"]`` is False).
+target and its interval valid.  As in memory, the rounds' estimates are combined in
+(:func:`~activerank.engine.judged.combine_rounds`), each with a weight fixed before it draws.  A Dask run cannot
+predict its variance at another budget with the labels held (the per-query table does not know them), so the
+weight assumes the variance falls as ``1 / budget``: a round's share of the weight left is its budget over the
+budget left (in memory: the model's predicted variances).
 """
 
 from __future__ import annotations
@@ -192,24 +195,32 @@ def _too_few(what: str) -> NoReturn:
     raise exc
 
 
-def run_with_rounds(run, *, budget: float, judgments, judges):
+def run_with_rounds(run, *, budget: float, judgments, judges, weigh: bool = True):
     """A fixed-budget run with ``judges`` that buys its own calibration labels first (module docstring).
 
-    ``run(budget=, judgments=, judges=, min_labels=)`` runs once and returns its result (``judges=None``: on
-    ``probs``).  The result is the last run's, with every round's cost, the whole budget and every label bought.
+    ``run(budget=, judgments=, judges=, min_labels=, on_fit=)`` runs once and returns its result (``judges=None``:
+    on ``probs``; ``on_fit``: :class:`~activerank.engine.judged.FitHook`).  The result is the last run's, its
+    estimate combined with the rounds' (:func:`~activerank.engine.judged.combine_rounds`; ``weigh=False``: the
+    rounds' labels are only held), with every round's cost, the whole budget and every label bought.
     """
-    from ..engine.judged import CALIBRATION_SHARES
+    from ..engine.judged import CALIBRATION_SHARES, CalibrationRound, combine_rounds
     from ..inference.judgments import JudgmentSet
 
     # a Dask result holds only the labels of the queries it fetched: every label held is gathered here
     held: dict = {}
     _merge(held, judgments or {})
     bought: dict = {}
-    spent, rounds = 0.0, list[dict]()
+    spent, charged, mass = 0.0, 0.0, 1.0
+    rounds, done = list[dict](), list[CalibrationRound]()
     for share in CALIBRATION_SHARES:
+        part = share * budget
+        # fixed before the round draws: the weight at which the rounds are as good as one round of the budget
+        # left when the variance falls as 1 / budget (in memory: the variances the model predicts)
+        weight = mass * min(part / (budget - spent), 1.0) if weigh else 0.0
+        fits: list = []
         try:  # round 1 on `probs`; a later one on the judges refitted to every label held, however few
-            res = run(budget=share * budget, judgments=held or None, judges=judges if rounds else None,
-                      min_labels=0)
+            res = run(budget=part, judgments=held or None, judges=judges if rounds else None, min_labels=0,
+                      on_fit=lambda fit, fits=fits: fits.append(fit) or fit)
         except ValueError as exc:  # e.g. the share buys too little of this design: calibrate on what is held
             reason, now = str(exc), getattr(exc, "judgments", None) or {}
             new = {q: {d: g for d, g in docs.items() if d not in held.get(q, {})} for q, docs in now.items()}
@@ -217,29 +228,38 @@ def run_with_rounds(run, *, budget: float, judgments, judges):
             if n_new:  # failed after buying: the labels are kept and held, so the round is charged its budget
                 _merge(bought, new)  # (a bound on what it spent: every design keeps it)
                 _merge(held, new)
-                spent += share * budget
+                charged += part
                 reason += f" (after buying {n_new} labels, which are kept; the round is charged its budget, " \
-                          f"{share * budget:.4g})"
+                          f"{part:.4g})"
             rounds.append({"not_run": reason})
             break
         fit = res.trace.attrs.get("judges") or {}
-        rounds.append(dict(method=res.method, cost=float(res.cost_spent),
-                           planned_on_labels=int(fit.get("n_labels", 0)) if fit.get("calibrated") else 0))
+        done.append(CalibrationRound(fits[0], float(res.cost_spent), weight, res.method))
+        rounds.append(dict(method=res.method, cost=float(res.cost_spent), weight=weight,
+                           planned_on_labels=int(fit.get("n_labels", 0)) if fit.get("calibrated") else 0,
+                           estimate=[float(v) for v in fits[0].estimate.estimate],
+                           standard_error=[float(v) for v in fits[0].estimate.standard_error]))
         spent += float(res.cost_spent)
+        mass -= weight
         _merge(held, res.judgments)
         _merge(bought, res.judgments.bought)
-    done = [r for r in rounds if "not_run" not in r]
-    last = run(budget=budget - spent, judgments=held or None, judges=judges, min_labels=0)
+
+    def finish(fit):  # the failed round's charge, then the rounds' estimates and costs
+        return combine_rounds(done, replace(fit, cost_spent=fit.cost_spent + charged), factor=1.0,
+                              whole_budget=budget)
+
+    last = run(budget=budget - spent - charged, judgments=held or None, judges=judges, min_labels=0, on_fit=finish)
     _merge(held, last.judgments)
     _merge(bought, last.judgments.bought)
-    info = dict(last.trace.attrs.get("judges") or {}, calibration_round_cost=spent, round_estimates_used=False)
-    if done:
-        info.update(calibration_round=done[0]["method"], calibration_rounds=done)
-    if len(done) < len(rounds):  # named as in memory: the first round, else its number
-        info["calibration_round" if not done else f"calibration_round_{len(rounds)}"] = \
+    ok = [r for r in rounds if "not_run" not in r]
+    info = dict(last.trace.attrs.get("judges") or {}, calibration_round_cost=spent + charged,
+                round_estimates_used=any(r.weight > 0 for r in done) and not last.exact)
+    if ok:
+        info.update(calibration_round=ok[0]["method"], calibration_rounds=ok)
+    if len(ok) < len(rounds):  # named as in memory: the first round, else its number
+        info["calibration_round" if not ok else f"calibration_round_{len(rounds)}"] = \
             f"not run: {rounds[-1]['not_run']}"
-    out = replace(last, cost_spent=last.cost_spent + spent, budget=budget,
-                  judgments=JudgmentSet(held, bought=bought))
+    out = replace(last, judgments=JudgmentSet(held, bought=bought))
     out.trace.attrs["judges"] = info
     return out
 

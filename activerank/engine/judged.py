@@ -40,7 +40,7 @@ from ..inference.snis import LowEffectiveSampleSizeWarning
 from .core import run
 from .schedules import FixedBudget
 
-__all__ = ["CALIBRATION_SHARES", "MIN_CALIBRATION_LABELS", "AfterCalibrationRounds", "CalibrationRound",
+__all__ = ["CALIBRATION_SHARES", "MIN_CALIBRATION_LABELS", "AfterCalibrationRounds", "CalibrationRound", "FitHook",
            "calibrate_held", "calibrate_judges", "calibrate_sequential", "calibration_labels", "combine_rounds",
            "judge_list", "judges_iv", "round_weight"]
 
@@ -277,6 +277,18 @@ def _calibration_round(pool, probs, labeler, store, make_design, share, left, ma
     if fit is None:  # pragma: no cover - run() returns only after _run
         raise RuntimeError("the calibration round returned no fit.")
     return CalibrationRound(fit, float(fit.cost_spent) * factor, weight, design.method)
+
+
+class FitHook(FixedBudget):
+    """A fixed budget whose DesignFit goes through ``on_fit(fit) -> fit`` before the engine reports it (the
+    rounds of a run on a Dask pool: :func:`activerank.distributed.judges.run_with_rounds`)."""
+
+    def __init__(self, budget: float, rng, on_fit):
+        super().__init__(budget, rng)
+        self.on_fit = on_fit
+
+    def _run(self, ctx):
+        return self.on_fit(super()._run(ctx))
 
 
 class AfterCalibrationRounds(FixedBudget):
