@@ -652,7 +652,7 @@ def main(argv=None) -> int:
     ap.add_argument("--api", action="store_true",
                     help="instead: cells through ar.estimate, without a judge, with judges= (online calibration) "
                          "and with the offline-calibrated probs, on the --folds at the reference budget; writes "
-                         "results/judge_check_api.csv (a cell's rows replace its old ones)")
+                         "results/judge_check_api.csv (a cell's variants replace their old rows)")
     ap.add_argument("--api-cell", action="append", default=None, metavar="DATASET:TASK:JUDGE",
                     help="a cell of --api (repeatable; default mq2008:a_rf:kappa_0.6)")
     ap.add_argument("--api-variants", default="none,online,offline,held_none,held_judge",
@@ -681,7 +681,8 @@ def main(argv=None) -> int:
                 if "budget_docs" in old:  # the single-fold layout of earlier runs
                     old = old.rename(columns={"budget_docs": "budget"}).assign(budget_unit="documents",
                                                                                 uses_judges=np.nan)
-                keep = ~((old.dataset == ds) & (old.task == key) & (old.judge == judge))
+                keep = ~((old.dataset == ds) & (old.task == key) & (old.judge == judge)
+                         & old.variant.isin(set(df.variant)))
                 df = pd.concat([old[keep], df])
             df.to_csv(path, index=False)
         write_md(*(pd.read_csv(RESULTS / n) for n in ("judge_check.csv", "judge_check_kappa.csv",
