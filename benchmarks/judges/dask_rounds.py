@@ -41,7 +41,7 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", ".."))
 
 import activerank as ar  # noqa: E402
-from llmjudge import BEST, load  # noqa: E402
+from llmjudge import BEST, add_data_options, data_dir, load, mse_ratio  # noqa: E402
 
 METRIC = "dcg@10"
 PROBS = ["p0", "p1", "p2", "p3"]
@@ -109,28 +109,20 @@ def cell(df, ddf, *, scenario, budget, variant, reps, seed):
                 labels=float(np.mean(out["bought"])), method="/".join(sorted(out["method"])))
 
 
-def ratio(a, b, gen, n_boot=1000):
-    idx = gen.integers(0, a.size, (n_boot, a.size))
-    boot = a[idx].mean(1) / b[idx].mean(1)
-    return a.mean() / b.mean(), np.quantile(boot, 0.025), np.quantile(boot, 0.975)
-
-
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--reps", type=int, default=200)
     ap.add_argument("--budgets", default="10,20")
     ap.add_argument("--scenarios", default="one,two")
-    ap.add_argument("--seed", type=int, default=2024)
-    ap.add_argument("--data", default=os.environ.get("ACTIVERANK_DATA"))
-    ap.add_argument("--out", default=os.path.join(HERE, "results", "dask_rounds"))
+    add_data_options(ap, "dask_rounds")
     args = ap.parse_args(argv)
-    if not args.data or not os.path.isdir(os.path.join(args.data, "llmjudge-2024")):
-        print("LLMJudge 2024 not found: set ACTIVERANK_DATA (or --data) to the folder holding llmjudge-2024/")
+    root = data_dir(args)
+    if root is None:
         return 0
     import dask
 
     warnings.simplefilter("ignore")  # the calibrator's solver chatter and small rounds' interval warnings
-    df, ddf = frame(*load(os.path.join(args.data, "llmjudge-2024")))
+    df, ddf = frame(*load(root))
     rows, sq = [], {}
     with dask.config.set(scheduler="synchronous"):
         for scenario in args.scenarios.split(","):
@@ -146,7 +138,7 @@ def main(argv=None) -> int:
     res = pd.DataFrame(rows)
     gen = np.random.default_rng(0)
     for col, ref in (("to_none", "none"), ("to_memory", "memory")):
-        vals = [ratio(sq[(r.scenario, r.budget, r.variant)], sq[(r.scenario, r.budget, ref)], gen)
+        vals = [mse_ratio(sq[(r.scenario, r.budget, r.variant)], sq[(r.scenario, r.budget, ref)], gen)
                 for r in res.itertuples()]
         res[col], res[col + "_low"], res[col + "_high"] = zip(*vals)
     os.makedirs(os.path.dirname(args.out), exist_ok=True)

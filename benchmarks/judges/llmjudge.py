@@ -96,6 +96,28 @@ def cell(pool, labels, judges, scores, *, metric, scenario, budget, model, reps,
                 max_cost=float(max(cost)), method="/".join(sorted(chosen)))
 
 
+def add_data_options(ap, out: str) -> None:
+    """``--seed``, ``--data`` and ``--out`` (``results/<out>``), as every LLMJudge benchmark takes them."""
+    ap.add_argument("--seed", type=int, default=2024)
+    ap.add_argument("--data", default=os.environ.get("ACTIVERANK_DATA"))
+    ap.add_argument("--out", default=os.path.join(HERE, "results", out))
+
+
+def data_dir(args) -> str | None:
+    """The LLMJudge 2024 folder, or None after saying how to provide it."""
+    if not args.data or not os.path.isdir(os.path.join(args.data, "llmjudge-2024")):
+        print("LLMJudge 2024 not found: set ACTIVERANK_DATA (or --data) to the folder holding llmjudge-2024/")
+        return None
+    return os.path.join(args.data, "llmjudge-2024")
+
+
+def mse_ratio(a, b, gen, n_boot: int = 1000) -> tuple:
+    """``mean(a) / mean(b)`` of paired squared errors and its 95% paired bootstrap interval."""
+    idx = gen.integers(0, a.size, (n_boot, a.size))
+    boot = a[idx].mean(1) / b[idx].mean(1)
+    return a.mean() / b.mean(), np.quantile(boot, 0.025), np.quantile(boot, 0.975)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--reps", type=int, default=1000)
@@ -103,15 +125,13 @@ def main(argv=None) -> int:
     ap.add_argument("--metrics", default="dcg@10,p@10")
     ap.add_argument("--scenarios", default="one,two")
     ap.add_argument("--models", default="none,best,all,oracle_best,oracle_all")
-    ap.add_argument("--seed", type=int, default=2024)
-    ap.add_argument("--data", default=os.environ.get("ACTIVERANK_DATA"))
-    ap.add_argument("--out", default=os.path.join(HERE, "results", "llmjudge"))
+    add_data_options(ap, "llmjudge")
     args = ap.parse_args(argv)
-    if not args.data or not os.path.isdir(os.path.join(args.data, "llmjudge-2024")):
-        print("LLMJudge 2024 not found: set ACTIVERANK_DATA (or --data) to the folder holding llmjudge-2024/")
+    root = data_dir(args)
+    if root is None:
         return 0
     warnings.simplefilter("ignore")
-    pool, labels, judges, scores = load(os.path.join(args.data, "llmjudge-2024"))
+    pool, labels, judges, scores = load(root)
     rows, sq = [], {}
     for metric in args.metrics.split(","):
         for scenario in args.scenarios.split(","):
@@ -126,15 +146,9 @@ def main(argv=None) -> int:
                     print({k: (round(v, 4) if isinstance(v, float) else v) for k, v in rows[-1].items()}, flush=True)
     df = pd.DataFrame(rows)
     gen = np.random.default_rng(0)
-    ratio, lo, hi = [], [], []
-    for r in df.itertuples():
-        a, b = sq[(r.metric, r.scenario, r.budget, r.model)], sq[(r.metric, r.scenario, r.budget, "none")]
-        idx = gen.integers(0, a.size, (1000, a.size))
-        boot = a[idx].mean(1) / b[idx].mean(1)
-        ratio.append(a.mean() / b.mean())
-        lo.append(np.quantile(boot, 0.025))
-        hi.append(np.quantile(boot, 0.975))
-    df["mse_ratio"], df["ratio_low"], df["ratio_high"] = ratio, lo, hi
+    df["mse_ratio"], df["ratio_low"], df["ratio_high"] = zip(*(
+        mse_ratio(sq[(r.metric, r.scenario, r.budget, r.model)], sq[(r.metric, r.scenario, r.budget, "none")], gen)
+        for r in df.itertuples()))
     os.makedirs(os.path.dirname(args.out), exist_ok=True)
     df.to_csv(args.out + ".csv", index=False)
     cmd = "python benchmarks/judges/llmjudge.py " + " ".join(argv if argv is not None else sys.argv[1:])
