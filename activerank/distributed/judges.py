@@ -203,7 +203,7 @@ def run_with_rounds(run, *, budget: float, judgments, judges, weigh: bool = True
     estimate combined with the rounds' (:func:`~activerank.engine.judged.combine_rounds`; ``weigh=False``: the
     rounds' labels are only held), with every round's cost, the whole budget and every label bought.
     """
-    from ..engine.judged import CALIBRATION_SHARES, CalibrationRound, combine_rounds
+    from ..engine.judged import CALIBRATION_SHARES, CalibrationRound, combine_rounds, keeping
     from ..inference.judgments import JudgmentSet
 
     # a Dask result holds only the labels of the queries it fetched: every label held is gathered here
@@ -220,7 +220,7 @@ def run_with_rounds(run, *, budget: float, judgments, judges, weigh: bool = True
         fits: list = []
         try:  # round 1 on `probs`; a later one on the judges refitted to every label held, however few
             res = run(budget=part, judgments=held or None, judges=judges if rounds else None, min_labels=0,
-                      on_fit=lambda fit, fits=fits: fits.append(fit) or fit)
+                      on_fit=keeping(fits))
         except ValueError as exc:  # e.g. the share buys too little of this design: calibrate on what is held
             reason, now = str(exc), getattr(exc, "judgments", None) or {}
             new = {q: {d: g for d, g in docs.items() if d not in held.get(q, {})} for q, docs in now.items()}

@@ -42,7 +42,7 @@ from .schedules import FixedBudget
 
 __all__ = ["CALIBRATION_SHARES", "MIN_CALIBRATION_LABELS", "AfterCalibrationRounds", "CalibrationRound", "FitHook",
            "calibrate_held", "calibrate_judges", "calibrate_sequential", "calibration_labels", "combine_rounds",
-           "judge_list", "judges_iv", "round_weight"]
+           "judge_list", "judges_iv", "keeping", "round_weight"]
 
 #: shares of the budget the calibration rounds spend, in order, when the caller holds too few labels (the
 #: judges are refitted after each; the last round spends what is left)
@@ -226,17 +226,6 @@ class CalibrationRound:
     method: str = ""
 
 
-class _KeepFit(FixedBudget):
-    """A fixed-budget run that keeps its DesignFit (the result it assembles is not used)."""
-
-    fit: DesignFit | None = None
-
-    def _run(self, ctx):
-        fit = super()._run(ctx)
-        self.fit = fit
-        return fit
-
-
 def round_weight(make_design, probs, held, budget: float, share: float | None = None) -> float:
     """A round's share of the weight left: predicted variance at ``budget`` (what is left) / at ``share`` of it.
 
@@ -264,7 +253,8 @@ def _calibration_round(pool, probs, labeler, store, make_design, share, left, ma
     weight = 0.0 if ci == "bootstrap" or mass == 0.0 else mass * round_weight(make_design, probs, held, left, share)
     try:
         design, factor = make_design(probs, held, share)
-        schedule = _KeepFit(share / factor, rng)
+        kept: list = []  # the round's DesignFit (the result the engine assembles from it is not used)
+        schedule = FitHook(share / factor, rng, keeping(kept))
         with warnings.catch_warnings():  # about the round's own interval, which no result reports
             warnings.simplefilter("ignore", FewLabelsWarning)
             warnings.simplefilter("ignore", LowEffectiveSampleSizeWarning)
@@ -273,15 +263,16 @@ def _calibration_round(pool, probs, labeler, store, make_design, share, left, ma
         raise
     except ValueError as exc:
         return f"not run: {exc}"
-    fit = schedule.fit
+    fit = kept[0] if kept else None
     if fit is None:  # pragma: no cover - run() returns only after _run
         raise RuntimeError("the calibration round returned no fit.")
     return CalibrationRound(fit, float(fit.cost_spent) * factor, weight, design.method)
 
 
 class FitHook(FixedBudget):
-    """A fixed budget whose DesignFit goes through ``on_fit(fit) -> fit`` before the engine reports it (the
-    rounds of a run on a Dask pool: :func:`activerank.distributed.judges.run_with_rounds`)."""
+    """A fixed budget whose DesignFit goes through ``on_fit(fit) -> fit`` before the engine reports it: a
+    calibration round keeps its fit, and a run on a Dask pool (:func:`activerank.distributed.judges.run_with_rounds`)
+    combines its rounds' fits into the last one's."""
 
     def __init__(self, budget: float, rng, on_fit):
         super().__init__(budget, rng)
@@ -289,6 +280,16 @@ class FitHook(FixedBudget):
 
     def _run(self, ctx):
         return self.on_fit(super()._run(ctx))
+
+
+def keeping(into: list):
+    """An ``on_fit`` for :class:`FitHook` that appends the fit to ``into`` and reports it unchanged."""
+
+    def keep(fit):
+        into.append(fit)
+        return fit
+
+    return keep
 
 
 class AfterCalibrationRounds(FixedBudget):
