@@ -181,7 +181,8 @@ def with_judges(pool, probs, judges, judgments, *, seed: int, progress=None, min
     groups = pd.factorize(qv)[0]  # queries in the frame's order, as the in-memory pool's positions are
     cal = JudgeCalibrator(base.shape[1], random_state=seed).fit(outs, np.where(use, labels, -1), model_probs=base,
                                                                groups=groups)
-    info.update(calibrated=True, C=cal.C_, uses_judges=cal.uses_judges_, cv_gain_error=cal.cv_gain_error_)
+    info.update(calibrated=True, C=cal.C_, uses_judges=cal.uses_judges_, cv_gain_error=cal.cv_gain_error_,
+                validated_by_query=cal.validated_by_query_)
     return replace(pool, features=tuple(judge_cols + base_cols)), JudgedModel(cal, judges, base_model), info
 
 

@@ -212,7 +212,8 @@ def calibrate_held(pool, probs, judges, labels, *, seed: int) -> tuple[np.ndarra
     groups = np.repeat(np.arange(pool.n_queries), np.diff(np.asarray(pool.offsets)))
     cal = JudgeCalibrator(probs.shape[1], random_state=seed).fit(judges, np.where(use, labels, -1),
                                                                  model_probs=probs, groups=groups)
-    info.update(calibrated=True, C=cal.C_, uses_judges=cal.uses_judges_, cv_gain_error=cal.cv_gain_error_)
+    info.update(calibrated=True, C=cal.C_, uses_judges=cal.uses_judges_, cv_gain_error=cal.cv_gain_error_,
+                validated_by_query=cal.validated_by_query_)
     return cal.predict_proba(judges, model_probs=probs), info
 
 

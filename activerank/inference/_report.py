@@ -85,6 +85,8 @@ def judges_note(result) -> str | None:
     first = (f"; {rounds} {info['calibration_round']} cost {info['calibration_round_cost']:.4g}{held}"
              if info.get("calibration_round_cost") else "")
     kept = ("" if info.get("uses_judges", True) else
+            "; the labels held cover fewer than 3 queries, too few to compare the judges with the feature model "
+            "across queries, so the design used it unchanged" if info.get("validated_by_query") is False else
             "; the feature model predicted the gain as well out of fold, so the design used it unchanged")
     return f"judges {names} calibrated on {info.get('n_labels')} human labels (C={info.get('C'):g}){first}{kept}"
 

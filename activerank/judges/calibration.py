@@ -59,7 +59,12 @@ class JudgeCalibrator:
         The regularization used.
     uses_judges_ : bool
         False when the feature model (``model_probs``) predicted the gain out of fold at least as well as the
-        calibrated judges; ``predict_proba`` then returns ``model_probs`` unchanged.
+        calibrated judges, or could not be compared with them across queries (``validated_by_query_``);
+        ``predict_proba`` then returns ``model_probs`` unchanged.
+    validated_by_query_ : bool
+        The folds held out whole queries (``groups`` with 3 or more labeled queries).  Without them a feature
+        model is kept unchanged (``uses_judges_`` False): folds within a few queries reward a recalibration that
+        learns those queries' grade mix.
     cv_gain_error_ : dict or None
         The out-of-fold mean squared gain errors behind that choice (``"judges"``, ``"model"``), or None when
         there was no feature model or too few labels to validate.
@@ -115,7 +120,11 @@ class JudgeCalibrator:
         self.C_, self.cv_gain_error_ = self._choose_C(X, y, splits,
                                                       None if model_probs is None else model_probs[lab])
         err = self.cv_gain_error_
-        self.uses_judges_ = err is None or err["judges"] < err["model"]
+        # folds within fewer than 3 queries cannot tell a judge from the labeled queries' own grade mix, which a
+        # recalibration learns and then applies to every query: the feature model stays unless it is all there is
+        by_query = groups is not None and np.unique(np.asarray(groups)[lab]).size >= 3
+        self.validated_by_query_ = by_query
+        self.uses_judges_ = model_probs is None or (by_query and (err is None or err["judges"] < err["model"]))
         self.model_ = self._logistic(self.C_).fit(X, y)
         self.n_labels_ = int(lab.size)
         return self

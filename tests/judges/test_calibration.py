@@ -134,6 +134,19 @@ def test_a_useless_judge_leaves_the_feature_model_unchanged_and_a_good_one_is_us
     assert JudgeCalibrator(3, random_state=0).fit([useless], y, groups=qids).cv_gain_error_ is None
 
 
+def test_labels_on_fewer_than_3_queries_keep_the_feature_model():
+    """Folds inside one or two queries cannot tell a judge from those queries' grade mix: even a good judge is
+    left out then (and without `groups`), and used once the labels span 3 queries."""
+    pool, qids, y, g, good = _simulated(keep=0.9, seed=3)
+    model = _feature_model(y, 3)
+    for n_queries, groups, used in ((2, qids, False), (3, None, False), (3, qids, True)):
+        held = np.where(qids < n_queries, y, -1)
+        cal = JudgeCalibrator(3, random_state=0).fit([good], held, model_probs=model, groups=groups)
+        assert cal.uses_judges_ is used and cal.validated_by_query_ is (groups is not None and n_queries >= 3)
+    # without a feature model the judges are all there is
+    assert JudgeCalibrator(3, random_state=0).fit([good], np.where(qids < 2, y, -1), groups=qids).uses_judges_
+
+
 def test_the_fallback_check_weighs_the_gains_it_is_given():
     pool, qids, y, g, judge = _simulated(seed=4)
     model = _feature_model(y, 4)
