@@ -301,9 +301,7 @@ def _run(pool, kind, scores, probs, labeler, *, budget, rng, judgments, judges=N
         return _run_once(pool, kind, scores, probs, labeler, budget=budget, rng=rng, judgments=judgments,
                          judges=judges, min_labels=min_labels, on_fit=on_fit, **kw)
 
-    # a bootstrap interval's pivots do not combine: the rounds' labels are then only held (as in memory)
-    return run_with_rounds(once, budget=budget_iv(budget), judgments=judgments, judges=judges,
-                           weigh=kw.get("ci", "auto") != "bootstrap")
+    return run_with_rounds(once, budget=budget_iv(budget), judgments=judgments, judges=judges)
 
 
 def _run_once(pool, kind, scores, probs, labeler, *, budget, metric, k, method, costs, query_weights, defensive,
@@ -645,8 +643,7 @@ def estimate(pool, scores, probs, labeler, *, budget, metric="err@10", k=None, m
         applied by the workers as the relevance model -- the same calibration
         as :func:`activerank.estimate` with ``judges=`` and those labels held.
         With fewer than 30 on judged documents, calibration rounds buy them
-        first, the run holds them and weighs the rounds' estimates in
-        (:func:`.judges.run_with_rounds`).
+        first and the run holds them (:func:`.judges.run_with_rounds`).
         ``trace.attrs["judges"]`` says what was done (:mod:`.judges`).
 
     Returns
