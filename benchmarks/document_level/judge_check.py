@@ -585,13 +585,15 @@ def write_md(df, kap, qual):
                   "labels on the pool), without and with the judge, which is then calibrated on them (no rounds); "
                   "`held_judge`'s ratio is to `held_none`. MSE ratio (paired "
                   "95% bootstrap, within folds); over several folds: the MSE averaged over folds, the largest "
-                  "|bias| / SE of a fold, the coverage pooled. `uses judges`: the share of online runs whose "
-                  "final design used the calibrated judge (the check of `activerank.judges` can drop it).", ""]
+                  "|bias| / SE of a fold, the coverage pooled. `uses judges`: the share of runs with the judge whose "
+                  "final design used it (the check of `activerank.judges` can drop it).", ""]
         for (ds, key, judge), g in a.groupby(["dataset", "task", "judge"], sort=False):
             pooled = g[g.fold == "all"] if (g.fold == "all").any() else g
+            order = {v: i for i, v in enumerate(("none", "online", "offline", "held_none", "held_judge"))}
+            pooled = pooled.sort_values("variant", key=lambda c: c.map(order), kind="stable")
             r0 = pooled.iloc[0]
             fold_ids = ",".join(f for f in dict.fromkeys(g.fold) if f != "all")
-            held = r0.get("held_labels", 0)
+            held = g["held_labels"].max() if "held_labels" in g else 0
             held = "" if pd.isna(held) or not held else f", at least {int(held)} labels held in `held_*`"
             lines += [f"**{ds}, {TITLES.get(key, key)}, the {judge} judge**: folds {fold_ids}, {int(r0.reps)} runs "
                       f"per variant{held}, budget {r0.budget_units:g} queries' worth"
