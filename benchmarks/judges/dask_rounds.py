@@ -40,7 +40,7 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", ".."))
 
 import activerank as ar  # noqa: E402
-from llmjudge import BEST, add_data_options, data_dir, load, mse_ratio  # noqa: E402
+from llmjudge import BEST, add_data_options, data_dir, load, mse_ratio, summary, write_report  # noqa: E402
 
 METRIC = "dcg@10"
 PROBS = ["p0", "p1", "p2", "p3"]
@@ -101,11 +101,8 @@ def cell(df, ddf, *, scenario, budget, variant, reps, seed):
         out["cost"].append(res.cost_spent)
         out["bought"].append(res.judgments.bought.n_labels)
         out["method"].add(res.method)
-    e = np.asarray(out["est"])
-    return dict(truth=truth, mse=float(np.mean((e - truth) ** 2)), sq=(e - truth) ** 2,
-                bias_se=float((e.mean() - truth) / (e.std(ddof=1) / np.sqrt(reps))),
-                coverage=float(np.mean(out["cover"])), max_cost=float(max(out["cost"])),
-                labels=float(np.mean(out["bought"])), method="/".join(sorted(out["method"])))
+    return dict(summary(out["est"], truth, out["cover"], out["cost"], out["method"]),
+                labels=float(np.mean(out["bought"])))
 
 
 def main(argv=None) -> int:
@@ -154,9 +151,7 @@ def main(argv=None) -> int:
         lines.append(f"| {r.scenario} | {r.budget:g} | {r.variant} | {r.labels:.0f} | {r.to_none:.2f} "
                      f"[{r.to_none_low:.2f}, {r.to_none_high:.2f}] | {r.to_memory:.2f} [{r.to_memory_low:.2f}, "
                      f"{r.to_memory_high:.2f}] | {r.bias_se:+.1f} | {r.coverage:.3f} | {r.max_cost:.3g} |")
-    with open(args.out + ".md", "w") as fh:
-        fh.write("\n".join(lines) + "\n")
-    print("\n".join(lines))
+    write_report(args.out, lines)
     return 0
 
 

@@ -90,10 +90,22 @@ def cell(pool, labels, judges, scores, *, metric, scenario, budget, model, reps,
         cover.append(ci.low <= truth <= ci.high)
         cost.append(res.cost_spent)
         chosen.add(res.method)
-    e = np.array(est)
+    return summary(est, truth, cover, cost, chosen)
+
+
+def summary(est, truth: float, cover, cost, methods) -> dict:
+    """A cell's runs: MSE (and every squared error, ``sq``), bias / Monte-Carlo SE, coverage, largest cost."""
+    e = np.asarray(est)
     return dict(truth=truth, mse=float(np.mean((e - truth) ** 2)), sq=(e - truth) ** 2,
-                bias_se=float((e.mean() - truth) / (e.std(ddof=1) / np.sqrt(reps))), coverage=float(np.mean(cover)),
-                max_cost=float(max(cost)), method="/".join(sorted(chosen)))
+                bias_se=float((e.mean() - truth) / (e.std(ddof=1) / np.sqrt(e.size))), coverage=float(np.mean(cover)),
+                max_cost=float(max(cost)), method="/".join(sorted(methods)))
+
+
+def write_report(out: str, lines) -> None:
+    """``lines`` to ``<out>.md`` and to stdout."""
+    with open(out + ".md", "w") as fh:
+        fh.write("\n".join(lines) + "\n")
+    print("\n".join(lines))
 
 
 def add_data_options(ap, out: str) -> None:
@@ -161,9 +173,7 @@ def main(argv=None) -> int:
     for r in df.itertuples():
         lines.append(f"| {r.metric} | {r.scenario} | {r.budget:g} | {r.model} | {r.method} | {r.mse_ratio:.2f} "
                      f"[{r.ratio_low:.2f}, {r.ratio_high:.2f}] | {r.bias_se:+.1f} | {r.coverage:.3f} | {r.max_cost:g} |")
-    with open(args.out + ".md", "w") as fh:
-        fh.write("\n".join(lines) + "\n")
-    print("\n".join(lines))
+    write_report(args.out, lines)
     return 0
 
 
