@@ -116,15 +116,16 @@ class JudgeCalibrator:
         self.with_model_ = model_probs is not None
         X = self._features(judges, model_probs, lab)
         y = labels[lab]
-        splits = self._splits(X, y, None if groups is None else np.asarray(groups)[lab])
+        row_groups = None if groups is None else np.asarray(groups)[lab]
+        splits = self._splits(X, y, row_groups)
         self.C_, self.cv_gain_error_ = self._choose_C(X, y, splits,
                                                       None if model_probs is None else model_probs[lab])
         err = self.cv_gain_error_
         # folds within fewer than 3 queries cannot tell a judge from the labeled queries' own grade mix, which a
         # recalibration learns and then applies to every query: the feature model stays unless it is all there is
-        by_query = groups is not None and np.unique(np.asarray(groups)[lab]).size >= 3
-        self.validated_by_query_ = by_query
-        self.uses_judges_ = model_probs is None or (by_query and (err is None or err["judges"] < err["model"]))
+        self.validated_by_query_ = _by_query(row_groups)
+        self.uses_judges_ = model_probs is None or (self.validated_by_query_
+                                                    and (err is None or err["judges"] < err["model"]))
         self.model_ = self._logistic(self.C_).fit(X, y)
         self.n_labels_ = int(lab.size)
         return self
@@ -145,7 +146,7 @@ class JudgeCalibrator:
         """Validation folds: by query when ``groups`` has 3 or more, else shuffled rows; None below 10 labels."""
         from sklearn.model_selection import GroupKFold, KFold
 
-        if groups is not None and np.unique(groups).size >= 3:
+        if _by_query(groups):
             return list(GroupKFold(n_splits=3).split(X, groups=groups))
         if y.size >= 10:
             rs = self.random_state if isinstance(self.random_state, (int, np.integer)) else 0
@@ -272,6 +273,11 @@ def _score_stats(judge: JudgeOutputs, rows) -> tuple[float, float]:
         return 0.0, 1.0
     sd = float(v.std())
     return float(v.mean()), sd if sd > 0 else 1.0
+
+
+def _by_query(groups) -> bool:
+    """Whether the validation folds hold out whole queries: ``groups`` (of the labeled rows) has 3 or more."""
+    return groups is not None and np.unique(groups).size >= 3
 
 
 def cross_fitted_proba(calibrator: JudgeCalibrator, judges, labels, *, groups, model_probs=None,
